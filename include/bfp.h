@@ -1,0 +1,339 @@
+/*
+ * bfp.h - block floating-point formats: MX (OCP), MX+ / MX++, NVFP4, HiF4.
+ *
+ * The one public header of libbfp. Plain C11, no dependency beyond libc/libm.
+ * Every function is thread-safe (no global mutable state) and reports bad
+ * input through a bfp_status code; nothing aborts.
+ *
+ * Layout of a quantized tensor (docs/formats.md has the details): a tensor of
+ * rows x cols values is cut into blocks along cols. It is stored as planes:
+ *   codes         element codes, an LSB-first bit stream per row; each row
+ *                 starts on a byte boundary and holds exactly cols codes
+ *                 (a partial last block stores only its real elements);
+ *   scales        one entry per block (1 byte, or a 32-bit LE word for HiF4);
+ *   meta          one byte per block (MX+/MX++ BM index and delta, NVFP4+);
+ *   tensor_scale  one float32 (NVFP4, NVFP4+), the encode scale s_enc.
+ */
+#ifndef BFP_H
+#define BFP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BFP_VERSION_MAJOR 0
+#define BFP_VERSION_MINOR 1
+#define BFP_VERSION_PATCH 0
+
+/* Status codes. Values are stable: they appear in files and exit paths. */
+typedef enum {
+    BFP_OK = 0,
+    BFP_ERR_ARG = 1,         /* NULL pointer or invalid argument */
+    BFP_ERR_FORMAT = 2,      /* unknown format id or name */
+    BFP_ERR_SHAPE = 3,       /* zero or overflowing shape */
+    BFP_ERR_UNSUPPORTED = 4, /* option not defined for this format */
+    BFP_ERR_NOMEM = 5,       /* allocation failed */
+    BFP_ERR_IO = 6,          /* file could not be read or written */
+    BFP_ERR_DATA = 7,        /* malformed file or impossible plane bytes */
+    BFP_ERR_DEVICE = 8       /* GPU error (CUDA builds only) */
+} bfp_status;
+
+/** Return a short English description of a status code (never NULL). */
+const char *bfp_status_str(bfp_status status);
+
+/* Format ids. Stable values, never renumbered (they are stored in files). */
+typedef enum {
+    BFP_MXFP4 = 1,
+    BFP_MXFP6_E2M3 = 2,
+    BFP_MXFP6_E3M2 = 3,
+    BFP_MXFP8_E4M3 = 4,
+    BFP_MXFP8_E5M2 = 5,
+    BFP_MXINT8 = 6,
+    BFP_MXINT4 = 7,
+    BFP_NVFP4 = 8,
+    BFP_HIF4 = 9,
+    BFP_MXFP4_PLUS = 10,
+    BFP_MXFP6_E2M3_PLUS = 11,
+    BFP_MXFP6_E3M2_PLUS = 12,
+    BFP_MXFP8_E4M3_PLUS = 13,
+    BFP_MXFP8_E5M2_PLUS = 14,
+    BFP_MXINT8_PLUS = 15,
+    BFP_MXINT4_PLUS = 16,
+    BFP_MXFP4_PP = 17,
+    BFP_MXFP6_E2M3_PP = 18,
+    BFP_MXFP6_E3M2_PP = 19,
+    BFP_MXFP8_E4M3_PP = 20,
+    BFP_MXFP8_E5M2_PP = 21,
+    BFP_NVFP4_PLUS = 22
+} bfp_format;
+
+/* Element types (SPEC section 1). */
+typedef enum {
+    BFP_ELEM_E2M1 = 1,
+    BFP_ELEM_E1M2 = 2, /* HiF4 "S1P2" */
+    BFP_ELEM_E2M3 = 3,
+    BFP_ELEM_E3M2 = 4,
+    BFP_ELEM_E4M3 = 5,
+    BFP_ELEM_E5M2 = 6,
+    BFP_ELEM_INT8 = 7,
+    BFP_ELEM_INT4 = 8
+} bfp_elem_type;
+
+/* Scale types (SPEC section 1). */
+typedef enum {
+    BFP_SCALE_E8M0 = 1,
+    BFP_SCALE_UE4M3 = 2,
+    BFP_SCALE_HIF4 = 3 /* UE6M2 + 8 E1_8 bits + 16 E1_16 bits, one LE word */
+} bfp_scale_type;
+
+/* Format families: how the blocks are built. */
+typedef enum {
+    BFP_FAMILY_MX = 1,
+    BFP_FAMILY_MX_PLUS = 2,
+    BFP_FAMILY_MX_PP = 3,
+    BFP_FAMILY_NVFP4 = 4,
+    BFP_FAMILY_NVFP4_PLUS = 5,
+    BFP_FAMILY_HIF4 = 6
+} bfp_family;
+
+/* Input and output value types. */
+typedef enum {
+    BFP_DTYPE_F32 = 1,
+    BFP_DTYPE_BF16 = 2,
+    BFP_DTYPE_F16 = 3
+} bfp_dtype;
+
+/* One row of the format table. */
+typedef struct {
+    bfp_format id;
+    const char *name;          /* lower-case, as the CLI spells it */
+    bfp_family family;
+    int block;                 /* elements per block (32, 16 or 64) */
+    int elem_bits;             /* bits per element code (4, 6 or 8) */
+    bfp_elem_type elem;
+    bfp_scale_type scale;
+    int scale_bytes;           /* bytes per block in the scales plane */
+    int meta_bytes;            /* bytes per block in the meta plane (0 or 1) */
+    int has_tensor_scale;      /* 1 for NVFP4 and NVFP4+ */
+    double bits_per_value;     /* (block*elem_bits + scale and meta bits) / block */
+    double max_value;          /* largest finite magnitude the format stores */
+    const char *description;
+} bfp_format_info;
+
+/** Number of formats in the table. */
+int bfp_format_count(void);
+
+/** The i-th row of the table (0 <= i < bfp_format_count()), or NULL. */
+const bfp_format_info *bfp_format_at(int i);
+
+/** The row for a format id, or NULL if the id is unknown. */
+const bfp_format_info *bfp_format_get(bfp_format id);
+
+/**
+ * Look a format up by name, case-insensitively ("MXFP4+", "nvfp4", ...).
+ * @return BFP_OK and *out set, or BFP_ERR_FORMAT (also for NULL name).
+ */
+bfp_status bfp_format_from_name(const char *name, bfp_format *out);
+
+/** Name of an element / scale / dtype enum value ("e2m1", "ue4m3", "bf16"). */
+const char *bfp_elem_name(bfp_elem_type t);
+const char *bfp_scale_name(bfp_scale_type t);
+const char *bfp_dtype_name(bfp_dtype t);
+
+/** Bytes per value of a dtype (4 or 2), or 0 if unknown. */
+size_t bfp_dtype_size(bfp_dtype t);
+
+/* Byte sizes of the planes for a rows x cols tensor. */
+typedef struct {
+    size_t blocks_per_row;
+    size_t code_row_bytes;     /* bytes of one row in the codes plane */
+    size_t codes;              /* rows * code_row_bytes */
+    size_t scales;             /* rows * blocks_per_row * scale_bytes */
+    size_t meta;               /* rows * blocks_per_row * meta_bytes */
+    size_t tensor_scale;       /* 4 or 0 */
+} bfp_plane_sizes;
+
+/**
+ * Compute plane sizes for a rows x cols tensor.
+ * @return BFP_OK, BFP_ERR_FORMAT, or BFP_ERR_SHAPE (zero dimension or size
+ *         overflow).
+ */
+bfp_status bfp_plane_sizes_for(bfp_format fmt, size_t rows, size_t cols,
+                               bfp_plane_sizes *out);
+
+/* Element rounding. DEFAULT is the format's own rule: RNE, except HiF4,
+ * whose elements round half away from zero. */
+typedef enum {
+    BFP_ROUND_DEFAULT = 0,
+    BFP_ROUND_NEAREST_EVEN = 1,
+    BFP_ROUND_NEAREST_AWAY = 2,
+    BFP_ROUND_TOWARD_ZERO = 3,
+    BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
+} bfp_rounding;
+
+/* MX shared-exponent rule (MX family only; MX+ and MX++ need FLOOR). */
+typedef enum {
+    BFP_SCALE_FLOOR = 0, /* floor(log2 amax) - emax (OCP default) */
+    BFP_SCALE_CEIL = 1,  /* ceil(log2 amax) - emax */
+    BFP_SCALE_EVEN = 2,  /* amax rounded half-up to the element's mantissa first */
+    BFP_SCALE_RCEIL = 3  /* ceil(log2(amax / max_elem)) */
+} bfp_scale_mode;
+
+/* Quantization options. A zeroed struct means the defaults. */
+typedef struct {
+    bfp_rounding rounding;
+    uint64_t seed;             /* for BFP_ROUND_STOCHASTIC */
+    bfp_scale_mode scale_mode;
+    int nvfp4_no_tensor_scale; /* NVFP4(+): s_enc = 1 */
+    int nvfp4_2d;              /* NVFP4(+): 16x16 tiles share a block scale */
+} bfp_options;
+
+/** Fill *o with the defaults (same as zeroing it). */
+void bfp_options_init(bfp_options *o);
+
+/* The planes of a quantized tensor. Unused planes may be NULL. */
+typedef struct {
+    uint8_t *codes;
+    uint8_t *scales;
+    uint8_t *meta;
+    float *tensor_scale;
+} bfp_planes;
+
+/* Read-only view of the planes, for decoders. */
+typedef struct {
+    const uint8_t *codes;
+    const uint8_t *scales;
+    const uint8_t *meta;
+    const float *tensor_scale;
+} bfp_const_planes;
+
+/* What quantization observed. */
+typedef struct {
+    size_t blocks;             /* scale entries written */
+    size_t nonfinite_blocks;   /* blocks that held NaN or +-Inf (NaN scale) */
+    size_t flushed_blocks;     /* MX+/MX++ blocks flushed to zero */
+} bfp_stats;
+
+/**
+ * Quantize a rows x cols row-major tensor with the reference (golden) model.
+ * @param fmt   format id
+ * @param dtype type of src (F32, BF16 or F16), little-endian host values
+ * @param src   rows*cols values, any alignment
+ * @param opts  options, or NULL for defaults
+ * @param out   destination planes sized by bfp_plane_sizes_for(); the planes
+ *              the format does not use are ignored
+ * @param stats optional, filled on success
+ * @return BFP_OK, or an error with the output planes unspecified
+ */
+bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src,
+                        size_t rows, size_t cols, const bfp_options *opts,
+                        const bfp_planes *out, bfp_stats *stats);
+
+/** bfp_quantize() for float32 input. */
+bfp_status bfp_quantize_f32(bfp_format fmt, const float *src, size_t rows,
+                            size_t cols, const bfp_options *opts,
+                            const bfp_planes *out, bfp_stats *stats);
+
+/** bfp_quantize() for bfloat16 input (raw uint16 bit patterns). */
+bfp_status bfp_quantize_bf16(bfp_format fmt, const uint16_t *src, size_t rows,
+                             size_t cols, const bfp_options *opts,
+                             const bfp_planes *out, bfp_stats *stats);
+
+/** bfp_quantize() for float16 input (raw uint16 bit patterns). */
+bfp_status bfp_quantize_f16(bfp_format fmt, const uint16_t *src, size_t rows,
+                            size_t cols, const bfp_options *opts,
+                            const bfp_planes *out, bfp_stats *stats);
+
+/**
+ * Reconstruct values from planes (reference decoder). Any plane bytes are
+ * accepted: NaN scale codes and impossible bytes decode to NaN, never to
+ * garbage. Blocks flagged non-finite decode to NaN.
+ * @param dtype F32 or BF16 (F16 also accepted; values round to nearest even)
+ * @param dst   rows*cols values of dtype
+ * @return BFP_OK or an error
+ */
+bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in,
+                          size_t rows, size_t cols, bfp_dtype dtype, void *dst);
+
+/** bfp_dequantize() to float32. */
+bfp_status bfp_dequantize_to_f32(bfp_format fmt, const bfp_const_planes *in,
+                                 size_t rows, size_t cols, float *dst);
+
+/** bfp_dequantize() to bfloat16 (raw uint16 bit patterns). */
+bfp_status bfp_dequantize_to_bf16(bfp_format fmt, const bfp_const_planes *in,
+                                  size_t rows, size_t cols, uint16_t *dst);
+
+/**
+ * Check plane bytes for values the format can never produce (for planes
+ * from outside: files, other kernels).
+ * @param bad_blocks set to the number of blocks with impossible bytes
+ * @param first_bad  optional: index (row * blocks_per_row + block) of the
+ *                   first one, or SIZE_MAX when none
+ * @return BFP_OK when every block is possible, BFP_ERR_DATA otherwise
+ */
+bfp_status bfp_validate(bfp_format fmt, const bfp_const_planes *in,
+                        size_t rows, size_t cols, size_t *bad_blocks,
+                        size_t *first_bad);
+
+/* Error statistics of a reconstruction against its source (float64 sums). */
+typedef struct {
+    size_t count;              /* values compared (both finite) */
+    size_t nonzero;            /* of those, with a nonzero reference */
+    double max_rel_err;        /* over nonzero reference values */
+    double mean_rel_err;
+    double rmse;
+    double sqnr_db;            /* 10 log10(sum x^2 / sum (x - y)^2); inf if exact */
+    double max_abs_err;
+} bfp_error_stats;
+
+/**
+ * Compare a reconstruction y with the reference x (float32, n values).
+ * Pairs where x is not finite are skipped.
+ */
+void bfp_error_stats_f32(const float *x, const float *y, size_t n,
+                         bfp_error_stats *out);
+
+/**
+ * HiF4 golden files (SPEC section 4) from a HiF4 scales plane of nblocks
+ * 32-bit words: ea gets nblocks UE6M2 bytes; eb nblocks bytes (E1_8 bits,
+ * LSB-first, block b's bit k at bit 8*b + k); ec 2*nblocks bytes (E1_16 bits,
+ * bit 16*b + j); scale_bf16 16*nblocks per-4 factors REC*2^-E1_8*2^-E1_16
+ * as bfloat16 (NaN for a NaN block). Any output may be NULL.
+ */
+bfp_status bfp_hif4_split_scales(const uint8_t *scales, size_t nblocks,
+                                 uint8_t *ea, uint8_t *eb, uint8_t *ec,
+                                 uint16_t *scale_bf16);
+
+/** Library version as "MAJOR.MINOR.PATCH". */
+const char *bfp_version(void);
+
+/* Scalar conversions used throughout (exact, round-to-nearest-even). */
+float bfp_bf16_to_f32(uint16_t h);
+uint16_t bfp_f32_to_bf16(float f);
+float bfp_f16_to_f32(uint16_t h);
+uint16_t bfp_f32_to_f16(float f);
+
+/**
+ * Decode one element code of a type to its value (scale 1).
+ * @return the value, or NaN for a NaN code
+ */
+double bfp_elem_decode(bfp_elem_type t, unsigned code);
+
+/**
+ * Encode v to the nearest element code (RNE, saturating; NaN gives the NaN
+ * code where the type has one, else the largest magnitude with v's sign).
+ */
+unsigned bfp_elem_encode(bfp_elem_type t, double v);
+
+/** Decode a scale code to its value (NaN for NaN codes). For HiF4 this is
+ * the UE6M2 byte alone. */
+double bfp_scale_decode(bfp_scale_type t, unsigned code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BFP_H */

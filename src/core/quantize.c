@@ -1,0 +1,176 @@
+/* quantize.c - public entry points: argument checks, then the format's
+ * reference functions. Bad input returns a status; nothing aborts. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void bfp_options_init(bfp_options *o)
+{
+    if (o)
+        memset(o, 0, sizeof *o);
+}
+
+/* Check options against the format; resolve DEFAULT rounding. */
+static bfp_status resolve_options(const bfp_format_info *f, const bfp_options *in,
+                                  bfp_options *out)
+{
+    bfp_options o;
+    bfp_options_init(&o);
+    if (in)
+        o = *in;
+    if ((unsigned)o.rounding > BFP_ROUND_STOCHASTIC || (unsigned)o.scale_mode > BFP_SCALE_RCEIL)
+        return BFP_ERR_ARG;
+    if (o.rounding == BFP_ROUND_DEFAULT)
+        o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
+                                                  : BFP_ROUND_NEAREST_EVEN;
+    /* scale modes move the shared exponent; MX+ relies on BM having exponent emax */
+    if (o.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX)
+        return BFP_ERR_UNSUPPORTED;
+    if ((o.nvfp4_no_tensor_scale || o.nvfp4_2d) && !f->has_tensor_scale)
+        return BFP_ERR_UNSUPPORTED;
+    *out = o;
+    return BFP_OK;
+}
+
+bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
+                        size_t cols, const bfp_options *opts, const bfp_planes *out,
+                        bfp_stats *stats)
+{
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    if (!impl)
+        return BFP_ERR_FORMAT;
+    bfp_qjob job;
+    memset(&job, 0, sizeof job);
+    job.f = &impl->info;
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &job.sz);
+    if (st != BFP_OK)
+        return st;
+    size_t esize = bfp_dtype_size(dtype);
+    if (esize == 0 || !src || !out || !out->codes || !out->scales ||
+        (impl->info.meta_bytes && !out->meta) ||
+        (impl->info.has_tensor_scale && !out->tensor_scale))
+        return BFP_ERR_ARG;
+    if (rows * cols > SIZE_MAX / esize)
+        return BFP_ERR_SHAPE;
+    st = resolve_options(&impl->info, opts, &job.o);
+    if (st != BFP_OK)
+        return st;
+    bfp_stats local = {0};
+    job.dtype = dtype;
+    job.src = src;
+    job.rows = rows;
+    job.cols = cols;
+    job.out = out;
+    job.st = &local;
+    memset(out->codes, 0, job.sz.codes); /* codes are OR-ed into bit streams */
+    st = impl->quantize(&job);
+    if (st == BFP_OK && stats) {
+        local.blocks = rows * job.sz.blocks_per_row;
+        *stats = local;
+    }
+    return st;
+}
+
+bfp_status bfp_quantize_f32(bfp_format fmt, const float *src, size_t rows, size_t cols,
+                            const bfp_options *opts, const bfp_planes *out,
+                            bfp_stats *stats)
+{
+    return bfp_quantize(fmt, BFP_DTYPE_F32, src, rows, cols, opts, out, stats);
+}
+
+bfp_status bfp_quantize_bf16(bfp_format fmt, const uint16_t *src, size_t rows,
+                             size_t cols, const bfp_options *opts,
+                             const bfp_planes *out, bfp_stats *stats)
+{
+    return bfp_quantize(fmt, BFP_DTYPE_BF16, src, rows, cols, opts, out, stats);
+}
+
+bfp_status bfp_quantize_f16(bfp_format fmt, const uint16_t *src, size_t rows,
+                            size_t cols, const bfp_options *opts, const bfp_planes *out,
+                            bfp_stats *stats)
+{
+    return bfp_quantize(fmt, BFP_DTYPE_F16, src, rows, cols, opts, out, stats);
+}
+
+static bfp_status check_planes(const bfp_format_impl *impl, const bfp_const_planes *in)
+{
+    if (!in || !in->codes || !in->scales || (impl->info.meta_bytes && !in->meta) ||
+        (impl->info.has_tensor_scale && !in->tensor_scale))
+        return BFP_ERR_ARG;
+    return BFP_OK;
+}
+
+bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t rows,
+                          size_t cols, bfp_dtype dtype, void *dst)
+{
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    if (!impl)
+        return BFP_ERR_FORMAT;
+    bfp_plane_sizes sz;
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    if (st != BFP_OK)
+        return st;
+    size_t esize = bfp_dtype_size(dtype);
+    if (esize == 0 || !dst || check_planes(impl, in) != BFP_OK)
+        return BFP_ERR_ARG;
+    if (rows * cols > SIZE_MAX / esize)
+        return BFP_ERR_SHAPE;
+    float *row = malloc(cols * sizeof *row); /* dst may be unaligned */
+    if (!row)
+        return BFP_ERR_NOMEM;
+    unsigned char *d = (unsigned char *)dst;
+    for (size_t r = 0; r < rows; r++) {
+        impl->dequantize_row(impl, in, &sz, r, cols, row);
+        unsigned char *drow = d + r * cols * esize;
+        if (dtype == BFP_DTYPE_F32) {
+            memcpy(drow, row, cols * 4);
+            continue;
+        }
+        for (size_t i = 0; i < cols; i++) {
+            uint16_t h = dtype == BFP_DTYPE_BF16 ? bfp_f32_to_bf16(row[i])
+                                                 : bfp_f32_to_f16(row[i]);
+            memcpy(drow + 2 * i, &h, 2);
+        }
+    }
+    free(row);
+    return BFP_OK;
+}
+
+bfp_status bfp_dequantize_to_f32(bfp_format fmt, const bfp_const_planes *in, size_t rows,
+                                 size_t cols, float *dst)
+{
+    return bfp_dequantize(fmt, in, rows, cols, BFP_DTYPE_F32, dst);
+}
+
+bfp_status bfp_dequantize_to_bf16(bfp_format fmt, const bfp_const_planes *in,
+                                  size_t rows, size_t cols, uint16_t *dst)
+{
+    return bfp_dequantize(fmt, in, rows, cols, BFP_DTYPE_BF16, dst);
+}
+
+bfp_status bfp_validate(bfp_format fmt, const bfp_const_planes *in, size_t rows,
+                        size_t cols, size_t *bad_blocks, size_t *first_bad)
+{
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    if (!impl)
+        return BFP_ERR_FORMAT;
+    bfp_plane_sizes sz;
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    if (st != BFP_OK)
+        return st;
+    if (check_planes(impl, in) != BFP_OK)
+        return BFP_ERR_ARG;
+    size_t bad = 0, first = SIZE_MAX;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t b = 0; b < sz.blocks_per_row; b++)
+            if (impl->block_is_bad(impl, in, &sz, r, b, cols)) {
+                if (bad++ == 0)
+                    first = r * sz.blocks_per_row + b;
+            }
+    if (bad_blocks)
+        *bad_blocks = bad;
+    if (first_bad)
+        *first_bad = first;
+    return bad ? BFP_ERR_DATA : BFP_OK;
+}

@@ -1,0 +1,123 @@
+/*
+ * bfp_io.h - files: raw binaries, .npy, safetensors, and the quantized
+ * container (a safetensors file of U8 planes, docs/container.md).
+ *
+ * Every function reports failure as a bfp_status plus one human-readable
+ * line in err (errlen bytes, may be NULL). Outputs are written to a
+ * temporary file in the same directory and renamed into place only when
+ * complete; an existing file is never replaced unless force is set.
+ */
+#ifndef BFP_IO_H
+#define BFP_IO_H
+
+#include "bfp.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BFP_IO_MAX_DIMS 8
+
+/* A dense tensor in host memory, row-major, little-endian values. */
+typedef struct {
+    bfp_dtype dtype;
+    size_t ndim;
+    size_t shape[BFP_IO_MAX_DIMS];
+    void *data;      /* owned: free with bfp_tensor_free() */
+    size_t nbytes;
+} bfp_tensor;
+
+/** Free the data of *t and zero it. NULL-safe. */
+void bfp_tensor_free(bfp_tensor *t);
+
+/** Number of elements (product of the shape; 1 for ndim 0). */
+size_t bfp_tensor_numel(const bfp_tensor *t);
+
+/** Rows and cols for quantization: cols = last dim, rows = the rest. */
+void bfp_tensor_rows_cols(const bfp_tensor *t, size_t *rows, size_t *cols);
+
+/** Read a whole file into a malloc'd buffer (*data may be NULL for size 0). */
+bfp_status bfp_io_read_file(const char *path, void **data, size_t *size,
+                            char *err, size_t errlen);
+
+/**
+ * Write size bytes to path atomically: a temporary file in the same directory,
+ * fsync, rename. Refuses (BFP_ERR_IO, message says "exists, use --force") when
+ * path exists and force is 0. On any failure nothing is left at path.
+ */
+bfp_status bfp_io_write_file_atomic(const char *path, const void *data,
+                                    size_t size, int force, char *err,
+                                    size_t errlen);
+
+/** Create a directory (and not its parents) if missing. */
+bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen);
+
+/**
+ * Load a .npy file (versions 1.0, 2.0, 3.0; C order; little-endian '<f4',
+ * '<f2', and bfloat16 as written by ml_dtypes, whose descr is '<V2' or
+ * 'bfloat16'). Fortran order, other dtypes, truncated data: BFP_ERR_DATA.
+ */
+bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
+                        size_t errlen);
+
+/** Save a tensor as .npy version 1.0 ('<f4', '<f2'; bf16 as '<u2'). */
+bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
+                        char *err, size_t errlen);
+
+/**
+ * Load one tensor from a safetensors file (F32, F16, BF16). name NULL picks
+ * the only floating-point tensor, or fails listing the names if several.
+ */
+bfp_status bfp_safetensors_load(const char *path, const char *name,
+                                bfp_tensor *out, char *err, size_t errlen);
+
+/** Save one float tensor to a safetensors file under name. */
+bfp_status bfp_safetensors_save(const char *path, const char *name,
+                                const bfp_tensor *t, int force, char *err,
+                                size_t errlen);
+
+/** Load a float tensor by extension: .npy, .safetensors (name may be NULL). */
+bfp_status bfp_tensor_load(const char *path, const char *name, bfp_tensor *out,
+                           char *err, size_t errlen);
+
+/* A quantized tensor with its planes (owned). */
+typedef struct {
+    bfp_format format;
+    size_t ndim;
+    size_t shape[BFP_IO_MAX_DIMS]; /* original shape; blocks run along the last */
+    size_t rows, cols;
+    bfp_options options;           /* as used to quantize (recorded in metadata) */
+    uint8_t *codes;
+    uint8_t *scales;
+    uint8_t *meta;                 /* NULL when the format has none */
+    float tensor_scale;            /* NVFP4 / NVFP4+; 1 otherwise */
+    bfp_plane_sizes sizes;
+} bfp_qtensor;
+
+/** Free the planes of *q and zero it. NULL-safe. */
+void bfp_qtensor_free(bfp_qtensor *q);
+
+/** Allocate zeroed planes for format/shape (fills rows, cols, sizes). */
+bfp_status bfp_qtensor_alloc(bfp_qtensor *q, bfp_format fmt, size_t ndim,
+                             const size_t *shape, char *err, size_t errlen);
+
+/** Read-only plane view of q for bfp_dequantize(). */
+bfp_const_planes bfp_qtensor_planes(const bfp_qtensor *q);
+
+/**
+ * Save a quantized tensor as safetensors: U8 tensors "<name>.codes",
+ * "<name>.scales", "<name>.meta" (if any), F32 "<name>.tensor_scale" (NVFP4),
+ * and __metadata__ keys bfp.format, bfp.shape, bfp.version, bfp.options
+ * (docs/container.md). name NULL means "tensor".
+ */
+bfp_status bfp_qtensor_save(const char *path, const char *name,
+                            const bfp_qtensor *q, int force, char *err,
+                            size_t errlen);
+
+/**
+ * Load a quantized tensor written by bfp_qtensor_save(). Checks every plane's
+ * size against the format and shape before use. name NULL: the only one.
+ */
+bfp_status bfp_qtensor_load(const char *path, const char *name, bfp_qtensor *q,
+                            char *err, size_t errlen);
+
+#endif /* BFP_IO_H */
