@@ -1,0 +1,121 @@
+/* test_io_file.c - whole-file reads, atomic writes, directories. */
+#include "test_io_util.h"
+
+static void test_atomic_write(void)
+{
+    char err[256];
+    const char *p = tpath("out.bin");
+    void *data = NULL;
+    size_t size = 0;
+    struct stat st;
+
+    OK(bfp_io_write_file_atomic(p, "hello", 5, 0, err, sizeof err) == BFP_OK,
+       "atomic write creates a new file");
+    OK(bfp_io_read_file(p, &data, &size, err, sizeof err) == BFP_OK &&
+           size == 5 && memcmp(data, "hello", 5) == 0,
+       "read_file returns what was written");
+    free(data);
+    OK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0644, "new file has mode 0644");
+
+    err[0] = '\0';
+    OK(bfp_io_write_file_atomic(p, "xx", 2, 0, err, sizeof err) == BFP_ERR_IO,
+       "refuses to overwrite without force");
+    OK(strstr(err, "exists") && strstr(err, "--force") && strstr(err, p),
+       "refusal message names the path and --force: %s", err);
+    OK(bfp_io_read_file(p, &data, &size, err, sizeof err) == BFP_OK &&
+           size == 5 && memcmp(data, "hello", 5) == 0,
+       "refused write leaves the old file untouched");
+    free(data);
+
+    OK(bfp_io_write_file_atomic(p, "bye", 3, 1, err, sizeof err) == BFP_OK,
+       "overwrites with force");
+    OK(bfp_io_read_file(p, &data, &size, err, sizeof err) == BFP_OK &&
+           size == 3 && memcmp(data, "bye", 3) == 0,
+       "forced write replaced the content");
+    free(data);
+    OK(tdir_count() == 1, "no temporary file left behind");
+
+    OK(bfp_io_write_file_atomic(tpath("empty.bin"), NULL, 0, 0, err, sizeof err) == BFP_OK,
+       "zero-byte write with NULL data");
+    OK(bfp_io_read_file(tpath("empty.bin"), &data, &size, err, sizeof err) == BFP_OK &&
+           size == 0,
+       "zero-byte file reads as size 0");
+    free(data);
+    unlink(tpath("empty.bin"));
+}
+
+static void test_failed_writes(void)
+{
+    char err[256];
+    int before = tdir_count();
+
+    err[0] = '\0';
+    OK(bfp_io_write_file_atomic(tpath("nodir/out.bin"), "x", 1, 1, err,
+                                sizeof err) == BFP_ERR_IO,
+       "write into a missing directory fails");
+    OK(err[0] != '\0' && strchr(err, '\n') == NULL, "with one error line: %s", err);
+    OK(access(tpath("nodir/out.bin"), F_OK) != 0 && tdir_count() == before,
+       "and leaves nothing behind");
+
+    /* rename() onto a non-empty directory fails after the data was written:
+     * the temporary file must go away and the directory stay. */
+    const char *d = tpath("adir");
+    OK(bfp_io_make_dir(d, err, sizeof err) == BFP_OK, "make_dir creates");
+    OK(bfp_io_make_dir(d, err, sizeof err) == BFP_OK, "make_dir on an existing dir is fine");
+    OK(write_raw(tpath("adir/keep"), "k", 1) == 0, "fixture inside the dir");
+    before = tdir_count();
+    OK(bfp_io_write_file_atomic(d, "data", 4, 1, err, sizeof err) == BFP_ERR_IO,
+       "forced write onto a directory fails: %s", err);
+    OK(tdir_count() == before, "temporary file removed after the failed rename");
+    OK(access(tpath("adir/keep"), F_OK) == 0, "the directory is untouched");
+    unlink(tpath("adir/keep"));
+    rmdir(d);
+
+    OK(bfp_io_write_file_atomic(NULL, "x", 1, 1, err, sizeof err) == BFP_ERR_ARG,
+       "NULL path is an argument error");
+    OK(bfp_io_write_file_atomic(tpath("n.bin"), NULL, 4, 1, err, sizeof err) == BFP_ERR_ARG,
+       "NULL data with a size is an argument error");
+    OK(access(tpath("n.bin"), F_OK) != 0, "and writes nothing");
+}
+
+static void test_read_and_dirs(void)
+{
+    char err[256];
+    void *data = (void *)1;
+    size_t size = 7;
+
+    OK(bfp_io_read_file(tpath("missing"), &data, &size, err, sizeof err) == BFP_ERR_IO &&
+           data == NULL && size == 0,
+       "reading a missing file fails and clears outputs");
+    OK(strstr(err, "missing") != NULL, "message names the file: %s", err);
+    OK(bfp_io_read_file(tdir, &data, &size, err, sizeof err) == BFP_ERR_IO,
+       "reading a directory fails: %s", err);
+    OK(bfp_io_read_file(tpath("x"), NULL, &size, err, sizeof err) == BFP_ERR_ARG,
+       "NULL output is an argument error");
+
+    OK(write_raw(tpath("plain"), "p", 1) == 0, "fixture file");
+    OK(bfp_io_make_dir(tpath("plain"), err, sizeof err) == BFP_ERR_IO,
+       "make_dir over a file fails: %s", err);
+    OK(bfp_io_make_dir(tpath("a/b"), err, sizeof err) == BFP_ERR_IO,
+       "make_dir does not create parents: %s", err);
+    unlink(tpath("plain"));
+
+    /* errlen 0 and NULL err must be safe */
+    OK(bfp_io_read_file(tpath("missing"), &data, &size, NULL, 0) == BFP_ERR_IO,
+       "NULL err is accepted");
+    OK(bfp_io_read_file(tpath("missing"), &data, &size, err, 0) == BFP_ERR_IO,
+       "errlen 0 is accepted");
+    char small[8];
+    OK(bfp_io_read_file(tpath("missing"), &data, &size, small, sizeof small) == BFP_ERR_IO &&
+           strlen(small) == sizeof small - 1,
+       "a small err buffer gets a truncated, terminated line");
+}
+
+int main(void)
+{
+    tdir_make();
+    test_atomic_write();
+    test_failed_writes();
+    test_read_and_dirs();
+    return check_summary("test_io_file");
+}
