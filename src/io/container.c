@@ -1,0 +1,444 @@
+/*
+ * container.c - the quantized container: a safetensors file whose U8 tensors
+ * are the planes of one quantized tensor (docs/container.md).
+ */
+#include "io_internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LAYOUT "planar-v1"
+
+static const char *const rounding_names[] = {
+    "default", "nearest_even", "nearest_away", "toward_zero", "stochastic"};
+static const char *const scale_mode_names[] = {"floor", "ceil", "even", "rceil"};
+#define NROUND (sizeof rounding_names / sizeof rounding_names[0])
+#define NSCALE (sizeof scale_mode_names / sizeof scale_mode_names[0])
+
+void bfp_qtensor_free(bfp_qtensor *q)
+{
+    if (!q)
+        return;
+    free(q->codes);
+    free(q->scales);
+    free(q->meta);
+    memset(q, 0, sizeof *q);
+}
+
+/* "[4096, 14336]" */
+static void shape_text(char *buf, size_t cap, const size_t *shape, size_t ndim)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (size_t i = 0; i < ndim && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%zu", i ? ", " : "",
+                                shape[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+/* Rows, cols and plane sizes of a format and shape, with a clear error. */
+static bfp_status geometry(bfp_format fmt, size_t ndim, const size_t *shape,
+                           size_t *rows, size_t *cols, bfp_plane_sizes *sz,
+                           bfp_status fail_as, const char *who, char *err,
+                           size_t errlen)
+{
+    char stxt[8 * 24 + 4];
+    const bfp_format_info *info = bfp_format_get(fmt);
+    bfp_tensor t;
+    if (!info)
+        return bfpio_fail(BFP_ERR_FORMAT, err, errlen, "%s: unknown format id %d",
+                          who, (int)fmt);
+    if (ndim > BFP_IO_MAX_DIMS || (ndim > 0 && !shape))
+        return bfpio_fail(fail_as == BFP_ERR_DATA ? BFP_ERR_DATA : BFP_ERR_SHAPE,
+                          err, errlen, "%s: bad shape (%zu dimensions, max %d)",
+                          who, ndim, BFP_IO_MAX_DIMS);
+    memset(&t, 0, sizeof t);
+    t.ndim = ndim;
+    if (ndim > 0)
+        memcpy(t.shape, shape, ndim * sizeof *shape);
+    bfp_tensor_rows_cols(&t, rows, cols);
+    bfp_status st = bfp_plane_sizes_for(fmt, *rows, *cols, sz);
+    if (st != BFP_OK) {
+        shape_text(stxt, sizeof stxt, shape, ndim);
+        return bfpio_fail(fail_as == BFP_ERR_DATA ? BFP_ERR_DATA : st, err,
+                          errlen, "%s: shape %s is not valid for %s: %s", who,
+                          stxt, info->name, bfp_status_str(st));
+    }
+    return BFP_OK;
+}
+
+bfp_status bfp_qtensor_alloc(bfp_qtensor *q, bfp_format fmt, size_t ndim,
+                             const size_t *shape, char *err, size_t errlen)
+{
+    if (!q)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_alloc: NULL q");
+    memset(q, 0, sizeof *q);
+    bfp_status st = geometry(fmt, ndim, shape, &q->rows, &q->cols, &q->sizes,
+                             BFP_OK, "bfp_qtensor_alloc", err, errlen);
+    if (st != BFP_OK)
+        return st;
+    q->format = fmt;
+    q->ndim = ndim;
+    if (ndim > 0)
+        memcpy(q->shape, shape, ndim * sizeof *shape);
+    bfp_options_init(&q->options);
+    q->tensor_scale = 1.0f;
+    /* calloc(n ? n : 1): planes are never NULL when the format uses them */
+    q->codes = calloc(q->sizes.codes ? q->sizes.codes : 1, 1);
+    q->scales = calloc(q->sizes.scales ? q->sizes.scales : 1, 1);
+    if (q->sizes.meta > 0)
+        q->meta = calloc(q->sizes.meta, 1);
+    if (!q->codes || !q->scales || (q->sizes.meta > 0 && !q->meta)) {
+        bfp_qtensor_free(q);
+        return bfpio_fail(BFP_ERR_NOMEM, err, errlen,
+                          "out of memory allocating quantized planes");
+    }
+    return BFP_OK;
+}
+
+bfp_const_planes bfp_qtensor_planes(const bfp_qtensor *q)
+{
+    bfp_const_planes p = {NULL, NULL, NULL, NULL};
+    if (q) {
+        p.codes = q->codes;
+        p.scales = q->scales;
+        p.meta = q->meta;
+        p.tensor_scale = q->sizes.tensor_scale > 0 ? &q->tensor_scale : NULL;
+    }
+    return p;
+}
+
+/* The bfp.options JSON text (malloc'd), or NULL for bad enum values. */
+static char *options_text(const bfp_options *o)
+{
+    char seed[24];
+    if ((unsigned)o->rounding >= NROUND || (unsigned)o->scale_mode >= NSCALE)
+        return NULL;
+    /* A string: 64-bit seeds do not survive JSON readers' doubles. */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    cJSON *j = cJSON_CreateObject();
+    char *text = NULL;
+    if (j && cJSON_AddStringToObject(j, "rounding", rounding_names[o->rounding]) &&
+        cJSON_AddStringToObject(j, "seed", seed) &&
+        cJSON_AddStringToObject(j, "scale_mode", scale_mode_names[o->scale_mode]) &&
+        cJSON_AddBoolToObject(j, "nvfp4_no_tensor_scale", o->nvfp4_no_tensor_scale != 0) &&
+        cJSON_AddBoolToObject(j, "nvfp4_2d", o->nvfp4_2d != 0))
+        text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return text;
+}
+
+static int find_name(const char *const *names, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Parse bfp.options into o; NULL text leaves the defaults. Missing keys keep
+ * their defaults and unknown keys are ignored (newer writers stay readable),
+ * but a key that is present must be well-formed. */
+static const char *parse_options(const char *text, bfp_options *o)
+{
+    const char *why = NULL;
+    int k;
+    bfp_options_init(o);
+    if (!text)
+        return NULL;
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "rounding");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "scale_mode");
+    const cJSON *nt = cJSON_GetObjectItemCaseSensitive(j, "nvfp4_no_tensor_scale");
+    const cJSON *n2 = cJSON_GetObjectItemCaseSensitive(j, "nvfp4_2d");
+    if (!cJSON_IsObject(j)) {
+        why = "is not a JSON object";
+        goto out;
+    }
+    if (r) {
+        k = cJSON_IsString(r) ? find_name(rounding_names, NROUND, r->valuestring) : -1;
+        if (k < 0) {
+            why = "has an unknown rounding";
+            goto out;
+        }
+        o->rounding = (bfp_rounding)k;
+    }
+    if (m) {
+        k = cJSON_IsString(m) ? find_name(scale_mode_names, NSCALE, m->valuestring) : -1;
+        if (k < 0) {
+            why = "has an unknown scale_mode";
+            goto out;
+        }
+        o->scale_mode = (bfp_scale_mode)k;
+    }
+    if ((nt && !cJSON_IsBool(nt)) || (n2 && !cJSON_IsBool(n2))) {
+        why = "has a non-boolean nvfp4 flag";
+        goto out;
+    }
+    o->nvfp4_no_tensor_scale = cJSON_IsTrue(nt);
+    o->nvfp4_2d = cJSON_IsTrue(n2);
+    if (s) {
+        const char *p = cJSON_IsString(s) ? s->valuestring : "";
+        uint64_t v = 0;
+        if (!*p)
+            why = "has a bad seed (expected a decimal string)";
+        for (; !why && *p; p++) {
+            unsigned dgt = (unsigned)(*p - '0');
+            if (*p < '0' || *p > '9' || v > (UINT64_MAX - dgt) / 10)
+                why = "has a bad seed (expected a decimal string)";
+            else
+                v = v * 10 + dgt;
+        }
+        o->seed = v;
+    }
+out:
+    cJSON_Delete(j);
+    return why;
+}
+
+/* "<name>.<plane>", malloc'd. */
+static char *plane_name(const char *name, const char *plane)
+{
+    size_t a = strlen(name), b = strlen(plane);
+    char *s = malloc(a + b + 2);
+    if (s) {
+        memcpy(s, name, a);
+        s[a] = '.';
+        memcpy(s + a + 1, plane, b + 1);
+    }
+    return s;
+}
+
+static const char *const plane_ids[4] = {"codes", "scales", "meta", "tensor_scale"};
+
+bfp_status bfp_qtensor_save(const char *path, const char *name,
+                            const bfp_qtensor *q, int force, char *err,
+                            size_t errlen)
+{
+    size_t rows, cols;
+    bfp_plane_sizes sz;
+    char *names[4] = {NULL, NULL, NULL, NULL};
+    char *opts = NULL;
+    char stxt[8 * 24 + 4];
+    uint8_t ts[4];
+    bfpio_st_out out[4];
+    size_t n = 0, dims[4];
+    bfp_status st;
+
+    if (!path || !q)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_save: NULL argument");
+    if (!name)
+        name = "tensor";
+    if (!*name)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: empty tensor name", path);
+    st = geometry(q->format, q->ndim, q->shape, &rows, &cols, &sz, BFP_OK, path,
+                  err, errlen);
+    if (st != BFP_OK)
+        return st;
+    const bfp_format_info *info = bfp_format_get(q->format);
+    /* The planes must be what the shape says; a stale q would write garbage. */
+    if (rows != q->rows || cols != q->cols || memcmp(&sz, &q->sizes, sizeof sz) != 0)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "%s: quantized tensor sizes do not match its shape", path);
+    if (!q->codes || !q->scales || (sz.meta > 0 && !q->meta))
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "%s: quantized tensor is missing a plane", path);
+    if (!(opts = options_text(&q->options)))
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "%s: invalid rounding or scale_mode in options", path);
+
+    const void *data[4] = {q->codes, q->scales, q->meta, ts};
+    size_t bytes[4] = {sz.codes, sz.scales, sz.meta, 4};
+    int used[4] = {1, 1, info->meta_bytes > 0, info->has_tensor_scale != 0};
+    uint32_t bits;
+    memcpy(&bits, &q->tensor_scale, 4);
+    bfpio_put_le(ts, bits, 4); /* the file is little-endian on any host */
+    for (int p = 0; p < 4; p++) {
+        if (!used[p])
+            continue;
+        if (!(names[p] = plane_name(name, plane_ids[p]))) {
+            st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+            goto done;
+        }
+        dims[n] = p == 3 ? 1 : bytes[p];
+        out[n].name = names[p];
+        out[n].dtype = p == 3 ? "F32" : "U8";
+        out[n].elem_size = p == 3 ? 4 : 1;
+        out[n].ndim = 1;
+        out[n].shape = &dims[n];
+        out[n].data = data[p];
+        out[n].nbytes = bytes[p];
+        n++;
+    }
+    shape_text(stxt, sizeof stxt, q->shape, q->ndim);
+    const char *keys[6] = {"bfp.format", "bfp.shape",   "bfp.name",
+                           "bfp.version", "bfp.options", "bfp.layout"};
+    const char *vals[6] = {info->name, stxt, name, bfp_version(), opts, LAYOUT};
+    st = bfpio_st_write(path, out, n, keys, vals, 6, force, err, errlen);
+done:
+    for (int p = 0; p < 4; p++)
+        free(names[p]);
+    free(opts);
+    return st;
+}
+
+/* Parse bfp.shape ("[4096, 14336]") with cJSON. */
+static int parse_shape(const char *text, size_t *shape, size_t *ndim)
+{
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    const cJSON *it;
+    int ok = cJSON_IsArray(j) && cJSON_GetArraySize(j) <= BFP_IO_MAX_DIMS;
+    *ndim = 0;
+    cJSON_ArrayForEach(it, j)
+    {
+        double d = cJSON_IsNumber(it) ? it->valuedouble : -1.0;
+        if (!ok || !(d >= 1.0 && d <= 9007199254740992.0) ||
+            (double)(uint64_t)d != d || (uint64_t)d > SIZE_MAX) {
+            ok = 0;
+            break;
+        }
+        shape[(*ndim)++] = (size_t)d;
+    }
+    cJSON_Delete(j);
+    return ok;
+}
+
+/* Read one plane: it must be present exactly when the format uses it, be a
+ * 1-D tensor of the given dtype, and hold exactly `need` bytes. */
+static bfp_status load_plane(bfpio_st_file *f, const char *path, const char *name,
+                             int p, int used, size_t need, const char *fmtname,
+                             const char *stxt, void **out, char *err, size_t errlen)
+{
+    const char *dtype = p == 3 ? "F32" : "U8";
+    char *pn = plane_name(name, plane_ids[p]);
+    bfp_status st = BFP_OK;
+    *out = NULL;
+    if (!pn)
+        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+    long i = bfpio_st_find(f, pn);
+    if (i < 0) {
+        if (used)
+            st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                            "%s: plane '%s' is missing", path, pn);
+        goto done;
+    }
+    const bfpio_st_entry *e = &f->entries[i];
+    if (!used) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: unexpected plane '%s' (%s has no %s plane)", path,
+                        pn, fmtname, plane_ids[p]);
+        goto done;
+    }
+    if (strcmp(e->dtype, dtype) != 0 || e->ndim != 1) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: plane '%s' must be a 1-D %s tensor", path, pn, dtype);
+        goto done;
+    }
+    if (e->end - e->begin != (uint64_t)need) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: plane '%s' has %llu bytes, but %s with shape %s "
+                        "needs %zu", path, pn,
+                        (unsigned long long)(e->end - e->begin), fmtname, stxt,
+                        need);
+        goto done;
+    }
+    if (!(*out = malloc(need ? need : 1))) {
+        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen,
+                        "out of memory loading '%s' (%zu bytes)", pn, need);
+        goto done;
+    }
+    st = bfpio_st_read(f, (size_t)i, *out, err, errlen);
+    if (st != BFP_OK) {
+        free(*out);
+        *out = NULL;
+    }
+done:
+    free(pn);
+    return st;
+}
+
+bfp_status bfp_qtensor_load(const char *path, const char *name, bfp_qtensor *q,
+                            char *err, size_t errlen)
+{
+    bfpio_st_file f;
+    char stxt[8 * 24 + 4];
+    void *pl[4] = {NULL, NULL, NULL, NULL};
+    const char *why;
+    bfp_status st;
+
+    if (!q)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_load: NULL q");
+    memset(q, 0, sizeof *q);
+    if ((st = bfpio_st_open(&f, path, err, errlen)) != BFP_OK)
+        return st;
+    const char *fmtname = bfpio_st_meta(&f, "bfp.format");
+    const char *layout = bfpio_st_meta(&f, "bfp.layout");
+    const char *stored = bfpio_st_meta(&f, "bfp.name");
+    if (!fmtname || !stored) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: not a bfp quantized container (no bfp.format or "
+                        "bfp.name metadata)", path);
+        goto done;
+    }
+    if (!layout || strcmp(layout, LAYOUT) != 0) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: unsupported bfp.layout '%s' (expected " LAYOUT ")",
+                        path, layout ? layout : "(missing)");
+        goto done;
+    }
+    if (name && strcmp(name, stored) != 0) {
+        st = bfpio_fail(BFP_ERR_ARG, err, errlen,
+                        "%s: no quantized tensor '%s' (the file holds '%s')",
+                        path, name, stored);
+        goto done;
+    }
+    if (bfp_format_from_name(fmtname, &q->format) != BFP_OK) {
+        st = bfpio_fail(BFP_ERR_FORMAT, err, errlen,
+                        "%s: unknown format '%s'", path, fmtname);
+        goto done;
+    }
+    const bfp_format_info *info = bfp_format_get(q->format);
+    if (!info || !parse_shape(bfpio_st_meta(&f, "bfp.shape"), q->shape, &q->ndim)) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: bfp.shape is missing or not a list of up to %d "
+                        "positive integers", path, BFP_IO_MAX_DIMS);
+        goto done;
+    }
+    st = geometry(q->format, q->ndim, q->shape, &q->rows, &q->cols, &q->sizes,
+                  BFP_ERR_DATA, path, err, errlen);
+    if (st != BFP_OK)
+        goto done;
+    if ((why = parse_options(bfpio_st_meta(&f, "bfp.options"), &q->options))) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: bfp.options %s", path, why);
+        goto done;
+    }
+    shape_text(stxt, sizeof stxt, q->shape, q->ndim);
+    size_t need[4] = {q->sizes.codes, q->sizes.scales, q->sizes.meta, 4};
+    int used[4] = {1, 1, info->meta_bytes > 0, info->has_tensor_scale != 0};
+    for (int p = 0; p < 4; p++) {
+        st = load_plane(&f, path, stored, p, used[p], need[p], info->name, stxt,
+                        &pl[p], err, errlen);
+        if (st != BFP_OK)
+            goto done;
+    }
+    q->codes = pl[0];
+    q->scales = pl[1];
+    q->meta = pl[2];
+    q->tensor_scale = 1.0f;
+    if (pl[3]) {
+        uint32_t bits = (uint32_t)bfpio_get_le(pl[3], 4);
+        memcpy(&q->tensor_scale, &bits, 4);
+        free(pl[3]);
+    }
+    pl[0] = pl[1] = pl[2] = pl[3] = NULL;
+done:
+    for (int p = 0; p < 4; p++)
+        free(pl[p]);
+    bfpio_st_close(&f);
+    if (st != BFP_OK)
+        bfp_qtensor_free(q);
+    return st;
+}
