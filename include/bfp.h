@@ -310,6 +310,50 @@ bfp_status bfp_hif4_split_scales(const uint8_t *scales, size_t nblocks,
 /** Library version as "MAJOR.MINOR.PATCH". */
 const char *bfp_version(void);
 
+/* ---- Tensor-core scale layout ------------------------------------------ */
+
+/**
+ * Bytes of the 128x4 swizzled scale layout used by cuBLASLt / CUTLASS /
+ * FlashInfer block-scaled GEMMs for a rows x blocks_per_row scale matrix of
+ * one byte per block: rows padded to 128, columns to 4 (padding is zero).
+ * @return 0 on overflow
+ */
+size_t bfp_swizzled_scales_size(size_t rows, size_t blocks_per_row);
+
+/** Convert a planar scales plane (1 byte per block) to the 128x4 layout. */
+bfp_status bfp_scales_to_swizzled(const uint8_t *scales, size_t rows,
+                                  size_t blocks_per_row, uint8_t *out);
+
+/** Convert the 128x4 layout back to a planar scales plane. */
+bfp_status bfp_scales_from_swizzled(const uint8_t *swizzled, size_t rows,
+                                    size_t blocks_per_row, uint8_t *scales);
+
+/* ---- GPU (CUDA builds; link bfp_cuda) ----------------------------------- *
+ * Pointers are device pointers, stream is a cudaStream_t (NULL: default).
+ * No call synchronizes or allocates. Builds without CUDA, or machines
+ * without a GPU, get BFP_ERR_UNSUPPORTED / BFP_ERR_DEVICE. */
+
+/** 1 if this build has CUDA and a device is usable, else 0. */
+int bfp_cuda_available(void);
+
+/**
+ * Quantize on the GPU; same planes as bfp_quantize(), bit for bit. NVFP4's
+ * tensor scale is computed on the device (amax pass, then quantize) into
+ * d_out->tensor_scale. If swizzled_scales is set, d_out->scales receives the
+ * 128x4 layout (size bfp_swizzled_scales_size()) instead of the planar one
+ * (1-byte scale formats only).
+ * @param d_nonfinite_blocks optional device counter, incremented per NaN block
+ */
+bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
+                             size_t rows, size_t cols, const bfp_options *opts,
+                             int swizzled_scales, const bfp_planes *d_out,
+                             unsigned long long *d_nonfinite_blocks, void *stream);
+
+/** Dequantize on the GPU to F32 or BF16; same values as bfp_dequantize(). */
+bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in,
+                               size_t rows, size_t cols, bfp_dtype dtype,
+                               void *d_dst, void *stream);
+
 /* Scalar conversions used throughout (exact, round-to-nearest-even). */
 float bfp_bf16_to_f32(uint16_t h);
 uint16_t bfp_f32_to_bf16(float f);
