@@ -189,6 +189,9 @@ typedef struct {
     bfp_scale_mode scale_mode;
     int nvfp4_no_tensor_scale; /* NVFP4(+): s_enc = 1 */
     int nvfp4_2d;              /* NVFP4(+): 16x16 tiles share a block scale */
+    int threads;               /* CPU threads for large tensors: 0 = automatic,
+                                  1 = the calling thread only; results are
+                                  identical for any count */
 } bfp_options;
 
 /** Fill *o with the defaults (same as zeroing it). */
@@ -231,6 +234,28 @@ typedef struct {
 bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src,
                         size_t rows, size_t cols, const bfp_options *opts,
                         const bfp_planes *out, bfp_stats *stats);
+
+/**
+ * The reference (golden model) quantizer: scalar, single-threaded, the spec
+ * in code. bfp_quantize() gives the same planes, bit for bit, through the
+ * fastest kernels this CPU has.
+ */
+bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src,
+                            size_t rows, size_t cols, const bfp_options *opts,
+                            const bfp_planes *out, bfp_stats *stats);
+
+/** The reference decoder; bfp_dequantize() gives the same values. */
+bfp_status bfp_dequantize_ref(bfp_format fmt, const bfp_const_planes *in,
+                              size_t rows, size_t cols, bfp_dtype dtype,
+                              void *dst);
+
+/**
+ * Name of the CPU kernel set in use: "generic", "avx2" or "avx512". Chosen at
+ * first use from the CPU's features; the environment variable BFP_ISA
+ * (generic|avx2|avx512) forces one (a path the CPU lacks falls back to the
+ * best available, and bfp_isa() tells which).
+ */
+const char *bfp_isa(void);
 
 /** bfp_quantize() for float32 input. */
 bfp_status bfp_quantize_f32(bfp_format fmt, const float *src, size_t rows,

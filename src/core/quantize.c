@@ -33,9 +33,9 @@ static bfp_status resolve_options(const bfp_format_info *f, const bfp_options *i
     return BFP_OK;
 }
 
-bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
-                        size_t cols, const bfp_options *opts, const bfp_planes *out,
-                        bfp_stats *stats)
+bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
+                            size_t cols, const bfp_options *opts, const bfp_planes *out,
+                            bfp_stats *stats)
 {
     const bfp_format_impl *impl = bfp_impl_get(fmt);
     if (!impl)
@@ -101,8 +101,8 @@ static bfp_status check_planes(const bfp_format_impl *impl, const bfp_const_plan
     return BFP_OK;
 }
 
-bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t rows,
-                          size_t cols, bfp_dtype dtype, void *dst)
+bfp_status bfp_dequantize_ref(bfp_format fmt, const bfp_const_planes *in, size_t rows,
+                              size_t cols, bfp_dtype dtype, void *dst)
 {
     const bfp_format_impl *impl = bfp_impl_get(fmt);
     if (!impl)
