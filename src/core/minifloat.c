@@ -114,9 +114,12 @@ double bfp_elem_code_value(const bfp_elem_desc *e, unsigned code)
 
 int bfp_elem_code_is_special(const bfp_elem_desc *e, unsigned code)
 {
+    unsigned sign_bit = 1u << (e->bits - 1);
+    code &= (1u << e->bits) - 1;
+    if (e->kind == BFP_GRID_INT) /* -128/64 and -8/4: OCP values outside +-max */
+        return code == sign_bit;
     if (e->kind != BFP_GRID_FLOAT)
         return 0;
-    unsigned sign_bit = 1u << (e->bits - 1);
     return (code & (sign_bit - 1)) > (unsigned)e->max_mag;
 }
 

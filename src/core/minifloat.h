@@ -48,7 +48,7 @@ unsigned bfp_elem_make_code(const bfp_elem_desc *e, int negative, unsigned mag);
 /* Signed value of a code; NaN/Inf codes of E4M3/E5M2 give NaN/Inf. */
 double bfp_elem_code_value(const bfp_elem_desc *e, unsigned code);
 
-/* 1 if the quantizer can never write this code (NaN/Inf codes). */
+/* 1 if the quantizer can never write this code (NaN/Inf codes, INT -2). */
 int bfp_elem_code_is_special(const bfp_elem_desc *e, unsigned code);
 
 /* floor(log2 a) for a finite float a > 0, read from its bits. */
