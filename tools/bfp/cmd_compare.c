@@ -1,0 +1,440 @@
+/*
+ * cmd_compare.c - `bfp compare`: quantize a float tensor with every format
+ * (or a list), dequantize, and tabulate the error, including the share of
+ * the squared error that falls on the block maxima (the MX+ paper's
+ * Figure 5 question: how much of the damage is the one largest element?).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "cli_util.h"
+#include "commands.h"
+
+#include <glob.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_compare_usage[] =
+    "usage: bfp compare [FILE] [-f FORMAT,FORMAT,...] [--name TENSOR] [--json]\n"
+    "                   [-s ROWSxCOLS -t DTYPE] [quantization options]\n"
+    "\n"
+    "Quantize a float tensor with every format (or those of -f), dequantize\n"
+    "it, and print one row per format in format-table order: bits per\n"
+    "value, RMSE, SQNR, max and mean relative error (over nonzero inputs),\n"
+    "and BM share, the fraction of the total squared error that comes from\n"
+    "the block maxima (per block of the format's size along the last axis,\n"
+    "the element of largest magnitude, ties to the lowest index).\n"
+    "Non-finite inputs are counted and left out of every statistic.\n"
+    "\n"
+    "FILE is .npy, .safetensors, or raw little-endian values (then -s is\n"
+    "required). Without FILE, every data/*.npy (the real MiniLM tensors the\n"
+    "repository ships) is compared in sorted order.\n"
+    "\n"
+    "  -f, --formats LIST     comma-separated format names (default: all)\n"
+    "  --name TENSOR          tensor to read from a .safetensors file\n"
+    "  --json                 one JSON array (one object per tensor)\n"
+    "  -s, --shape ROWSxCOLS  shape of a raw FILE\n"
+    "  -t, --dtype DTYPE      values of a raw FILE: f32 (default), bf16, f16\n"
+    "  --rounding MODE        rne, away, zero, stochastic (default: each\n"
+    "                         format's own)\n"
+    "  --seed N               seed for --rounding stochastic\n"
+    "  --scale-mode MODE      floor, ceil, even, rceil (MX formats only;\n"
+    "                         the others keep their own rule)\n"
+    "  --no-tensor-scale      NVFP4(+) only: tensor scale 1\n"
+    "  --2d                   NVFP4(+) only: 16x16 tiles share a block scale\n"
+    "  -h, --help             this text\n";
+
+typedef struct {
+    const bfp_format_info *f;
+    bfp_stats qs;
+    bfp_error_stats es;
+    double bm_share;
+} result;
+
+typedef struct {
+    const bfp_format *formats;
+    int nformats;
+    const cli_quant_opts *qo;
+    const char *name;
+    int json;
+    int raw_shape;    /* -s given */
+    size_t rows, cols;
+    bfp_dtype raw_dtype;
+} compare_args;
+
+/* Fraction of sum (x-y)^2 that falls on each block's largest |x|. */
+static double bm_share(const float *x, const float *y, size_t rows,
+                       size_t cols, size_t block)
+{
+    double total = 0, on_bm = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols, *yr = y + r * cols;
+        for (size_t b0 = 0; b0 < cols; b0 += block) {
+            size_t end = b0 + block < cols ? b0 + block : cols;
+            size_t bm = SIZE_MAX;
+            float bm_abs = -1.0f;
+            for (size_t i = b0; i < end; i++)
+                if (isfinite(xr[i]) && fabsf(xr[i]) > bm_abs) {
+                    bm_abs = fabsf(xr[i]);
+                    bm = i;
+                }
+            for (size_t i = b0; i < end; i++) {
+                if (!isfinite(xr[i]) || !isfinite(yr[i]))
+                    continue;
+                double d = (double)xr[i] - (double)yr[i];
+                total += d * d;
+                if (i == bm)
+                    on_bm += d * d;
+            }
+        }
+    }
+    return total > 0 ? on_bm / total : NAN;
+}
+
+/* Load FILE as a tensor; raw files need the shape from -s. */
+static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
+{
+    char err[CLI_ERRLEN] = "";
+    memset(t, 0, sizeof *t);
+    int known = cli_has_suffix(path, ".npy") ||
+                cli_has_suffix(path, ".safetensors");
+    if (known) {
+        if (a->raw_shape) {
+            cli_error("-s and -t are for raw input; %s carries its own shape",
+                      path);
+            return -1;
+        }
+        bfp_status st = bfp_tensor_load(path, a->name, t, err, sizeof err);
+        if (st != BFP_OK) {
+            cli_error("%s", err[0] ? err : bfp_status_str(st));
+            return -1;
+        }
+        return 0;
+    }
+    if (!a->raw_shape) {
+        cli_error("%s is not .npy or .safetensors: give raw input its shape "
+                  "with -s ROWSxCOLS (and -t DTYPE)",
+                  path);
+        return -1;
+    }
+    void *data = NULL;
+    size_t size = 0;
+    bfp_status st = bfp_io_read_file(path, &data, &size, err, sizeof err);
+    if (st != BFP_OK) {
+        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        return -1;
+    }
+    size_t need = a->rows * a->cols * bfp_dtype_size(a->raw_dtype);
+    if (size != need) {
+        cli_error("%s has %zu bytes, but %zux%zu %s values need %zu bytes",
+                  path, size, a->rows, a->cols,
+                  bfp_dtype_name(a->raw_dtype), need);
+        free(data);
+        return -1;
+    }
+    t->dtype = a->raw_dtype;
+    t->ndim = 2;
+    t->shape[0] = a->rows;
+    t->shape[1] = a->cols;
+    t->data = data;
+    t->nbytes = size;
+    return 0;
+}
+
+/* Quantize x with every format into res[]. */
+static int run_formats(const bfp_tensor *t, const float *x,
+                       const compare_args *a, result *res)
+{
+    size_t rows, cols;
+    bfp_tensor_rows_cols(t, &rows, &cols);
+    for (int k = 0; k < a->nformats; k++) {
+        const bfp_format_info *f = bfp_format_get(a->formats[k]);
+        bfp_options o = cli_quant_opts_for(a->qo, f);
+        bfp_qtensor q;
+        float *y = NULL;
+        memset(&q, 0, sizeof q);
+        res[k].f = f;
+        memset(&res[k].qs, 0, sizeof res[k].qs);
+        int ok = cli_quantize(f->id, &o, t->dtype, t->data, t->ndim, t->shape,
+                              &q, &res[k].qs) == 0 &&
+                 (y = cli_dequantize_f32(&q)) != NULL;
+        ok = ok && cli_error_stats(x, y, rows * cols, &res[k].es) == 0;
+        if (ok)
+            res[k].bm_share = bm_share(x, y, rows, cols, (size_t)f->block);
+        free(y);
+        bfp_qtensor_free(&q);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
+/* A number for the table: fixed for ordinary sizes, else exponent. */
+static const char *num(char *buf, size_t len, double v, int decimals)
+{
+    if (isnan(v))
+        snprintf(buf, len, "-");
+    else if (isinf(v))
+        snprintf(buf, len, v > 0 ? "inf" : "-inf");
+    else if (v != 0 && (fabs(v) >= 1e5 || fabs(v) < 1e-3))
+        snprintf(buf, len, "%.3e", v);
+    else
+        snprintf(buf, len, "%.*f", decimals, v);
+    return buf;
+}
+
+static void print_table(const char *path, const bfp_tensor *t,
+                        size_t nonfinite, const compare_args *a,
+                        const result *res)
+{
+    char shape[128], b[6][32];
+    size_t n = bfp_tensor_numel(t);
+    cli_shape_str(t->shape, t->ndim, shape, sizeof shape);
+    printf("%s%s%s: %s %s, %zu values", path, a->name ? " " : "",
+           a->name ? a->name : "", bfp_dtype_name(t->dtype), shape, n);
+    if (nonfinite)
+        printf(", %zu non-finite (left out of the statistics)", nonfinite);
+    printf("\n");
+    int w = (int)strlen("format");
+    for (int k = 0; k < a->nformats; k++) {
+        int len = (int)strlen(res[k].f->name);
+        w = len > w ? len : w;
+    }
+    printf("  %-*s  %8s  %10s  %8s  %11s  %12s  %8s\n", w, "format",
+           "bits/val", "RMSE", "SQNR dB", "max rel err", "mean rel err",
+           "BM share");
+    for (int k = 0; k < a->nformats; k++) {
+        const result *r = &res[k];
+        int has_rel = r->es.nonzero > 0;
+        if (isnan(r->bm_share))
+            snprintf(b[5], sizeof b[5], "-");
+        else
+            snprintf(b[5], sizeof b[5], "%.1f%%", 100.0 * r->bm_share);
+        printf("  %-*s  %8.3f  %10s  %8s  %11s  %12s  %8s\n", w, r->f->name,
+               r->f->bits_per_value, num(b[0], 32, r->es.rmse, 6),
+               num(b[1], 32, r->es.sqnr_db, 2),
+               num(b[2], 32, has_rel ? r->es.max_rel_err : NAN, 4),
+               num(b[3], 32, has_rel ? r->es.mean_rel_err : NAN, 4), b[5]);
+    }
+    const char *sep = "  NaN blocks, all their values left out:";
+    for (int k = 0; k < a->nformats; k++)
+        if (res[k].qs.nonfinite_blocks) {
+            printf("%s %s %zu", sep, res[k].f->name,
+                   res[k].qs.nonfinite_blocks);
+            sep = ",";
+        }
+    if (sep[0] == ',')
+        printf("\n");
+}
+
+static int add_json(cJSON *arr, const char *path, const bfp_tensor *t,
+                    size_t nonfinite, const compare_args *a, const result *res)
+{
+    cJSON *o = cJSON_CreateObject(), *shape, *list;
+    int bad = !o || !cJSON_AddItemToArray(arr, o);
+    if (bad) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    bad = !cJSON_AddStringToObject(o, "file", path);
+    if (a->name)
+        bad = bad || !cJSON_AddStringToObject(o, "name", a->name);
+    bad = bad || !cJSON_AddStringToObject(o, "dtype", bfp_dtype_name(t->dtype));
+    bad = bad || !(shape = cJSON_AddArrayToObject(o, "shape"));
+    for (size_t i = 0; !bad && i < t->ndim; i++)
+        bad = !cJSON_AddItemToArray(shape,
+                                    cJSON_CreateNumber((double)t->shape[i]));
+    bad = bad || !cJSON_AddNumberToObject(o, "values",
+                                          (double)bfp_tensor_numel(t));
+    bad = bad || !cJSON_AddNumberToObject(o, "nonfinite_values",
+                                          (double)nonfinite);
+    bad = bad || !(list = cJSON_AddArrayToObject(o, "results"));
+    for (int k = 0; !bad && k < a->nformats; k++) {
+        const result *r = &res[k];
+        int has_rel = r->es.nonzero > 0;
+        cJSON *e = cJSON_CreateObject();
+        bad = !e || !cJSON_AddItemToArray(list, e);
+        if (bad) {
+            cJSON_Delete(e);
+            break;
+        }
+        bad = !cJSON_AddStringToObject(e, "format", r->f->name) ||
+              !cJSON_AddNumberToObject(e, "bits_per_value",
+                                       r->f->bits_per_value) ||
+              cli_json_number(e, "rmse", r->es.rmse) ||
+              cli_json_number(e, "sqnr_db", r->es.sqnr_db) ||
+              cli_json_number(e, "max_rel_err",
+                              has_rel ? r->es.max_rel_err : NAN) ||
+              cli_json_number(e, "mean_rel_err",
+                              has_rel ? r->es.mean_rel_err : NAN) ||
+              cli_json_number(e, "max_abs_err", r->es.max_abs_err) ||
+              cli_json_number(e, "bm_share", r->bm_share) ||
+              !cJSON_AddNumberToObject(e, "blocks", (double)r->qs.blocks) ||
+              !cJSON_AddNumberToObject(e, "nonfinite_blocks",
+                                       (double)r->qs.nonfinite_blocks) ||
+              !cJSON_AddNumberToObject(e, "flushed_blocks",
+                                       (double)r->qs.flushed_blocks);
+    }
+    return bad ? -1 : 0;
+}
+
+/* Compare one file: print its table, or append it to json. */
+static int compare_file(const char *path, const compare_args *a, cJSON *json,
+                        int first)
+{
+    bfp_tensor t;
+    float *x = NULL;
+    result *res = NULL;
+    int rc = -1;
+    if (load_tensor(path, a, &t) != 0)
+        return -1;
+    size_t n = bfp_tensor_numel(&t), nonfinite = 0;
+    if (!(x = cli_to_f32(t.dtype, t.data, n)))
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        nonfinite += !isfinite(x[i]);
+    if (!(res = cli_alloc((size_t)a->nformats * sizeof *res, "results")))
+        goto out;
+    if (run_formats(&t, x, a, res) != 0)
+        goto out;
+    if (json) {
+        if (add_json(json, path, &t, nonfinite, a, res) != 0) {
+            cli_error("out of memory building the JSON output");
+            goto out;
+        }
+    } else {
+        if (!first)
+            printf("\n");
+        print_table(path, &t, nonfinite, a, res);
+    }
+    rc = 0;
+out:
+    free(res);
+    free(x);
+    bfp_tensor_free(&t); /* raw input too: its buffer is bfp_io_read_file's */
+    return rc;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"formats", required_argument, NULL, 'f'},
+        {"format", required_argument, NULL, 'f'},
+        {"name", required_argument, NULL, OPT_NAME},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"shape", required_argument, NULL, 's'},
+        {"dtype", required_argument, NULL, 't'},
+        CLI_QUANT_LONGOPTS,
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    int total = bfp_format_count(), c, rc = CLI_EXIT_ERR, have_dtype = 0;
+    bfp_format *formats = cli_alloc((size_t)total * sizeof *formats, "formats");
+    cli_quant_opts qo;
+    compare_args a;
+    glob_t g;
+    int globbed = 0;
+    cJSON *json = NULL;
+
+    if (!formats)
+        return CLI_EXIT_ERR;
+    memset(&a, 0, sizeof a);
+    cli_quant_opts_init(&qo);
+    a.qo = &qo;
+    a.formats = formats;
+    a.raw_dtype = BFP_DTYPE_F32;
+    for (int i = 0; i < total; i++)
+        formats[i] = bfp_format_at(i)->id;
+    a.nformats = total;
+
+    while ((c = getopt_long(argc, argv, ":f:s:t:h", longopts, NULL)) != -1) {
+        int r = cli_quant_opts_parse(&qo, c, optarg);
+        if (r < 0)
+            goto out;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'f':
+            if (cli_parse_format_list(optarg, formats, &a.nformats) != 0)
+                goto out;
+            break;
+        case 's':
+            if (cli_parse_shape(optarg, &a.rows, &a.cols) != 0)
+                goto out;
+            a.raw_shape = 1;
+            break;
+        case 't':
+            if (cli_parse_dtype(optarg, 1, &a.raw_dtype) != 0)
+                goto out;
+            have_dtype = 1;
+            break;
+        case OPT_NAME:
+            a.name = optarg;
+            break;
+        case OPT_JSON:
+            a.json = 1;
+            break;
+        case OPT_HELP:
+            fputs(cmd_compare_usage, stdout);
+            rc = CLI_EXIT_OK;
+            goto out;
+        default:
+            cli_getopt_fail("compare", c, argv);
+            goto out;
+        }
+    }
+    if (cli_quant_opts_check(&qo, NULL) != 0)
+        goto out;
+    if (argc - optind > 1) {
+        cli_error("compare takes at most one FILE, got %d", argc - optind);
+        goto out;
+    }
+    if (have_dtype && !a.raw_shape) {
+        cli_error("-t describes raw input and needs -s ROWSxCOLS");
+        goto out;
+    }
+    if (a.json && !(json = cJSON_CreateArray())) {
+        cli_error("out of memory building the JSON output");
+        goto out;
+    }
+
+    if (optind < argc) {
+        if (compare_file(argv[optind], &a, json, 1) != 0)
+            goto out;
+    } else {
+        if (a.raw_shape || a.name) {
+            cli_error("-s, -t and --name describe a FILE; none was given");
+            goto out;
+        }
+        int gr = glob("data/*.npy", 0, NULL, &g);
+        globbed = gr == 0;
+        if (gr != 0 || g.gl_pathc == 0) {
+            cli_error("no FILE given and no data/*.npy here (run from the "
+                      "repository root, or name a file)");
+            goto out;
+        }
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (compare_file(g.gl_pathv[i], &a, json, i == 0) != 0)
+                goto out;
+    }
+
+    if (json) {
+        char *text = cJSON_Print(json);
+        if (!text) {
+            cli_error("out of memory printing the JSON output");
+            goto out;
+        }
+        puts(text);
+        free(text);
+    } else {
+        printf("\nBM share: fraction of the squared error on each block's "
+               "largest-magnitude element (1 of every 16, 32 or 64).\n");
+    }
+    rc = CLI_EXIT_OK;
+out:
+    if (globbed)
+        globfree(&g);
+    cJSON_Delete(json);
+    free(formats);
+    return rc;
+}

@@ -1,0 +1,270 @@
+/*
+ * cmd_convert.c - `bfp quantize` (float tensor -> quantized container) and
+ * `bfp dequantize` (container -> float tensor with the original shape).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "cli_util.h"
+#include "commands.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_quantize_usage[] =
+    "usage: bfp quantize -f FORMAT [options] [--name TENSOR] INPUT\n"
+    "                    OUTPUT.safetensors\n"
+    "\n"
+    "Quantize a float tensor (.npy or .safetensors; f32, f16 or bf16) with\n"
+    "the reference model and save the quantized container: a safetensors\n"
+    "file of U8 planes (codes, scales, meta) and the NVFP4 tensor scale, with\n"
+    "the format, shape and options in its metadata (docs/container.md).\n"
+    "Blocks run along the last dimension.\n"
+    "\n"
+    "  -f, --format FORMAT  format name (see 'bfp formats'), required\n"
+    "  --name TENSOR        tensor to read from a .safetensors INPUT (needed\n"
+    "                       when it holds several); also names the planes\n"
+    "                       in OUTPUT (default \"tensor\")\n"
+    "  --rounding MODE      rne, away, zero, stochastic (default: the\n"
+    "                       format's own: away for hif4, else rne)\n"
+    "  --seed N             seed for --rounding stochastic\n"
+    "  --scale-mode MODE    MX shared exponent: floor (default), ceil, even,\n"
+    "                       rceil\n"
+    "  --no-tensor-scale    NVFP4(+): tensor scale 1\n"
+    "  --2d                 NVFP4(+): 16x16 tiles share a block scale\n"
+    "  --force              replace OUTPUT if it exists\n"
+    "  -h, --help           this text\n";
+
+const char cmd_dequantize_usage[] =
+    "usage: bfp dequantize [-t f32|bf16|f16] [--name TENSOR] INPUT.safetensors\n"
+    "                      OUTPUT.npy|OUTPUT.safetensors\n"
+    "\n"
+    "Decode a quantized container written by 'bfp quantize' back to a float\n"
+    "tensor with the original shape. NaN blocks decode to NaN.\n"
+    "\n"
+    "  -t, --dtype DTYPE  output values: f32 (default), bf16, f16 (a bf16\n"
+    "                     .npy is stored as '<u2' bit patterns)\n"
+    "  --name TENSOR      quantized tensor to read (needed when INPUT holds\n"
+    "                     several); also the tensor name in a .safetensors\n"
+    "                     OUTPUT (default \"tensor\")\n"
+    "  --force            replace OUTPUT if it exists\n"
+    "  -h, --help         this text\n";
+
+/* Refuse early (before any work) an output that exists without --force. */
+static int check_output(const char *path, int force)
+{
+    if (!force && cli_path_exists(path)) {
+        cli_error("%s exists (use --force to replace it)", path);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, 'f'},
+        CLI_QUANT_LONGOPTS,
+        {"name", required_argument, NULL, OPT_NAME},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    cli_quant_opts qo;
+    bfp_format fmt = 0;
+    int have_fmt = 0, force = 0, c, rc = CLI_EXIT_ERR;
+    const char *name = NULL;
+    char err[CLI_ERRLEN] = "", shape[128];
+    bfp_tensor t;
+    bfp_qtensor q;
+    float *x = NULL, *y = NULL;
+
+    memset(&t, 0, sizeof t);
+    memset(&q, 0, sizeof q);
+    cli_quant_opts_init(&qo);
+    while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
+        int r = cli_quant_opts_parse(&qo, c, optarg);
+        if (r < 0)
+            return CLI_EXIT_ERR;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'f':
+            if (cli_parse_format(optarg, &fmt) != 0)
+                return CLI_EXIT_ERR;
+            have_fmt = 1;
+            break;
+        case OPT_NAME:
+            name = optarg;
+            break;
+        case OPT_FORCE:
+            force = 1;
+            break;
+        case OPT_HELP:
+            fputs(cmd_quantize_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            cli_getopt_fail("quantize", c, argv);
+            return CLI_EXIT_ERR;
+        }
+    }
+    if (!have_fmt) {
+        cli_error("quantize needs -f FORMAT (see 'bfp formats')");
+        return CLI_EXIT_ERR;
+    }
+    if (argc - optind != 2) {
+        cli_error("quantize needs INPUT and OUTPUT.safetensors, got %d "
+                  "argument%s",
+                  argc - optind, argc - optind == 1 ? "" : "s");
+        return CLI_EXIT_ERR;
+    }
+    const char *in_path = argv[optind], *out_path = argv[optind + 1];
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (cli_quant_opts_check(&qo, f) != 0)
+        return CLI_EXIT_ERR;
+    if (!cli_has_suffix(out_path, ".safetensors")) {
+        cli_error("OUTPUT %s must end in .safetensors (the quantized "
+                  "container)",
+                  out_path);
+        return CLI_EXIT_ERR;
+    }
+    if (check_output(out_path, force) != 0)
+        return CLI_EXIT_ERR;
+
+    bfp_status st = bfp_tensor_load(in_path, name, &t, err, sizeof err);
+    if (st != BFP_OK) {
+        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        goto out;
+    }
+    bfp_stats qs;
+    memset(&qs, 0, sizeof qs);
+    if (cli_quantize(fmt, &qo.opts, t.dtype, t.data, t.ndim, t.shape, &q,
+                     &qs) != 0)
+        goto out;
+    size_t n = q.rows * q.cols;
+    if (!(y = cli_dequantize_f32(&q)) || !(x = cli_to_f32(t.dtype, t.data, n)))
+        goto out;
+    bfp_error_stats es;
+    if (cli_error_stats(x, y, n, &es) != 0)
+        goto out;
+
+    st = bfp_qtensor_save(out_path, name, &q, force, err, sizeof err);
+    if (st != BFP_OK) {
+        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        goto out;
+    }
+    if (qs.nonfinite_blocks > 0)
+        cli_warn("%zu blocks held NaN/Inf and were stored as NaN blocks",
+                 qs.nonfinite_blocks);
+    printf("quantized %s (%s %s) to %s: %s, %.3f bits/value", in_path,
+           bfp_dtype_name(t.dtype), cli_shape_str(t.shape, t.ndim, shape,
+                                                  sizeof shape),
+           f->name, out_path, f->bits_per_value);
+    if (isfinite(es.sqnr_db))
+        printf(", SQNR %.2f dB\n", es.sqnr_db);
+    else
+        printf(es.sqnr_db > 0 ? ", exact\n" : "\n");
+    rc = CLI_EXIT_OK;
+out:
+    free(x);
+    free(y);
+    bfp_qtensor_free(&q);
+    bfp_tensor_free(&t);
+    return rc;
+}
+
+int cmd_dequantize(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"dtype", required_argument, NULL, 't'},
+        {"name", required_argument, NULL, OPT_NAME},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    bfp_dtype dtype = BFP_DTYPE_F32;
+    int force = 0, c, rc = CLI_EXIT_ERR;
+    const char *name = NULL;
+    char err[CLI_ERRLEN] = "", shape[128];
+    bfp_qtensor q;
+    bfp_tensor t;
+
+    memset(&q, 0, sizeof q);
+    memset(&t, 0, sizeof t);
+    while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (cli_parse_dtype(optarg, 1, &dtype) != 0)
+                return CLI_EXIT_ERR;
+            break;
+        case OPT_NAME:
+            name = optarg;
+            break;
+        case OPT_FORCE:
+            force = 1;
+            break;
+        case OPT_HELP:
+            fputs(cmd_dequantize_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            cli_getopt_fail("dequantize", c, argv);
+            return CLI_EXIT_ERR;
+        }
+    }
+    if (argc - optind != 2) {
+        cli_error("dequantize needs INPUT.safetensors and OUTPUT, got %d "
+                  "argument%s",
+                  argc - optind, argc - optind == 1 ? "" : "s");
+        return CLI_EXIT_ERR;
+    }
+    const char *in_path = argv[optind], *out_path = argv[optind + 1];
+    if (!cli_has_suffix(in_path, ".safetensors")) {
+        cli_error("INPUT %s must be a .safetensors container written by 'bfp "
+                  "quantize'",
+                  in_path);
+        return CLI_EXIT_ERR;
+    }
+    int npy = cli_has_suffix(out_path, ".npy");
+    if (!npy && !cli_has_suffix(out_path, ".safetensors")) {
+        cli_error("OUTPUT %s must end in .npy or .safetensors", out_path);
+        return CLI_EXIT_ERR;
+    }
+    if (check_output(out_path, force) != 0)
+        return CLI_EXIT_ERR;
+
+    bfp_status st = bfp_qtensor_load(in_path, name, &q, err, sizeof err);
+    if (st != BFP_OK) {
+        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        goto out;
+    }
+    t.dtype = dtype;
+    t.ndim = q.ndim;
+    memcpy(t.shape, q.shape, sizeof t.shape);
+    t.nbytes = q.rows * q.cols * bfp_dtype_size(dtype);
+    if (!(t.data = cli_alloc(t.nbytes, "the dequantized tensor")))
+        goto out;
+    bfp_const_planes planes = bfp_qtensor_planes(&q);
+    st = bfp_dequantize(q.format, &planes, q.rows, q.cols, dtype, t.data);
+    if (st != BFP_OK) {
+        cli_status_error("dequantizing", st);
+        goto out;
+    }
+    if (npy)
+        st = bfp_npy_save(out_path, &t, force, err, sizeof err);
+    else
+        st = bfp_safetensors_save(out_path, name ? name : "tensor", &t, force,
+                                  err, sizeof err);
+    if (st != BFP_OK) {
+        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        goto out;
+    }
+    printf("dequantized %s (%s %s) to %s: %s\n", in_path,
+           bfp_format_get(q.format) ? bfp_format_get(q.format)->name : "?",
+           cli_shape_str(q.shape, q.ndim, shape, sizeof shape),
+           bfp_dtype_name(dtype), out_path);
+    rc = CLI_EXIT_OK;
+out:
+    free(t.data);
+    bfp_qtensor_free(&q);
+    return rc;
+}
