@@ -32,7 +32,7 @@ static char tdir[64];
 
 /* Remove the files in the scratch dir (one level: tests make no subdirs
  * except ones they remove themselves), then the dir. */
-static void tdir_cleanup(void)
+static inline void tdir_cleanup(void)
 {
     DIR *d = opendir(tdir);
     struct dirent *e;
@@ -50,7 +50,7 @@ static void tdir_cleanup(void)
     rmdir(tdir);
 }
 
-static void tdir_make(void)
+static inline void tdir_make(void)
 {
     strcpy(tdir, "/tmp/bfp_test_io_XXXXXX");
     if (!mkdtemp(tdir)) {
