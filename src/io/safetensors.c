@@ -184,8 +184,11 @@ bfp_status bfpio_st_open(bfpio_st_file *f, const char *path, char *err,
             if (f->metadata || !cJSON_IsObject(it))
                 why = "is not a single JSON object";
             else
-                cJSON_ArrayForEach(m, it) if (!cJSON_IsString(m))
-                    why = "has a value that is not a string";
+                cJSON_ArrayForEach(m, it)
+                {
+                    if (!cJSON_IsString(m))
+                        why = "has a value that is not a string";
+                }
             f->metadata = (void *)it;
         } else if (!it->string) {
             why = "has no name";
@@ -198,8 +201,8 @@ bfp_status bfpio_st_open(bfpio_st_file *f, const char *path, char *err,
             why = parse_entry(it, data_len, e);
         }
         if (why) {
-            st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: header entry '%s' %s", path,
-                            label, why);
+            st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                            "%s: header entry '%s' %s", path, label, why);
             goto fail;
         }
     }
