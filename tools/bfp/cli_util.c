@@ -44,6 +44,11 @@ void cli_status_error(const char *what, bfp_status st)
     cli_error("%s: %s", what, bfp_status_str(st));
 }
 
+void cli_io_error(const char *err, bfp_status st)
+{
+    cli_error("%s", err && err[0] ? err : bfp_status_str(st));
+}
+
 void *cli_alloc(size_t n, const char *what)
 {
     void *p = malloc(n ? n : 1);
@@ -435,10 +440,7 @@ int cli_quantize(bfp_format fmt, const bfp_options *opts, bfp_dtype dtype,
     const bfp_format_info *f = bfp_format_get(fmt);
     bfp_status st = bfp_qtensor_alloc(q, fmt, ndim, shape, err, sizeof err);
     if (st != BFP_OK) {
-        if (err[0])
-            cli_error("%s", err);
-        else
-            cli_status_error("allocating the quantized planes", st);
+        cli_io_error(err, st);
         return -1;
     }
     q->options = *opts;
@@ -497,6 +499,36 @@ int cli_path_exists(const char *path)
 {
     struct stat st;
     return lstat(path, &st) == 0;
+}
+
+int cli_check_output(const char *path, int force)
+{
+    if (!force && cli_path_exists(path)) {
+        cli_error("%s exists (use --force to replace it)", path);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_read_raw(const char *path, size_t rows, size_t cols, bfp_dtype dtype,
+                 void **data)
+{
+    char err[CLI_ERRLEN] = "";
+    size_t size = 0, need = rows * cols * bfp_dtype_size(dtype);
+    *data = NULL;
+    bfp_status st = bfp_io_read_file(path, data, &size, err, sizeof err);
+    if (st != BFP_OK) {
+        cli_io_error(err, st);
+        return -1;
+    }
+    if (size != need) {
+        cli_error("%s has %zu bytes, but %zux%zu %s values need %zu bytes",
+                  path, size, rows, cols, bfp_dtype_name(dtype), need);
+        free(*data);
+        *data = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int cli_has_suffix(const char *path, const char *suffix)

@@ -165,4 +165,18 @@ int cli_json_number(cJSON *obj, const char *key, double v);
 /** Print one error line for a failed library call: "<what>: <status>". */
 void cli_status_error(const char *what, bfp_status st);
 
+/** Print the io layer's message for a failed call (its status if none). */
+void cli_io_error(const char *err, bfp_status st);
+
+/** Refuse (one error line, -1) an existing output path unless force. */
+int cli_check_output(const char *path, int force);
+
+/**
+ * Read a raw file of rows x cols little-endian values of dtype; a size
+ * that does not match is an error naming both numbers.
+ * @return 0 and *data malloc'd, or -1 (reported)
+ */
+int cli_read_raw(const char *path, size_t rows, size_t cols, bfp_dtype dtype,
+                 void **data);
+
 #endif /* BFP_CLI_UTIL_H */

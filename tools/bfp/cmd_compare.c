@@ -106,7 +106,7 @@ static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
         }
         bfp_status st = bfp_tensor_load(path, a->name, t, err, sizeof err);
         if (st != BFP_OK) {
-            cli_error("%s", err[0] ? err : bfp_status_str(st));
+            cli_io_error(err, st);
             return -1;
         }
         return 0;
@@ -118,26 +118,14 @@ static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
         return -1;
     }
     void *data = NULL;
-    size_t size = 0;
-    bfp_status st = bfp_io_read_file(path, &data, &size, err, sizeof err);
-    if (st != BFP_OK) {
-        cli_error("%s", err[0] ? err : bfp_status_str(st));
+    if (cli_read_raw(path, a->rows, a->cols, a->raw_dtype, &data) != 0)
         return -1;
-    }
-    size_t need = a->rows * a->cols * bfp_dtype_size(a->raw_dtype);
-    if (size != need) {
-        cli_error("%s has %zu bytes, but %zux%zu %s values need %zu bytes",
-                  path, size, a->rows, a->cols,
-                  bfp_dtype_name(a->raw_dtype), need);
-        free(data);
-        return -1;
-    }
     t->dtype = a->raw_dtype;
     t->ndim = 2;
     t->shape[0] = a->rows;
     t->shape[1] = a->cols;
     t->data = data;
-    t->nbytes = size;
+    t->nbytes = a->rows * a->cols * bfp_dtype_size(a->raw_dtype);
     return 0;
 }
 

@@ -50,16 +50,6 @@ const char cmd_dequantize_usage[] =
     "  --force            replace OUTPUT if it exists\n"
     "  -h, --help         this text\n";
 
-/* Refuse early (before any work) an output that exists without --force. */
-static int check_output(const char *path, int force)
-{
-    if (!force && cli_path_exists(path)) {
-        cli_error("%s exists (use --force to replace it)", path);
-        return -1;
-    }
-    return 0;
-}
-
 int cmd_quantize(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -128,12 +118,12 @@ int cmd_quantize(int argc, char **argv)
                   out_path);
         return CLI_EXIT_ERR;
     }
-    if (check_output(out_path, force) != 0)
+    if (cli_check_output(out_path, force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
     bfp_status st = bfp_tensor_load(in_path, name, &t, err, sizeof err);
     if (st != BFP_OK) {
-        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        cli_io_error(err, st);
         goto out;
     }
     bfp_stats qs;
@@ -150,7 +140,7 @@ int cmd_quantize(int argc, char **argv)
 
     st = bfp_qtensor_save(out_path, name, &q, force, err, sizeof err);
     if (st != BFP_OK) {
-        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        cli_io_error(err, st);
         goto out;
     }
     if (qs.nonfinite_blocks > 0)
@@ -229,12 +219,12 @@ int cmd_dequantize(int argc, char **argv)
         cli_error("OUTPUT %s must end in .npy or .safetensors", out_path);
         return CLI_EXIT_ERR;
     }
-    if (check_output(out_path, force) != 0)
+    if (cli_check_output(out_path, force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
     bfp_status st = bfp_qtensor_load(in_path, name, &q, err, sizeof err);
     if (st != BFP_OK) {
-        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        cli_io_error(err, st);
         goto out;
     }
     t.dtype = dtype;
@@ -255,7 +245,7 @@ int cmd_dequantize(int argc, char **argv)
         st = bfp_safetensors_save(out_path, name ? name : "tensor", &t, force,
                                   err, sizeof err);
     if (st != BFP_OK) {
-        cli_error("%s", err[0] ? err : bfp_status_str(st));
+        cli_io_error(err, st);
         goto out;
     }
     printf("dequantized %s (%s %s) to %s: %s\n", in_path,

@@ -78,15 +78,13 @@ static int write_outputs(const char *dir, const out_file *files, size_t n,
         if (!paths[i])
             goto done;
         existed[i] = cli_path_exists(paths[i]);
-        if (existed[i] && !force) {
-            cli_error("%s exists (use --force to replace it)", paths[i]);
+        if (cli_check_output(paths[i], force) != 0)
             goto done;
-        }
     }
     if (!cli_path_exists(dir)) {
         bfp_status s = bfp_io_make_dir(dir, err, sizeof err);
         if (s != BFP_OK) {
-            cli_error("%s", err[0] ? err : bfp_status_str(s));
+            cli_io_error(err, s);
             goto done;
         }
         made_dir = 1;
@@ -96,7 +94,7 @@ static int write_outputs(const char *dir, const out_file *files, size_t n,
             paths[written], files[written].data, files[written].size, force,
             err, sizeof err);
         if (s != BFP_OK) {
-            cli_error("%s", err[0] ? err : bfp_status_str(s));
+            cli_io_error(err, s);
             break;
         }
     }
@@ -196,9 +194,7 @@ int cmd_golden(int argc, char **argv)
     bfp_dtype dtype = BFP_DTYPE_F32;
     size_t rows = 0, cols = 0;
     int have_fmt = 0, have_shape = 0, force = 0, c, rc = CLI_EXIT_ERR;
-    char err[CLI_ERRLEN] = "";
     void *input = NULL;
-    size_t input_size = 0;
     bfp_qtensor q;
     float *x = NULL, *y = NULL;
     uint8_t *ea = NULL, *eb = NULL, *ec = NULL, *gscale = NULL;
@@ -254,19 +250,9 @@ int cmd_golden(int argc, char **argv)
     if (cli_quant_opts_check(&qo, f) != 0)
         return CLI_EXIT_ERR;
 
-    bfp_status st = bfp_io_read_file(in_path, &input, &input_size, err,
-                                     sizeof err);
-    if (st != BFP_OK) {
-        cli_error("%s", err[0] ? err : bfp_status_str(st));
+    if (cli_read_raw(in_path, rows, cols, dtype, &input) != 0)
         goto out;
-    }
-    size_t n = rows * cols, need = n * bfp_dtype_size(dtype);
-    if (input_size != need) {
-        cli_error("%s has %zu bytes, but %zux%zu %s values need %zu bytes",
-                  in_path, input_size, rows, cols, bfp_dtype_name(dtype),
-                  need);
-        goto out;
-    }
+    size_t n = rows * cols;
 
     size_t shape[2] = {rows, cols};
     bfp_stats qs;
@@ -296,7 +282,7 @@ int cmd_golden(int argc, char **argv)
         gscale = cli_alloc(32 * nb, "golden_scale");
         if (!ea || !eb || !ec || !gscale)
             goto out;
-        st = bfp_hif4_split_scales(q.scales, nb, ea, eb, ec,
+        bfp_status st = bfp_hif4_split_scales(q.scales, nb, ea, eb, ec,
                                    (uint16_t *)(void *)gscale);
         if (st != BFP_OK) {
             cli_status_error("splitting the HiF4 scales", st);
