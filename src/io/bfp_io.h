@@ -41,8 +41,9 @@ bfp_status bfp_io_read_file(const char *path, void **data, size_t *size,
 
 /**
  * Write size bytes to path atomically: a temporary file in the same directory,
- * fsync, rename. Refuses (BFP_ERR_IO, message says "exists, use --force") when
- * path exists and force is 0. On any failure nothing is left at path.
+ * fsync, rename. Refuses (BFP_ERR_IO, "PATH exists (use --force to overwrite)")
+ * when path exists and force is 0. On any failure no temporary file is left
+ * and an existing file at path is untouched.
  */
 bfp_status bfp_io_write_file_atomic(const char *path, const void *data,
                                     size_t size, int force, char *err,
@@ -59,7 +60,8 @@ bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen);
 bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
                         size_t errlen);
 
-/** Save a tensor as .npy version 1.0 ('<f4', '<f2'; bf16 as '<u2'). */
+/** Save a tensor as .npy version 1.0 ('<f4', '<f2'; bf16 as '<u2' raw bits,
+ * readable without ml_dtypes: view it as bfloat16 there). */
 bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
                         char *err, size_t errlen);
 
