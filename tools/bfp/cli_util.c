@@ -84,6 +84,15 @@ int cli_getopt_fail(const char *cmd, int c, char *const *argv)
     return -1;
 }
 
+int cli_want_args(const char *cmd, int got, int want, const char *what)
+{
+    if (got == want)
+        return 0;
+    cli_error("%s needs %s, got %d argument%s", cmd, what, got,
+              got == 1 ? "" : "s");
+    return -1;
+}
+
 /* ---- quantization options ------------------------------------------- */
 
 void cli_quant_opts_init(cli_quant_opts *q)

@@ -93,6 +93,9 @@ void cli_getopt_reset(void);
 /** Report getopt_long's '?' or ':' result as one error line; returns -1. */
 int cli_getopt_fail(const char *cmd, int c, char *const *argv);
 
+/** Check the number of positional arguments: "CMD needs WHAT, got N". */
+int cli_want_args(const char *cmd, int got, int want, const char *what);
+
 /** Parse a format name (case-insensitive); unknown names list the valid ones. */
 int cli_parse_format(const char *s, bfp_format *out);
 

@@ -102,12 +102,9 @@ int cmd_quantize(int argc, char **argv)
         cli_error("quantize needs -f FORMAT (see 'bfp formats')");
         return CLI_EXIT_ERR;
     }
-    if (argc - optind != 2) {
-        cli_error("quantize needs INPUT and OUTPUT.safetensors, got %d "
-                  "argument%s",
-                  argc - optind, argc - optind == 1 ? "" : "s");
+    if (cli_want_args("quantize", argc - optind, 2,
+                      "INPUT and OUTPUT.safetensors") != 0)
         return CLI_EXIT_ERR;
-    }
     const char *in_path = argv[optind], *out_path = argv[optind + 1];
     const bfp_format_info *f = bfp_format_get(fmt);
     if (cli_quant_opts_check(&qo, f) != 0)
@@ -201,12 +198,9 @@ int cmd_dequantize(int argc, char **argv)
             return CLI_EXIT_ERR;
         }
     }
-    if (argc - optind != 2) {
-        cli_error("dequantize needs INPUT.safetensors and OUTPUT, got %d "
-                  "argument%s",
-                  argc - optind, argc - optind == 1 ? "" : "s");
+    if (cli_want_args("dequantize", argc - optind, 2,
+                      "INPUT.safetensors and OUTPUT") != 0)
         return CLI_EXIT_ERR;
-    }
     const char *in_path = argv[optind], *out_path = argv[optind + 1];
     if (!cli_has_suffix(in_path, ".safetensors")) {
         cli_error("INPUT %s must be a .safetensors container written by 'bfp "

@@ -240,11 +240,8 @@ int cmd_golden(int argc, char **argv)
                   "golden')");
         return CLI_EXIT_ERR;
     }
-    if (argc - optind != 2) {
-        cli_error("golden needs INPUT.bin and OUTDIR, got %d argument%s",
-                  argc - optind, argc - optind == 1 ? "" : "s");
+    if (cli_want_args("golden", argc - optind, 2, "INPUT.bin and OUTDIR") != 0)
         return CLI_EXIT_ERR;
-    }
     const char *in_path = argv[optind], *out_dir = argv[optind + 1];
     const bfp_format_info *f = bfp_format_get(fmt);
     if (cli_quant_opts_check(&qo, f) != 0)
