@@ -50,6 +50,8 @@ typedef struct {
     size_t size;
 } out_file;
 
+#define MAX_FILES 16 /* 11 at most: 6 for every format, 5 more for HiF4 */
+
 /*
  * Write every file or none: refuse before writing anything if one exists
  * (without force), and on a failure remove what this call created.
@@ -58,8 +60,8 @@ static int write_outputs(const char *dir, const out_file *files, size_t n,
                          int force)
 {
     char err[CLI_ERRLEN] = "";
-    char *paths[16] = {0};
-    int existed[16] = {0};
+    char *paths[MAX_FILES] = {0};
+    int existed[MAX_FILES] = {0};
     int made_dir = 0, rc = -1;
     size_t written = 0;
     struct stat st;
@@ -262,7 +264,7 @@ int cmd_golden(int argc, char **argv)
     if (cli_error_stats(x, y, n, &es) != 0)
         goto out;
 
-    out_file files[16];
+    out_file files[MAX_FILES];
     size_t nf = 0;
     files[nf++] = (out_file){"codes.bin", q.codes, q.sizes.codes};
     files[nf++] = (out_file){"scales.bin", q.scales, q.sizes.scales};
