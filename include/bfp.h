@@ -316,7 +316,8 @@ typedef struct {
 
 /**
  * Compare a reconstruction y with the reference x (float32, n values).
- * Pairs where x is not finite are skipped.
+ * Pairs where x or y is not finite are skipped (a block holding a NaN or Inf
+ * decodes to NaN; quantize's stats count those blocks).
  */
 void bfp_error_stats_f32(const float *x, const float *y, size_t n,
                          bfp_error_stats *out);

@@ -78,7 +78,7 @@ void bfp_error_stats_f32(const float *x, const float *y, size_t n,
     bfp_error_stats s = {0};
     double sig = 0, err = 0, rel_sum = 0;
     for (size_t i = 0; x && y && i < n; i++) {
-        if (!isfinite(x[i]))
+        if (!isfinite(x[i]) || !isfinite(y[i])) /* NaN blocks are reported apart */
             continue;
         double xv = x[i], yv = y[i], d = fabs(xv - yv);
         s.count++;
