@@ -1,0 +1,36 @@
+"""bfp: block floating-point formats for numpy and PyTorch.
+
+A CPython extension over libbfp, the bit-exact C reference for MXFP4/6/8,
+MXINT8/4, NVFP4, HiF4, MX+/MX++ and NVFP4+ (docs/formats.md)::
+
+    import numpy as np, bfp
+    w = np.random.randn(4096, 4096).astype(np.float32)
+    q = bfp.quantize(w, "mxfp4+")          # QTensor: .codes .scales .meta ...
+    w4 = q.dequantize()                     # float32, same shape
+    y = bfp.fake_quant(w, "nvfp4")          # same dtype and shape as w
+    bfp.error(w, "mxfp4")["sqnr_db"]        # the statistics of `bfp compare`
+    bfp.save(q, "w.safetensors")            # `bfp dequantize` reads it
+
+See docs/python.md in the repository.
+"""
+from ._api import (BfpError, QTensor, cuda_available, error, fake_quant, format_info,
+                   formats, isa, library_version, quantize)
+from ._container import load, save
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BfpError",
+    "QTensor",
+    "quantize",
+    "fake_quant",
+    "error",
+    "formats",
+    "format_info",
+    "save",
+    "load",
+    "cuda_available",
+    "isa",
+    "library_version",
+    "__version__",
+]

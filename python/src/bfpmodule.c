@@ -1,0 +1,645 @@
+/*
+ * bfpmodule.c - bfp._core, the CPython extension over libbfp.
+ *
+ * A thin layer: every function takes plain Python values and objects that
+ * export the buffer protocol (numpy arrays, bytearray, memoryview), checks
+ * their sizes against bfp_plane_sizes_for(), releases the GIL and calls the
+ * library. The Python package (bfp/__init__.py) does the dtype, axis and
+ * torch handling; nothing here needs numpy's C API, so the extension builds
+ * without numpy installed.
+ *
+ * Every library failure raises bfp._core.BfpError (a ValueError) whose
+ * message ends with the library's status string and whose .status attribute
+ * is the bfp_status code; BFP_ERR_NOMEM raises MemoryError.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "bfp.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static PyObject *BfpError; /* bfp._core.BfpError(ValueError) */
+
+/* Raise for a library status with a formatted prefix:
+ * "<prefix>: <status string>". Returns NULL. */
+static PyObject *raise_status(bfp_status st, const char *fmt, ...)
+{
+    char prefix[512], msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    snprintf(msg, sizeof msg, "%s: %s", prefix, bfp_status_str(st));
+    if (st == BFP_ERR_NOMEM) {
+        PyErr_SetString(PyExc_MemoryError, msg);
+        return NULL;
+    }
+    PyObject *exc = PyObject_CallFunction(BfpError, "s", msg);
+    if (!exc)
+        return NULL;
+    PyObject *code = PyLong_FromLong((long)st);
+    PyObject *text = PyUnicode_FromString(bfp_status_str(st));
+    if (!code || !text || PyObject_SetAttrString(exc, "status", code) < 0 ||
+        PyObject_SetAttrString(exc, "status_str", text) < 0) {
+        Py_XDECREF(code);
+        Py_XDECREF(text);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(code);
+    Py_DECREF(text);
+    PyErr_SetObject(BfpError, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static const bfp_format_info *get_info(int fmt)
+{
+    const bfp_format_info *f = bfp_format_get((bfp_format)fmt);
+    if (!f)
+        raise_status(BFP_ERR_FORMAT, "format id %d", fmt);
+    return f;
+}
+
+static int check_dtype(int dtype)
+{
+    if (bfp_dtype_size((bfp_dtype)dtype) == 0) {
+        raise_status(BFP_ERR_ARG, "dtype code %d", dtype);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- buffers */
+
+/* Up to 6 Py_buffers held for one call, released together. */
+typedef struct {
+    Py_buffer b[6];
+    int n;
+} bufset;
+
+static void bufset_release(bufset *s)
+{
+    for (int i = 0; i < s->n; i++)
+        PyBuffer_Release(&s->b[i]);
+    s->n = 0;
+}
+
+/* Get a C-contiguous buffer of obj (None allowed when optional: returns 1
+ * and *p = NULL). need: exact byte size required (SIZE_MAX: any). */
+static int get_buf(bufset *s, PyObject *obj, int writable, size_t need,
+                   const char *what, int optional, void **p)
+{
+    *p = NULL;
+    if (obj == Py_None) {
+        if (optional)
+            return 0;
+        PyErr_Format(PyExc_TypeError, "%s: a buffer is required, not None", what);
+        return -1;
+    }
+    Py_buffer *b = &s->b[s->n];
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, b, flags) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s: need a C-contiguous%s buffer (numpy array, bytearray), "
+                     "got %.100s", what, writable ? " writable" : "",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    s->n++;
+    if (need != SIZE_MAX && (size_t)b->len != need) {
+        PyErr_Format(PyExc_ValueError, "%s: buffer has %zd bytes, expected %zu",
+                     what, b->len, need);
+        return -1;
+    }
+    *p = b->buf;
+    return 0;
+}
+
+/* ------------------------------------------------------------- options */
+
+/* opts: (rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads) */
+static int parse_opts(PyObject *t, bfp_options *o)
+{
+    int rounding, scale_mode, nots, twod, threads;
+    unsigned long long seed;
+    bfp_options_init(o);
+    if (!PyTuple_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "options must be a tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(t, "iKiiii;options tuple", &rounding, &seed, &scale_mode,
+                          &nots, &twod, &threads))
+        return -1;
+    o->rounding = (bfp_rounding)rounding;
+    o->seed = (uint64_t)seed;
+    o->scale_mode = (bfp_scale_mode)scale_mode;
+    o->nvfp4_no_tensor_scale = nots;
+    o->nvfp4_2d = twod;
+    o->threads = threads;
+    return 0;
+}
+
+static PyObject *stats_tuple(const bfp_stats *s)
+{
+    return Py_BuildValue("(nnn)", (Py_ssize_t)s->blocks,
+                         (Py_ssize_t)s->nonfinite_blocks,
+                         (Py_ssize_t)s->flushed_blocks);
+}
+
+static int sizes_for(int fmt, Py_ssize_t rows, Py_ssize_t cols,
+                     bfp_plane_sizes *sz, const char *what)
+{
+    const bfp_format_info *f = get_info(fmt);
+    if (!f)
+        return -1;
+    if (rows < 0 || cols < 0) {
+        raise_status(BFP_ERR_SHAPE, "%s: %s of %zd x %zd", f->name, what, rows, cols);
+        return -1;
+    }
+    bfp_status st = bfp_plane_sizes_for(f->id, (size_t)rows, (size_t)cols, sz);
+    if (st != BFP_OK) {
+        raise_status(st, "%s: %s of %zd x %zd", f->name, what, rows, cols);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- format table */
+
+static const char *family_name(bfp_family f)
+{
+    switch (f) {
+    case BFP_FAMILY_MX: return "mx";
+    case BFP_FAMILY_MX_PLUS: return "mx+";
+    case BFP_FAMILY_MX_PP: return "mx++";
+    case BFP_FAMILY_NVFP4: return "nvfp4";
+    case BFP_FAMILY_NVFP4_PLUS: return "nvfp4+";
+    case BFP_FAMILY_HIF4: return "hif4";
+    }
+    return "unknown";
+}
+
+static PyObject *info_dict(const bfp_format_info *f)
+{
+    return Py_BuildValue(
+        "{s:i,s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:O,s:d,s:d,s:s}",
+        "id", (int)f->id, "name", f->name, "family", family_name(f->family),
+        "block", f->block, "elem_bits", f->elem_bits, "elem", bfp_elem_name(f->elem),
+        "scale", bfp_scale_name(f->scale), "scale_bytes", f->scale_bytes,
+        "meta_bytes", f->meta_bytes, "has_tensor_scale",
+        f->has_tensor_scale ? Py_True : Py_False, "bits_per_value",
+        f->bits_per_value, "max_value", f->max_value, "description", f->description);
+}
+
+static PyObject *py_formats(PyObject *self, PyObject *noargs)
+{
+    int n = bfp_format_count();
+    PyObject *list = PyList_New(n);
+    if (!list)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *d = info_dict(bfp_format_at(i));
+        if (!d) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
+
+static PyObject *py_format_id(PyObject *self, PyObject *arg)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+    bfp_format id;
+    if (!name)
+        return NULL;
+    if (bfp_format_from_name(name, &id) != BFP_OK) {
+        /* List the names so the message says what would have worked. */
+        char known[1024] = "";
+        size_t len = 0;
+        for (int i = 0; i < bfp_format_count() && len < sizeof known; i++)
+            len += (size_t)snprintf(known + len, sizeof known - len, "%s%s",
+                                    i ? ", " : "", bfp_format_at(i)->name);
+        return raise_status(BFP_ERR_FORMAT, "format '%.100s' is not one of %s",
+                            name, known);
+    }
+    return PyLong_FromLong((long)id);
+}
+
+static PyObject *py_plane_sizes(PyObject *self, PyObject *args)
+{
+    int fmt;
+    Py_ssize_t rows, cols;
+    bfp_plane_sizes sz;
+    if (!PyArg_ParseTuple(args, "inn", &fmt, &rows, &cols))
+        return NULL;
+    if (sizes_for(fmt, rows, cols, &sz, "tensor") < 0)
+        return NULL;
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n}", "blocks_per_row",
+                         (Py_ssize_t)sz.blocks_per_row, "code_row_bytes",
+                         (Py_ssize_t)sz.code_row_bytes, "codes",
+                         (Py_ssize_t)sz.codes, "scales", (Py_ssize_t)sz.scales,
+                         "meta", (Py_ssize_t)sz.meta, "tensor_scale",
+                         (Py_ssize_t)sz.tensor_scale);
+}
+
+/* ------------------------------------------------------------- quantize */
+
+/* quantize(fmt, dtype, src, rows, cols, opts, codes, scales, meta, tscale)
+ * -> (blocks, nonfinite_blocks, flushed_blocks). Planes are writable
+ * buffers of exactly the plane sizes; meta / tscale None when unused. */
+static PyObject *py_quantize(PyObject *self, PyObject *args)
+{
+    int fmt, dtype;
+    Py_ssize_t rows, cols;
+    PyObject *src_o, *opts_o, *codes_o, *scales_o, *meta_o, *ts_o;
+    bfp_options o;
+    bfp_plane_sizes sz;
+    bufset s = {.n = 0};
+    void *src, *codes, *scales, *meta, *ts;
+    bfp_stats stats;
+
+    if (!PyArg_ParseTuple(args, "iiOnnOOOOO", &fmt, &dtype, &src_o, &rows, &cols,
+                          &opts_o, &codes_o, &scales_o, &meta_o, &ts_o))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || check_dtype(dtype) < 0 || parse_opts(opts_o, &o) < 0 ||
+        sizes_for(fmt, rows, cols, &sz, "quantize") < 0)
+        return NULL;
+    size_t nsrc = (size_t)rows * (size_t)cols * bfp_dtype_size((bfp_dtype)dtype);
+    if (get_buf(&s, src_o, 0, nsrc, "source", 0, &src) < 0 ||
+        get_buf(&s, codes_o, 1, sz.codes, "codes plane", 0, &codes) < 0 ||
+        get_buf(&s, scales_o, 1, sz.scales, "scales plane", 0, &scales) < 0 ||
+        get_buf(&s, meta_o, 1, sz.meta, "meta plane", sz.meta == 0, &meta) < 0 ||
+        get_buf(&s, ts_o, 1, 4, "tensor_scale", !f->has_tensor_scale, &ts) < 0) {
+        bufset_release(&s);
+        return NULL;
+    }
+    bfp_planes out = {codes, scales, meta, ts};
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_quantize(f->id, (bfp_dtype)dtype, src, (size_t)rows, (size_t)cols,
+                      &o, &out, &stats);
+    Py_END_ALLOW_THREADS
+    bufset_release(&s);
+    if (st != BFP_OK)
+        return raise_status(st, "%s: quantize %zd x %zd %s", f->name, rows, cols,
+                            bfp_dtype_name((bfp_dtype)dtype));
+    return stats_tuple(&stats);
+}
+
+/* dequantize(fmt, codes, scales, meta, tscale, rows, cols, dtype, dst) */
+static PyObject *py_dequantize(PyObject *self, PyObject *args)
+{
+    int fmt, dtype;
+    Py_ssize_t rows, cols;
+    PyObject *codes_o, *scales_o, *meta_o, *ts_o, *dst_o;
+    bfp_plane_sizes sz;
+    bufset s = {.n = 0};
+    void *codes, *scales, *meta, *ts, *dst;
+
+    if (!PyArg_ParseTuple(args, "iOOOOnniO", &fmt, &codes_o, &scales_o, &meta_o,
+                          &ts_o, &rows, &cols, &dtype, &dst_o))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || check_dtype(dtype) < 0 || sizes_for(fmt, rows, cols, &sz, "dequantize") < 0)
+        return NULL;
+    size_t ndst = (size_t)rows * (size_t)cols * bfp_dtype_size((bfp_dtype)dtype);
+    if (get_buf(&s, codes_o, 0, sz.codes, "codes plane", 0, &codes) < 0 ||
+        get_buf(&s, scales_o, 0, sz.scales, "scales plane", 0, &scales) < 0 ||
+        get_buf(&s, meta_o, 0, sz.meta, "meta plane", sz.meta == 0, &meta) < 0 ||
+        get_buf(&s, ts_o, 0, 4, "tensor_scale", !f->has_tensor_scale, &ts) < 0 ||
+        get_buf(&s, dst_o, 1, ndst, "destination", 0, &dst) < 0) {
+        bufset_release(&s);
+        return NULL;
+    }
+    bfp_const_planes in = {codes, scales, meta, ts};
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_dequantize(f->id, &in, (size_t)rows, (size_t)cols, (bfp_dtype)dtype, dst);
+    Py_END_ALLOW_THREADS
+    bufset_release(&s);
+    if (st != BFP_OK)
+        return raise_status(st, "%s: dequantize %zd x %zd", f->name, rows, cols);
+    Py_RETURN_NONE;
+}
+
+/* fake_quant(fmt, dtype, src, rows, cols, opts, out_dtype, dst) -> stats:
+ * quantize then dequantize with temporary planes, in one call. */
+static PyObject *py_fake_quant(PyObject *self, PyObject *args)
+{
+    int fmt, dtype, out_dtype;
+    Py_ssize_t rows, cols;
+    PyObject *src_o, *opts_o, *dst_o;
+    bfp_options o;
+    bfp_plane_sizes sz;
+    bufset s = {.n = 0};
+    void *src, *dst;
+    bfp_stats stats;
+
+    if (!PyArg_ParseTuple(args, "iiOnnOiO", &fmt, &dtype, &src_o, &rows, &cols,
+                          &opts_o, &out_dtype, &dst_o))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || check_dtype(dtype) < 0 || check_dtype(out_dtype) < 0 ||
+        parse_opts(opts_o, &o) < 0 || sizes_for(fmt, rows, cols, &sz, "fake_quant") < 0)
+        return NULL;
+    size_t n = (size_t)rows * (size_t)cols;
+    if (get_buf(&s, src_o, 0, n * bfp_dtype_size((bfp_dtype)dtype), "source", 0, &src) < 0 ||
+        get_buf(&s, dst_o, 1, n * bfp_dtype_size((bfp_dtype)out_dtype), "destination", 0,
+                &dst) < 0) {
+        bufset_release(&s);
+        return NULL;
+    }
+    bfp_status st = BFP_ERR_NOMEM;
+    float ts = 1.0f;
+    uint8_t *codes, *scales, *meta = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    codes = malloc(sz.codes ? sz.codes : 1);
+    scales = malloc(sz.scales ? sz.scales : 1);
+    if (sz.meta)
+        meta = malloc(sz.meta);
+    if (codes && scales && (meta || !sz.meta)) {
+        bfp_planes out = {codes, scales, meta, &ts};
+        st = bfp_quantize(f->id, (bfp_dtype)dtype, src, (size_t)rows, (size_t)cols, &o,
+                          &out, &stats);
+        if (st == BFP_OK) {
+            bfp_const_planes in = {codes, scales, meta, &ts};
+            st = bfp_dequantize(f->id, &in, (size_t)rows, (size_t)cols,
+                                (bfp_dtype)out_dtype, dst);
+        }
+    }
+    free(codes);
+    free(scales);
+    free(meta);
+    Py_END_ALLOW_THREADS
+    bufset_release(&s);
+    if (st != BFP_OK)
+        return raise_status(st, "%s: fake_quant %zd x %zd %s", f->name, rows, cols,
+                            bfp_dtype_name((bfp_dtype)dtype));
+    return stats_tuple(&stats);
+}
+
+/* validate(fmt, codes, scales, meta, tscale, rows, cols) -> (bad, first_bad|-1) */
+static PyObject *py_validate(PyObject *self, PyObject *args)
+{
+    int fmt;
+    Py_ssize_t rows, cols;
+    PyObject *codes_o, *scales_o, *meta_o, *ts_o;
+    bfp_plane_sizes sz;
+    bufset s = {.n = 0};
+    void *codes, *scales, *meta, *ts;
+
+    if (!PyArg_ParseTuple(args, "iOOOOnn", &fmt, &codes_o, &scales_o, &meta_o, &ts_o,
+                          &rows, &cols))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || sizes_for(fmt, rows, cols, &sz, "validate") < 0)
+        return NULL;
+    if (get_buf(&s, codes_o, 0, sz.codes, "codes plane", 0, &codes) < 0 ||
+        get_buf(&s, scales_o, 0, sz.scales, "scales plane", 0, &scales) < 0 ||
+        get_buf(&s, meta_o, 0, sz.meta, "meta plane", sz.meta == 0, &meta) < 0 ||
+        get_buf(&s, ts_o, 0, 4, "tensor_scale", !f->has_tensor_scale, &ts) < 0) {
+        bufset_release(&s);
+        return NULL;
+    }
+    bfp_const_planes in = {codes, scales, meta, ts};
+    size_t bad = 0, first = SIZE_MAX;
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_validate(f->id, &in, (size_t)rows, (size_t)cols, &bad, &first);
+    Py_END_ALLOW_THREADS
+    bufset_release(&s);
+    if (st != BFP_OK && st != BFP_ERR_DATA)
+        return raise_status(st, "%s: validate %zd x %zd", f->name, rows, cols);
+    return Py_BuildValue("(nn)", (Py_ssize_t)bad,
+                         first == SIZE_MAX ? (Py_ssize_t)-1 : (Py_ssize_t)first);
+}
+
+/* ------------------------------------------------------------- error stats */
+
+/* Fraction of sum (x-y)^2 on each block's largest |x| (ties: lowest index),
+ * exactly as `bfp compare` computes it (tools/bfp/cmd_compare.c). */
+static double bm_share(const float *x, const float *y, size_t rows, size_t cols,
+                       size_t block)
+{
+    double total = 0, on_bm = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols, *yr = y + r * cols;
+        for (size_t b0 = 0; b0 < cols; b0 += block) {
+            size_t end = b0 + block < cols ? b0 + block : cols;
+            size_t bm = SIZE_MAX;
+            float bm_abs = -1.0f;
+            for (size_t i = b0; i < end; i++)
+                if (isfinite(xr[i]) && fabsf(xr[i]) > bm_abs) {
+                    bm_abs = fabsf(xr[i]);
+                    bm = i;
+                }
+            for (size_t i = b0; i < end; i++) {
+                if (!isfinite(xr[i]) || !isfinite(yr[i]))
+                    continue;
+                double d = (double)xr[i] - (double)yr[i];
+                total += d * d;
+                if (i == bm)
+                    on_bm += d * d;
+            }
+        }
+    }
+    return total > 0 ? on_bm / total : NAN;
+}
+
+/* error_stats(x, y, rows, cols, block) -> dict. x, y: float32 buffers of
+ * rows*cols values; block 0 skips bm_share (NaN). */
+static PyObject *py_error_stats(PyObject *self, PyObject *args)
+{
+    PyObject *x_o, *y_o;
+    Py_ssize_t rows, cols, block;
+    bufset s = {.n = 0};
+    void *x, *y;
+    bfp_error_stats es;
+    double share = NAN;
+
+    if (!PyArg_ParseTuple(args, "OOnnn", &x_o, &y_o, &rows, &cols, &block))
+        return NULL;
+    if (rows < 0 || cols < 0 || block < 0) {
+        PyErr_SetString(PyExc_ValueError, "error_stats: negative size");
+        return NULL;
+    }
+    size_t n = (size_t)rows * (size_t)cols;
+    if (get_buf(&s, x_o, 0, n * 4, "reference", 0, &x) < 0 ||
+        get_buf(&s, y_o, 0, n * 4, "reconstruction", 0, &y) < 0) {
+        bufset_release(&s);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    bfp_error_stats_f32(x, y, n, &es);
+    if (block > 0)
+        share = bm_share(x, y, (size_t)rows, (size_t)cols, (size_t)block);
+    Py_END_ALLOW_THREADS
+    bufset_release(&s);
+    return Py_BuildValue("{s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d}", "count",
+                         (Py_ssize_t)es.count, "nonzero", (Py_ssize_t)es.nonzero,
+                         "rmse", es.rmse, "sqnr_db", es.sqnr_db, "max_rel_err",
+                         es.nonzero ? es.max_rel_err : NAN, "mean_rel_err",
+                         es.nonzero ? es.mean_rel_err : NAN, "max_abs_err",
+                         es.max_abs_err, "bm_share", share);
+}
+
+/* ------------------------------------------------------------- GPU */
+
+/* cuda_quantize(fmt, dtype, src_ptr, rows, cols, opts, codes_ptr, scales_ptr,
+ * meta_ptr, ts_ptr, stream_ptr): device pointers as integers (0 = none). */
+static PyObject *py_cuda_quantize(PyObject *self, PyObject *args)
+{
+    int fmt, dtype;
+    Py_ssize_t rows, cols;
+    PyObject *opts_o;
+    unsigned long long src, codes, scales, meta, ts, stream;
+    bfp_options o;
+    bfp_plane_sizes sz;
+    if (!PyArg_ParseTuple(args, "iiKnnOKKKKK", &fmt, &dtype, &src, &rows, &cols,
+                          &opts_o, &codes, &scales, &meta, &ts, &stream))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || check_dtype(dtype) < 0 || parse_opts(opts_o, &o) < 0 ||
+        sizes_for(fmt, rows, cols, &sz, "cuda_quantize") < 0)
+        return NULL;
+    bfp_planes out = {(uint8_t *)(uintptr_t)codes, (uint8_t *)(uintptr_t)scales,
+                      (uint8_t *)(uintptr_t)meta, (float *)(uintptr_t)ts};
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_quantize(f->id, (bfp_dtype)dtype, (const void *)(uintptr_t)src,
+                           (size_t)rows, (size_t)cols, &o, 0, &out, NULL,
+                           (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != BFP_OK)
+        return raise_status(st, "%s: cuda_quantize %zd x %zd", f->name, rows, cols);
+    Py_RETURN_NONE;
+}
+
+/* cuda_dequantize(fmt, codes_ptr, scales_ptr, meta_ptr, ts_ptr, rows, cols,
+ * dtype, dst_ptr, stream_ptr) */
+static PyObject *py_cuda_dequantize(PyObject *self, PyObject *args)
+{
+    int fmt, dtype;
+    Py_ssize_t rows, cols;
+    unsigned long long codes, scales, meta, ts, dst, stream;
+    bfp_plane_sizes sz;
+    if (!PyArg_ParseTuple(args, "iKKKKnniKK", &fmt, &codes, &scales, &meta, &ts, &rows,
+                          &cols, &dtype, &dst, &stream))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || check_dtype(dtype) < 0 || sizes_for(fmt, rows, cols, &sz, "cuda_dequantize") < 0)
+        return NULL;
+    bfp_const_planes in = {(const uint8_t *)(uintptr_t)codes,
+                           (const uint8_t *)(uintptr_t)scales,
+                           (const uint8_t *)(uintptr_t)meta,
+                           (const float *)(uintptr_t)ts};
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_dequantize(f->id, &in, (size_t)rows, (size_t)cols, (bfp_dtype)dtype,
+                             (void *)(uintptr_t)dst, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != BFP_OK)
+        return raise_status(st, "%s: cuda_dequantize %zd x %zd", f->name, rows, cols);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- misc */
+
+static PyObject *py_version(PyObject *self, PyObject *noargs)
+{
+    return PyUnicode_FromString(bfp_version());
+}
+
+static PyObject *py_isa(PyObject *self, PyObject *noargs)
+{
+    return PyUnicode_FromString(bfp_isa());
+}
+
+static PyObject *py_cuda_available(PyObject *self, PyObject *noargs)
+{
+    return PyBool_FromLong(bfp_cuda_available());
+}
+
+static PyObject *py_status_str(PyObject *self, PyObject *arg)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    return PyUnicode_FromString(bfp_status_str((bfp_status)v));
+}
+
+static PyMethodDef methods[] = {
+    {"formats", py_formats, METH_NOARGS, "formats() -> list of dicts: the format table."},
+    {"format_id", py_format_id, METH_O,
+     "format_id(name) -> int; case-insensitive; BfpError if unknown."},
+    {"plane_sizes", py_plane_sizes, METH_VARARGS,
+     "plane_sizes(fmt, rows, cols) -> dict of plane byte sizes."},
+    {"quantize", py_quantize, METH_VARARGS,
+     "quantize(fmt, dtype, src, rows, cols, opts, codes, scales, meta, tscale) -> stats"},
+    {"dequantize", py_dequantize, METH_VARARGS,
+     "dequantize(fmt, codes, scales, meta, tscale, rows, cols, dtype, dst)"},
+    {"fake_quant", py_fake_quant, METH_VARARGS,
+     "fake_quant(fmt, dtype, src, rows, cols, opts, out_dtype, dst) -> stats"},
+    {"validate", py_validate, METH_VARARGS,
+     "validate(fmt, codes, scales, meta, tscale, rows, cols) -> (bad_blocks, first_bad)"},
+    {"error_stats", py_error_stats, METH_VARARGS,
+     "error_stats(x, y, rows, cols, block) -> dict (bfp_error_stats_f32 + bm_share)"},
+    {"cuda_quantize", py_cuda_quantize, METH_VARARGS, "bfp_cuda_quantize on device pointers."},
+    {"cuda_dequantize", py_cuda_dequantize, METH_VARARGS,
+     "bfp_cuda_dequantize on device pointers."},
+    {"version", py_version, METH_NOARGS, "version() -> libbfp version string."},
+    {"isa", py_isa, METH_NOARGS, "isa() -> CPU kernel set in use."},
+    {"cuda_available", py_cuda_available, METH_NOARGS,
+     "cuda_available() -> True if libbfp was built with CUDA and a GPU is usable."},
+    {"status_str", py_status_str, METH_O, "status_str(code) -> description."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_core",
+    "Low-level bindings of libbfp (use the bfp package, not this module).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    BfpError = PyErr_NewExceptionWithDoc(
+        "bfp.BfpError",
+        "A libbfp call failed. .status is the bfp_status code, .status_str its "
+        "description; a ValueError subclass.",
+        PyExc_ValueError, NULL);
+    if (!BfpError || PyModule_AddObjectRef(m, "BfpError", BfpError) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    static const struct {
+        const char *name;
+        int value;
+    } ints[] = {
+        {"OK", BFP_OK}, {"ERR_ARG", BFP_ERR_ARG}, {"ERR_FORMAT", BFP_ERR_FORMAT},
+        {"ERR_SHAPE", BFP_ERR_SHAPE}, {"ERR_UNSUPPORTED", BFP_ERR_UNSUPPORTED},
+        {"ERR_NOMEM", BFP_ERR_NOMEM}, {"ERR_IO", BFP_ERR_IO}, {"ERR_DATA", BFP_ERR_DATA},
+        {"ERR_DEVICE", BFP_ERR_DEVICE}, {"DTYPE_F32", BFP_DTYPE_F32},
+        {"DTYPE_BF16", BFP_DTYPE_BF16}, {"DTYPE_F16", BFP_DTYPE_F16},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    return m;
+}
