@@ -1,0 +1,277 @@
+/* test_simd.c - bfp_quantize (the CPU kernels BFP_ISA selects) gives the
+ * reference's planes and stats bit for bit: every format and input dtype,
+ * hard values (NaN, Inf, -0, subnormals, huge and tiny blocks, ties,
+ * repeated maxima, outliers), partial blocks, odd lengths, sources 1 to 3
+ * bytes off alignment, and argument errors with the reference's statuses. */
+#include "test_simd_util.h"
+
+static const size_t shapes[][2] = {
+    {1, 1},  {1, 3},  {1, 15}, {1, 16}, {1, 17}, {2, 31}, {1, 32},  {3, 33},   {2, 63},
+    {2, 64}, {3, 65}, {2, 96}, {4, 100}, {3, 127}, {2, 128}, {5, 257}, {3, 1000}, {1, 4099},
+};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+static const bfp_dtype dtypes[] = {BFP_DTYPE_F32, BFP_DTYPE_BF16, BFP_DTYPE_F16};
+
+/* Quantize src both ways and compare everything. */
+static int quantize_matches(bfp_format fmt, bfp_dtype dt, const void *src, size_t rows,
+                            size_t cols, const bfp_options *opts, size_t skew)
+{
+    simd_planes a, b;
+    if (simd_planes_alloc(&a, fmt, rows, cols, skew, 0xA5) ||
+        simd_planes_alloc(&b, fmt, rows, cols, skew, 0x5A))
+        return 0;
+    bfp_stats sa = {7, 7, 7}, sb = {9, 9, 9};
+    bfp_status ra = bfp_quantize(fmt, dt, src, rows, cols, opts, &a.p, &sa);
+    bfp_status rb = bfp_quantize_ref(fmt, dt, src, rows, cols, opts, &b.p, &sb);
+    char what[96];
+    snprintf(what, sizeof what, "%s %s %zux%zu skew %zu", bfp_format_get(fmt)->name,
+             bfp_dtype_name(dt), rows, cols, skew);
+    int ok = ra == rb;
+    if (!ok)
+        fprintf(stderr, "  %s: status %d vs %d\n", what, ra, rb);
+    if (ok && ra == BFP_OK) {
+        ok = simd_same_planes(&a, &b, what);
+        if (ok && !simd_same_stats(&sa, &sb)) {
+            fprintf(stderr, "  %s: stats %zu/%zu/%zu vs %zu/%zu/%zu\n", what, sa.blocks,
+                    sa.nonfinite_blocks, sa.flushed_blocks, sb.blocks, sb.nonfinite_blocks,
+                    sb.flushed_blocks);
+            ok = 0;
+        }
+    }
+    simd_planes_free(&a);
+    simd_planes_free(&b);
+    return ok;
+}
+
+static void test_random(void)
+{
+    simd_rng r = {0x9E3779B97F4A7C15ull};
+    for (int fi = 0; fi < bfp_format_count(); fi++) {
+        bfp_format fmt = bfp_format_at(fi)->id;
+        for (size_t d = 0; d < 3; d++) {
+            int bad = 0;
+            for (size_t s = 0; s < NSHAPES && bad < 3; s++) {
+                size_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+                size_t esz = bfp_dtype_size(dtypes[d]), skew = s % 4;
+                unsigned char *buf = malloc(n * esz + 8);
+                simd_fill(&r, dtypes[d], buf + skew, n);
+                int ok = quantize_matches(fmt, dtypes[d], buf + skew, rows, cols, NULL, skew);
+                CHECK(ok, "%s %s %zux%zu matches the reference", bfp_format_at(fi)->name,
+                      bfp_dtype_name(dtypes[d]), rows, cols);
+                bad += !ok;
+                free(buf);
+            }
+        }
+    }
+}
+
+/* Every bf16 and f16 bit pattern, one value per element slot. */
+static void test_all_half_patterns(void)
+{
+    uint16_t *h = malloc(65536 * sizeof *h);
+    static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP6_E3M2, BFP_MXFP8_E4M3, BFP_MXFP8_E5M2,
+                                      BFP_MXINT8, BFP_MXINT4, BFP_NVFP4, BFP_HIF4,
+                                      BFP_MXFP4_PLUS, BFP_MXFP6_E2M3_PP, BFP_NVFP4_PLUS};
+    simd_rng r = {12345};
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < 65536; i++)
+            h[i] = (uint16_t)i;
+        if (pass) /* shuffled: every pattern meets other neighbours */
+            for (uint32_t i = 65535; i > 0; i--) {
+                uint32_t j = rng_below(&r, i + 1);
+                uint16_t t = h[i];
+                h[i] = h[j];
+                h[j] = t;
+            }
+        for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+            CHECK(quantize_matches(fmts[k], BFP_DTYPE_BF16, h, 256, 256, NULL, 0),
+                  "%s: all bf16 patterns (pass %d)", bfp_format_get(fmts[k])->name, pass);
+            CHECK(quantize_matches(fmts[k], BFP_DTYPE_F16, h, 256, 256, NULL, 0),
+                  "%s: all f16 patterns (pass %d)", bfp_format_get(fmts[k])->name, pass);
+        }
+    }
+    free(h);
+}
+
+/* Blocks built to sit on decision points: every element a midpoint of the
+ * element grid at the block's scale, for each MX format. */
+static void test_ties(void)
+{
+    simd_rng r = {777};
+    float *x = malloc(64 * 64 * sizeof *x);
+    for (int fi = 0; fi < bfp_format_count(); fi++) {
+        bfp_format fmt = bfp_format_at(fi)->id;
+        for (size_t i = 0; i < 64 * 64; i++) {
+            int e = (int)(i / 64 % 40) - 20 - (i / 64 >= 40 ? 100 : 0);
+            float m = (float)(rng_below(&r, 256) * 2 + 1) / 64.0f; /* odd: between grid points */
+            x[i] = ldexpf(rng_below(&r, 2) ? -m : m, e);
+            if (i % 64 == 0)
+                x[i] = ldexpf(7.5f, e); /* sets the scale */
+        }
+        CHECK(quantize_matches(fmt, BFP_DTYPE_F32, x, 64, 64, NULL, 0), "%s: ties",
+              bfp_format_at(fi)->name);
+    }
+    free(x);
+}
+
+/* HiF4 with float32 input: |x| * REC is not exact in float32, so blocks are
+ * built where it rounds onto a decision point (a flag threshold 2 or 4, or
+ * a half-integer of t) from just below or above. Group maxima fix the
+ * flags; the other elements sit next to the boundaries their group uses. */
+static void test_hif4_boundaries(void)
+{
+    static const double rec_m[4] = {1.0, 0.80078125, 0.66796875, 0.5703125};
+    simd_rng r = {31337};
+    enum { NB = 256 };
+    float *x = malloc(NB * 64 * sizeof *x);
+    simd_planes q;
+    simd_planes_alloc(&q, BFP_HIF4, 1, NB * 64, 0, 0);
+    for (int pass = 0; pass < 4; pass++) {
+        for (int b = 0; b < NB; b++) {
+            float *xb = x + 64 * b;
+            float m = ldexpf(1.0f + (float)rng_below(&r, 1 << 23) * 0x1p-23f,
+                             (int)rng_below(&r, 40) - 20);
+            memset(xb, 0, 64 * sizeof *xb);
+            xb[0] = m;
+            /* group maxima: the block max scaled down, or near 2/REC or 4/REC */
+            int code = 0;
+            {
+                uint32_t w;
+                bfp_quantize_ref(BFP_HIF4, BFP_DTYPE_F32, xb, 1, 64, NULL, &q.p, NULL);
+                memcpy(&w, q.p.scales, 4);
+                code = (int)(w & 0xFF);
+            }
+            double rec = ldexp(rec_m[code & 3], 48 - (code >> 2));
+            for (int g = 1; g < 16; g++) {
+                double target = rng_below(&r, 2) ? 4.0 / rec : 2.0 / rec;
+                float v = (float)target;
+                int pick = (int)rng_below(&r, 4);
+                if (pick == 1)
+                    v = nextafterf(v, 0.0f);
+                else if (pick == 2)
+                    v = nextafterf(v, INFINITY);
+                else if (pick == 3)
+                    v = ldexpf(m, -(int)rng_below(&r, 4));
+                xb[4 * g] = fminf(v, m);
+            }
+            uint32_t w;
+            bfp_quantize_ref(BFP_HIF4, BFP_DTYPE_F32, xb, 1, 64, NULL, &q.p, NULL);
+            memcpy(&w, q.p.scales, 4);
+            /* the other elements: next to (k + 1/2) / R' below their group max */
+            for (int i = 0; i < 64; i++) {
+                if (i % 4 == 0)
+                    continue;
+                int shift = (int)((w >> (8 + i / 8)) & 1) + (int)((w >> (16 + i / 4)) & 1);
+                double rp = rec * ldexp(1.0, 2 - shift);
+                float gmax = xb[i & ~3];
+                double k = (double)rng_below(&r, 7) + 0.5;
+                while (k > 0.5 && k / rp >= (double)gmax)
+                    k -= 1.0;
+                float v = (float)(k / rp);
+                int pick = (int)rng_below(&r, 3);
+                v = pick == 0 ? nextafterf(v, 0.0f) : pick == 1 ? nextafterf(v, INFINITY) : v;
+                v = fminf(v, gmax);
+                xb[i] = rng_below(&r, 2) ? -v : v;
+            }
+        }
+        CHECK(quantize_matches(BFP_HIF4, BFP_DTYPE_F32, x, 1, NB * 64, NULL, 0),
+              "hif4 rounding boundaries (pass %d)", pass);
+        CHECK(quantize_matches(BFP_HIF4, BFP_DTYPE_F32, x, NB, 64, NULL, 1),
+              "hif4 rounding boundaries by rows (pass %d)", pass);
+    }
+    simd_planes_free(&q);
+    free(x);
+}
+
+/* NVFP4 with the tensor-scale option; the stochastic, 2-D and scale-mode
+ * options go to the reference and must still agree. */
+static void test_options(void)
+{
+    simd_rng r = {4242};
+    float *x = malloc(48 * 70 * sizeof *x);
+    simd_fill_f32(&r, x, 48 * 70);
+    bfp_options o;
+    bfp_options_init(&o);
+    o.nvfp4_no_tensor_scale = 1;
+    CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_F32, x, 48, 70, &o, 0), "nvfp4 no tensor scale");
+    CHECK(quantize_matches(BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 48, 70, &o, 0), "nvfp4+ no ts");
+    o.nvfp4_2d = 1;
+    CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_F32, x, 48, 70, &o, 1), "nvfp4 2d");
+    bfp_options_init(&o);
+    o.rounding = BFP_ROUND_STOCHASTIC;
+    o.seed = 99;
+    CHECK(quantize_matches(BFP_MXFP4, BFP_DTYPE_F32, x, 48, 70, &o, 0), "mxfp4 stochastic");
+    bfp_options_init(&o);
+    o.rounding = BFP_ROUND_NEAREST_EVEN;
+    CHECK(quantize_matches(BFP_HIF4, BFP_DTYPE_F32, x, 48, 70, &o, 0), "hif4 rne");
+    o.rounding = BFP_ROUND_NEAREST_AWAY;
+    CHECK(quantize_matches(BFP_HIF4, BFP_DTYPE_F32, x, 48, 70, &o, 0), "hif4 away (default)");
+    CHECK(quantize_matches(BFP_MXFP6_E2M3, BFP_DTYPE_F32, x, 48, 70, &o, 0), "mxfp6 away");
+    bfp_options_init(&o);
+    o.scale_mode = BFP_SCALE_RCEIL;
+    CHECK(quantize_matches(BFP_MXFP8_E4M3, BFP_DTYPE_F32, x, 48, 70, &o, 0), "rceil");
+    o.threads = -3; /* ignored by the reference, automatic here */
+    CHECK(quantize_matches(BFP_MXFP8_E4M3, BFP_DTYPE_F32, x, 48, 70, &o, 0), "threads < 0");
+    free(x);
+}
+
+/* Bad arguments give the reference's status. */
+static void test_errors(void)
+{
+    float x[64] = {1};
+    simd_planes q;
+    simd_planes_alloc(&q, BFP_NVFP4_PLUS, 2, 32, 0, 0);
+    bfp_planes nometa = q.p, nots = q.p, nocodes = q.p;
+    nometa.meta = NULL;
+    nots.tensor_scale = NULL;
+    nocodes.codes = NULL;
+    bfp_options bad_round = {.rounding = (bfp_rounding)9};
+    bfp_options bad_mode = {.scale_mode = BFP_SCALE_CEIL};
+    bfp_options bad_2d = {.nvfp4_2d = 1};
+    struct {
+        bfp_format f;
+        bfp_dtype d;
+        const void *src;
+        size_t rows, cols;
+        const bfp_options *o;
+        const bfp_planes *p;
+    } cases[] = {
+        {(bfp_format)0, BFP_DTYPE_F32, x, 2, 32, NULL, &q.p},
+        {(bfp_format)99, BFP_DTYPE_F32, x, 2, 32, NULL, &q.p},
+        {BFP_NVFP4_PLUS, (bfp_dtype)7, x, 2, 32, NULL, &q.p},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, NULL, 2, 32, NULL, &q.p},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 0, 32, NULL, &q.p},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 0, NULL, &q.p},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, SIZE_MAX / 2, 4, NULL, &q.p},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, NULL, NULL},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, NULL, &nometa},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, NULL, &nots},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, NULL, &nocodes},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, &bad_round, &q.p},
+        {BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, &bad_mode, &q.p},
+        {BFP_MXFP4, BFP_DTYPE_F32, x, 2, 32, &bad_2d, &q.p},
+        {BFP_MXFP4_PLUS, BFP_DTYPE_F32, x, 2, 32, &bad_mode, &q.p},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bfp_status a = bfp_quantize(cases[i].f, cases[i].d, cases[i].src, cases[i].rows,
+                                    cases[i].cols, cases[i].o, cases[i].p, NULL);
+        bfp_status b = bfp_quantize_ref(cases[i].f, cases[i].d, cases[i].src, cases[i].rows,
+                                        cases[i].cols, cases[i].o, cases[i].p, NULL);
+        CHECK(a == b && a != BFP_OK, "error case %zu: status %d vs %d", i, a, b);
+    }
+    simd_planes_free(&q);
+}
+
+int main(void)
+{
+    if (simd_isa_skip("test_simd"))
+        return check_summary("test_simd");
+    test_random();
+    test_all_half_patterns();
+    test_ties();
+    test_hif4_boundaries();
+    test_options();
+    test_errors();
+    return check_summary("test_simd");
+}

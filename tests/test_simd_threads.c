@@ -1,0 +1,88 @@
+/* test_simd_threads.c - results do not depend on the thread count: quantize
+ * with bfp_options.threads = 1, 2, 3, 7 and automatic, dequantize with
+ * BFP_THREADS = 1, 2, 3, 7, on a multi-MiB tensor whose rows end in partial
+ * blocks; NVFP4's tensor amax (placed where only one thread sees it) and
+ * the block statistics must come out as the reference's. */
+#define _POSIX_C_SOURCE 200809L
+#include "test_simd_util.h"
+
+#define ROWS 384
+#define COLS 1373 /* 2 MiB of float32; 1373 = 21*64 + 29: every row ends partial */
+
+static const int counts[] = {1, 2, 3, 7, 0};
+#define NCOUNTS (sizeof counts / sizeof counts[0])
+
+static void test_format(bfp_format fmt, bfp_dtype dt, const void *src, int with_ref)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    simd_planes q[NCOUNTS], ref;
+    bfp_stats st[NCOUNTS], sref;
+    for (size_t k = 0; k < NCOUNTS; k++) {
+        bfp_options o;
+        bfp_options_init(&o);
+        o.threads = counts[k];
+        simd_planes_alloc(&q[k], fmt, ROWS, COLS, k % 2, (uint8_t)k);
+        CHECK(bfp_quantize(fmt, dt, src, ROWS, COLS, &o, &q[k].p, &st[k]) == BFP_OK,
+              "%s quantize threads=%d", f->name, counts[k]);
+        if (k > 0) {
+            char what[64];
+            snprintf(what, sizeof what, "%s %s threads=%d", f->name, bfp_dtype_name(dt), counts[k]);
+            CHECK(simd_same_planes(&q[k], &q[0], what) && simd_same_stats(&st[k], &st[0]),
+                  "%s: same planes and stats as one thread", what);
+        }
+    }
+    if (with_ref) {
+        simd_planes_alloc(&ref, fmt, ROWS, COLS, 0, 0);
+        bfp_quantize_ref(fmt, dt, src, ROWS, COLS, NULL, &ref.p, &sref);
+        CHECK(simd_same_planes(&q[2], &ref, f->name) && simd_same_stats(&st[2], &sref),
+              "%s %s: three threads match the reference", f->name, bfp_dtype_name(dt));
+        simd_planes_free(&ref);
+    }
+    /* dequantize: the thread count comes from BFP_THREADS */
+    size_t n = (size_t)ROWS * COLS;
+    float *y[4];
+    for (int k = 0; k < 4; k++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", counts[k]);
+        setenv("BFP_THREADS", v, 1);
+        y[k] = malloc(n * sizeof(float));
+        bfp_const_planes in = simd_const(&q[0]);
+        CHECK(bfp_dequantize(fmt, &in, ROWS, COLS, BFP_DTYPE_F32, y[k]) == BFP_OK, "dequantize");
+        if (k > 0)
+            CHECK(simd_diff(y[k], y[0], n * sizeof(float)) < 0,
+                  "%s dequantize with %d threads matches one", f->name, counts[k]);
+    }
+    unsetenv("BFP_THREADS");
+    for (int k = 0; k < 4; k++)
+        free(y[k]);
+    for (size_t k = 0; k < NCOUNTS; k++)
+        simd_planes_free(&q[k]);
+}
+
+int main(void)
+{
+    if (simd_isa_skip("test_simd_threads"))
+        return check_summary("test_simd_threads");
+    simd_rng r = {2718281828};
+    size_t n = (size_t)ROWS * COLS;
+    float *x = malloc(n * sizeof *x);
+    simd_fill_f32(&r, x, n);
+    for (size_t i = 0; i < n; i++) /* mostly finite, so NVFP4's amax matters */
+        if (!(fabsf(x[i]) < 1e30f))
+            x[i] = (i % 3) ? 0.5f : x[i];
+    x[n - 5] = 1e20f; /* the tensor max, in the last thread's share */
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = bfp_f32_to_bf16(x[i]);
+    /* every block size, code width and family; the splitting is shared */
+    static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP6_E3M2, BFP_MXFP8_E4M3, BFP_MXINT8,
+                                      BFP_MXINT4, BFP_NVFP4, BFP_NVFP4_PLUS, BFP_HIF4,
+                                      BFP_MXFP4_PLUS, BFP_MXFP6_E2M3_PP, BFP_MXFP8_E5M2_PP};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)
+        test_format(fmts[i], BFP_DTYPE_F32, x, fmts[i] == BFP_NVFP4);
+    test_format(BFP_NVFP4_PLUS, BFP_DTYPE_BF16, h, 1);
+    test_format(BFP_HIF4, BFP_DTYPE_F16, h, 0);
+    free(h);
+    free(x);
+    return check_summary("test_simd_threads");
+}
