@@ -402,6 +402,158 @@ unsigned bfp_elem_encode(bfp_elem_type t, double v);
  * the UE6M2 byte alone. */
 double bfp_scale_decode(bfp_scale_type t, unsigned code);
 
+/* ---- Verification -------------------------------------------------------
+ * Compare the planes another implementation wrote (the DUT: device or
+ * kernel under test) with the reference planes of the same input, and
+ * convert other layouts to the planar one first. Pure computation: no I/O.
+ * docs/verify.md describes the workflow and every likely cause. */
+
+/* Which plane a mismatch is in. For HiF4, SCALES is the UE6M2 byte of a
+ * scale word (Ea) and META its E1_8/E1_16 flags (Eb, Ec). */
+typedef enum {
+    BFP_PLANE_CODES = 0,
+    BFP_PLANE_SCALES = 1,
+    BFP_PLANE_META = 2,
+    BFP_PLANE_TENSOR_SCALE = 3
+} bfp_plane_id;
+
+/* The likely cause of a mismatch, as far as the bytes and the input tell. */
+typedef enum {
+    BFP_CAUSE_UNKNOWN = 0,     /* no pattern recognized */
+    BFP_CAUSE_TIE = 1,         /* input exactly between two grid values (or a
+                                  tied block max) and the DUT chose the other */
+    BFP_CAUSE_ROUNDING = 2,    /* code one grid step off, input not at a tie:
+                                  rounding mode or precision of the quotient */
+    BFP_CAUSE_SCALE_STEP = 3,  /* block scale code one step off (and the
+                                  codes follow the DUT's scale) */
+    BFP_CAUSE_SCALE = 4,       /* block context (scale, tensor scale, meta,
+                                  flags) differs by more than a step; the
+                                  codes follow the DUT's own context */
+    BFP_CAUSE_NIBBLE_ORDER = 5,/* 4-bit codes in another order: pairs 2k and
+                                  2k+1 swapped, or ggml's j / j+block/2 */
+    BFP_CAUSE_BIT_ORDER = 6,   /* bits or bytes reversed: code bits, an
+                                  MSB-first bit stream, a byte-swapped HiF4
+                                  word or tensor scale, reversed flag bits */
+    BFP_CAUSE_BLOCK_SHIFT = 7, /* DUT block b holds reference block b-1 or
+                                  b+1 (blocks numbered row-major) */
+    BFP_CAUSE_SIGNED_ZERO = 8, /* +0 against -0 (0x0 against 0x8 for FP4;
+                                  INT has no -0 code) */
+    BFP_CAUSE_NAN_BLOCK = 9,   /* a block holding NaN/Inf (or a NaN scale on
+                                  either side) handled differently */
+    BFP_CAUSE_BIT_FLIP = 10    /* one bit differs and the DUT's value is not
+                                  a nearest one: a corrupted bit, not a
+                                  rounding choice */
+} bfp_verify_cause;
+
+#define BFP_VERIFY_NCAUSES 11
+
+/** Short name of a cause ("tie", "scale-step", ...); "?" if unknown. */
+const char *bfp_verify_cause_name(bfp_verify_cause cause);
+
+/** One sentence for a kernel author: what the cause means, where to look. */
+const char *bfp_verify_cause_hint(bfp_verify_cause cause);
+
+/** Name of a plane: "codes", "scales", "meta", "tensor_scale". */
+const char *bfp_plane_name(bfp_plane_id plane);
+
+/* One differing entry. */
+typedef struct {
+    bfp_plane_id plane;
+    size_t row;                /* tensor row (0 for the tensor scale) */
+    size_t block;              /* block within the row */
+    size_t elem;               /* element within the block (codes only) */
+    size_t col;                /* column of the element (codes only) */
+    float input;               /* the input value (codes), else NaN */
+    uint32_t expected;         /* reference entry: code, scale byte, meta
+                                  byte, HiF4 flags (E1_8 | E1_16 << 8), or
+                                  the tensor scale's float32 bits */
+    uint32_t received;         /* the DUT's entry, same encoding */
+    double expected_value;     /* decoded: the element's dequantized value,
+                                  the scale value, the meta byte, the tensor
+                                  scale (NaN where there is none) */
+    double received_value;
+    bfp_verify_cause cause;
+} bfp_verify_mismatch;
+
+/* What bfp_verify() found. */
+typedef struct {
+    int identical;             /* 1 if every entry of every plane is equal */
+    size_t codes_total, codes_differ;   /* element codes (rows * cols) */
+    size_t scales_total, scales_differ; /* blocks */
+    size_t meta_total, meta_differ;     /* blocks with meta (or HiF4 flags) */
+    int tensor_scale_differs;           /* NVFP4 / NVFP4+ */
+    size_t blocks_total, blocks_differ; /* blocks with any difference */
+    size_t padding_rows_differ;  /* rows whose unused last-byte bits differ
+                                    (not a mismatch: no value reads them) */
+    size_t mismatches;         /* all differing entries, every plane */
+    size_t recorded;           /* of those, written to the caller's array */
+    size_t cause_count[BFP_VERIFY_NCAUSES]; /* every mismatch, by cause */
+    size_t ref_nan_blocks, dut_nan_blocks;  /* blocks that decode to NaN */
+    int have_error_stats;      /* 1 when an input was given */
+    bfp_error_stats ref_error; /* reference reconstruction vs the input */
+    bfp_error_stats dut_error; /* DUT reconstruction vs the input */
+} bfp_verify_report;
+
+/**
+ * Compare the DUT's planes with the reference planes, entry by entry, and
+ * classify each difference (bfp_verify_cause). Both sides are planar (the
+ * bfp_*_to_planar converters below turn other layouts into planar ones).
+ * @param input  the rows x cols values both sides quantized (dtype), or
+ *               NULL: then no tie / consistency analysis and no error stats
+ * @param ref    the reference planes, normally from bfp_quantize_ref()
+ * @param dut    the planes under test; any bytes are accepted
+ * @param mismatches     array for the first max_mismatches differences in
+ *                       row-major block order (tensor scale first; per
+ *                       block: scale, meta, then codes); may be NULL if 0
+ * @param report filled on success
+ * @return BFP_OK (whether or not the planes are identical), or
+ *         BFP_ERR_FORMAT / BFP_ERR_SHAPE / BFP_ERR_ARG / BFP_ERR_NOMEM
+ */
+bfp_status bfp_verify(bfp_format fmt, size_t rows, size_t cols,
+                      bfp_dtype dtype, const void *input,
+                      const bfp_const_planes *ref, const bfp_const_planes *dut,
+                      bfp_verify_mismatch *mismatches, size_t max_mismatches,
+                      bfp_verify_report *report);
+
+/* Layout converters. Each has its inverse, so planes round-trip exactly.
+ * The 128x4 swizzled scale layout: bfp_scales_to_swizzled() and
+ * bfp_scales_from_swizzled() above. */
+
+/**
+ * ggml / GGUF blocks (ggml-common.h): block_mxfp4 is 17 bytes per 32 values
+ * (the E8M0 byte e, then qs[16], byte j holding element j in its low nibble
+ * and element j+16 in its high nibble); block_nvfp4 is 36 bytes per 64
+ * values (4 UE4M3 bytes d[s] for its 16-element sub-blocks, then qs[32];
+ * sub-block s uses qs[8s..8s+7], byte j holding elements 16s+j (low) and
+ * 16s+j+8 (high)). block_nvfp4 has no tensor scale.
+ * @param bytes set to rows * cols / block * block_bytes
+ * @return BFP_OK; BFP_ERR_UNSUPPORTED for formats other than mxfp4 and
+ *         nvfp4; BFP_ERR_SHAPE when cols is not a multiple of 32 (mxfp4)
+ *         or 64 (nvfp4), or on overflow
+ */
+bfp_status bfp_ggml_size(bfp_format fmt, size_t rows, size_t cols,
+                         size_t *bytes);
+
+/** ggml blocks to planar codes and scales (tensor scale untouched). */
+bfp_status bfp_ggml_to_planar(bfp_format fmt, const uint8_t *blocks,
+                              size_t rows, size_t cols, const bfp_planes *out);
+
+/** Planar codes and scales to ggml blocks (bfp_ggml_size() bytes). */
+bfp_status bfp_planar_to_ggml(bfp_format fmt, const bfp_const_planes *in,
+                              size_t rows, size_t cols, uint8_t *blocks);
+
+/**
+ * HiF4 golden files to the scales plane: the inverse of
+ * bfp_hif4_split_scales(). ea: nblocks UE6M2 bytes; eb: nblocks bytes of
+ * E1_8 bits; ec: 2*nblocks bytes of E1_16 bits, LSB first. scales gets
+ * nblocks little-endian 32-bit words. (golden_fp4.bin is the codes plane.)
+ */
+bfp_status bfp_hif4_golden_to_scales(const uint8_t *ea, const uint8_t *eb,
+                                     const uint8_t *ec, size_t nblocks,
+                                     uint8_t *scales);
+
+/* ---- end of Verification ------------------------------------------------ */
+
 #ifdef __cplusplus
 }
 #endif
