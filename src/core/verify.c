@@ -328,14 +328,17 @@ static int block_equal(const vstate *v, const bfp_const_planes *a, size_t ga,
            codes_equal(v, a, ga, b, gb);
 }
 
-/* DUT codes of a full 4-bit block = reference codes under perm(i). */
+/* DUT codes of a 4-bit block = reference codes under perm(i); the ggml
+ * orders (kinds 1, 2) only for full blocks. */
 static int permuted(const vstate *v, size_t r, size_t b, int kind)
 {
-    const size_t n = v->block, half = n / 2, c0 = b * n;
+    const size_t n = blen(v, b), half = v->block / 2, c0 = b * v->block;
+    if (kind != 0 && n != v->block)
+        return 0;
     for (size_t i = 0; i < n; i++) {
         size_t src;
         if (kind == 0)
-            src = i ^ 1u;                                  /* pairs swapped */
+            src = (i ^ 1u) < n ? i ^ 1u : i;               /* pairs swapped */
         else if (kind == 1)
             src = (i & 1) ? half + i / 2 : i / 2;          /* written in ggml order */
         else
@@ -378,11 +381,10 @@ static bflags block_flags(const vstate *v, size_t r, size_t b)
     if (!block_equal(v, v->ref, g, v->dut, g))
         fl.shift = (g > 0 && block_equal(v, v->dut, g, v->ref, g - 1)) ||
                    (g + 1 < nblocks && block_equal(v, v->dut, g, v->ref, g + 1));
-    if (fl.codes_differ && n == v->block) {
-        if (v->w == 4)
-            fl.reorder = permuted(v, r, b, 0) || permuted(v, r, b, 1) || permuted(v, r, b, 2);
+    if (fl.codes_differ && v->w == 4)
+        fl.reorder = permuted(v, r, b, 0) || permuted(v, r, b, 1) || permuted(v, r, b, 2);
+    if (fl.codes_differ && n == v->block)
         fl.bitrev = !fl.reorder && reversed(v, r, b);
-    }
     uint32_t er = sr & 0xFF, ed = sd & 0xFF; /* HiF4: the UE6M2 byte */
     fl.scale_step = er != ed && (er + 1 == ed || ed + 1 == er);
     return fl;
@@ -439,11 +441,6 @@ static bfp_verify_cause code_cause(const vstate *v, const bflags *fl, size_t r, 
     const unsigned sign_bit = 1u << (v->w - 1);
     int nr = 0, nd = 0, mr = code_mag(e, cr, &nr), md = code_mag(xd.codec, cd, &nd);
 
-    if (v->w == 4 && (i ^ 1u) < n) { /* this pair exchanged */
-        unsigned pr = code_at(v, v->ref, r, col ^ 1u), pd = code_at(v, v->dut, r, col ^ 1u);
-        if (cd == pr && pd == cr && cr != pr)
-            return BFP_CAUSE_NIBBLE_ORDER;
-    }
     /* +0 / -0: both zero magnitudes, or INT's 0 against the sign bit alone */
     if ((cr | cd) == sign_bit && (cr ^ cd) == sign_bit &&
         e->kind != BFP_GRID_EXT && xd.codec->kind != BFP_GRID_EXT)
@@ -461,6 +458,11 @@ static bfp_verify_cause code_cause(const vstate *v, const bflags *fl, size_t r, 
         }
         if (mr - md == 1 || md - mr == 1)
             return BFP_CAUSE_ROUNDING;
+    }
+    if (v->w == 4 && (i ^ 1u) < n) { /* this pair exchanged (not a rounding step) */
+        unsigned pr = code_at(v, v->ref, r, col ^ 1u), pd = code_at(v, v->dut, r, col ^ 1u);
+        if (cd == pr && pd == cr)
+            return BFP_CAUSE_NIBBLE_ORDER;
     }
     if (popcount32(cr ^ cd) == 1)
         return BFP_CAUSE_BIT_FLIP;
