@@ -11,11 +11,13 @@ int cmd_golden(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 extern const char cmd_formats_usage[];
 extern const char cmd_golden_usage[];
 extern const char cmd_compare_usage[];
 extern const char cmd_quantize_usage[];
 extern const char cmd_dequantize_usage[];
+extern const char cmd_verify_usage[];
 
 #endif /* BFP_CLI_COMMANDS_H */

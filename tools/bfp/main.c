@@ -29,6 +29,8 @@ static const command commands[] = {
      "tensor (.npy/.safetensors) to a quantized container"},
     {"dequantize", cmd_dequantize, cmd_dequantize_usage,
      "quantized container back to a float tensor"},
+    {"verify", cmd_verify, cmd_verify_usage,
+     "check a kernel's planes against the golden model (exit 1 if they differ)"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
