@@ -1,0 +1,283 @@
+/* bfp_cuda.cu - GPU quantize and dequantize for every bfp format (sm_90),
+ * bit for bit the planes and values of the reference in src/core.
+ *
+ * One thread owns 8 consecutive elements of a row: it reads them as one
+ * 16-byte vector (two for f32), the T = block/8 lanes of a block combine
+ * their maxima with warp shuffles, and each thread writes its 8 codes as
+ * one 4/6/8-byte store. Shapes or pointers that do not allow vectors take
+ * the same code with byte-wise loads and stores. NVFP4's tensor scale is an
+ * amax pass (atomicMax on the fp32 bits, finite values only), a one-thread
+ * kernel that turns it into s_enc, then the quantize pass, all on the
+ * caller's stream. No call allocates or synchronizes. */
+#include "bfp_cuda_kernels.cuh"
+
+#include <float.h>
+#include <limits.h>
+#include <string.h>
+
+using namespace bfpcuda;
+
+/* the launchers are instantiated in bfp_cuda_k_*.cu */
+#define X(id) BFP_FORMAT_LAUNCHERS(extern, id)
+X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)
+X(18) X(19) X(20) X(21) X(22)
+#undef X
+BFP_NV2D_LAUNCHER(extern, 8)
+BFP_NV2D_LAUNCHER(extern, 22)
+
+namespace {
+
+/* max |x| over finite values, as fp32 bits, into *out (pre-zeroed) */
+__global__ void __launch_bounds__(256)
+    amax_kernel(const unsigned char *src, int dt, size_t n, bool vec, unsigned int *out)
+{
+    uint32_t m = 0;
+    size_t ngroups = (n + 7) / 8;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < ngroups; g += 4 * stride) {
+        uint32_t x[4][8];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            size_t gu = g + u * stride;
+            int cnt = gu < ngroups ? (int)min(n - gu * 8, (size_t)8) : 0;
+            load8(src, dt, gu * 8, cnt, vec, x[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                uint32_t a = x[u][j] & 0x7FFFFFFFu;
+                if (a < 0x7F800000u)
+                    m = max(m, a);
+            }
+    }
+    m = group_max<32>(m);
+    if ((threadIdx.x & 31u) == 0 && m)
+        atomicMax(out, m);
+}
+
+/* amax bits -> s_enc = min(fp32(2688 / amax), FLT_MAX), 1 if amax is 0 */
+__global__ void tscale_kernel(float *ts)
+{
+    uint32_t b = f2u(*ts);
+    float s = b == 0 ? 1.0f : __fdiv_rn(2688.0f, u2f(b));
+    *ts = s > FLT_MAX ? FLT_MAX : s;
+}
+
+__global__ void one_kernel(float *ts) { *ts = 1.0f; }
+
+/* ---- host side ---------------------------------------------------------------------- */
+
+bfp_status resolve_options(const bfp_format_info *f, const bfp_options *in, bfp_options *out)
+{
+    bfp_options o;
+    bfp_options_init(&o);
+    if (in)
+        o = *in;
+    if ((unsigned)o.rounding > BFP_ROUND_STOCHASTIC || (unsigned)o.scale_mode > BFP_SCALE_RCEIL)
+        return BFP_ERR_ARG;
+    if (o.rounding == BFP_ROUND_DEFAULT)
+        o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY : BFP_ROUND_NEAREST_EVEN;
+    if (o.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX)
+        return BFP_ERR_UNSUPPORTED;
+    if ((o.nvfp4_no_tensor_scale || o.nvfp4_2d) && !f->has_tensor_scale)
+        return BFP_ERR_UNSUPPORTED;
+    *out = o;
+    return BFP_OK;
+}
+
+bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, Tiling *t)
+{
+    size_t gpr = G * (size_t)T;
+    t->L.rows = rows;
+    t->L.cols = cols;
+    t->L.row0 = 0;
+    t->L.gpr = gpr;
+    if (gpr >= 256) {
+        size_t gx = (gpr + 255) / 256;
+        if (gx > (size_t)INT_MAX)
+            return BFP_ERR_SHAPE;
+        t->L.ct_log2 = 8;
+        t->L.rt = 1;
+        t->gx = (unsigned)gx;
+    } else {
+        int lg = 0;
+        while (((size_t)1 << lg) < gpr)
+            lg++;
+        t->L.ct_log2 = lg;
+        t->L.rt = 256 >> lg;
+        t->gx = 1;
+    }
+    t->rows_per_launch = (size_t)65535 * (size_t)t->L.rt;
+    return BFP_OK;
+}
+
+#define FOR_EACH_FORMAT(X)                                                                 \
+    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) \
+        X(17) X(18) X(19) X(20) X(21) X(22)
+
+bfp_status dispatch_quant(int fmt, const QParams &P, const Tiling &t, cudaStream_t s)
+{
+    switch (fmt) {
+#define X(id)                                                                              \
+    case id: return launch_quant<id>(P, t, s);
+        FOR_EACH_FORMAT(X)
+#undef X
+    }
+    return BFP_ERR_FORMAT;
+}
+
+bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t, cudaStream_t s)
+{
+    switch (fmt) {
+#define X(id)                                                                              \
+    case id: return launch_dequant<id>(P, t, s);
+        FOR_EACH_FORMAT(X)
+#undef X
+    }
+    return BFP_ERR_FORMAT;
+}
+
+bool aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
+
+/* byte alignment needed for one wide store of a group of 8 W-bit codes */
+size_t codes_align(int bits) { return bits == 4 ? 4 : bits == 6 ? 2 : 8; }
+
+} // namespace
+
+extern "C" {
+
+int bfp_cuda_available(void)
+{
+    int n = 0, dev = 0, major = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+        cudaGetLastError(); /* clear a "no device" error */
+        return 0;
+    }
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+        return 0;
+    return major >= 9; /* the kernels are built for sm_90 */
+}
+
+bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src, size_t rows,
+                             size_t cols, const bfp_options *opts, int swizzled_scales,
+                             const bfp_planes *d_out, unsigned long long *d_nonfinite_blocks,
+                             void *stream)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (!f)
+        return BFP_ERR_FORMAT;
+    bfp_plane_sizes sz;
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    if (st != BFP_OK)
+        return st;
+    size_t esize = bfp_dtype_size(dtype);
+    if (esize == 0 || !d_src || !d_out || !d_out->codes || !d_out->scales ||
+        (f->meta_bytes && !d_out->meta) || (f->has_tensor_scale && !d_out->tensor_scale))
+        return BFP_ERR_ARG;
+    if (rows * cols > SIZE_MAX / esize)
+        return BFP_ERR_SHAPE;
+    bfp_options o;
+    st = resolve_options(f, opts, &o);
+    if (st != BFP_OK)
+        return st;
+    if (swizzled_scales && f->scale_bytes != 1)
+        return BFP_ERR_UNSUPPORTED;
+    size_t swz_bytes = 0;
+    if (swizzled_scales && (swz_bytes = bfp_swizzled_scales_size(rows, sz.blocks_per_row)) == 0)
+        return BFP_ERR_SHAPE;
+
+    cudaStream_t s = (cudaStream_t)stream;
+    const int T = f->block / 8;
+    Tiling t;
+    st = make_tiling(rows, cols, sz.blocks_per_row, T, &t);
+    if (st != BFP_OK)
+        return st;
+    QParams P;
+    P.L = t.L;
+    P.src = (const unsigned char *)d_src;
+    P.dt = (int)dtype;
+    P.vec_in = aligned(d_src, 16) && cols % 8 == 0;
+    P.codes = d_out->codes;
+    P.crb = sz.code_row_bytes;
+    size_t ca = codes_align(f->elem_bits);
+    P.vec_out = aligned(d_out->codes, ca) && sz.code_row_bytes % ca == 0;
+    P.G = sz.blocks_per_row;
+    P.scales = d_out->scales;
+    P.meta = f->meta_bytes ? d_out->meta : NULL;
+    P.tscale = f->has_tensor_scale ? d_out->tensor_scale : NULL;
+    P.nonfinite = d_nonfinite_blocks;
+    P.seed = o.seed;
+    P.mode = (int)o.rounding;
+    P.scale_mode = (int)o.scale_mode;
+    P.no_ts = o.nvfp4_no_tensor_scale;
+    P.swz = swizzled_scales ? 1 : 0;
+    P.swz_ncol = (sz.blocks_per_row + 3) / 4;
+
+    if (swizzled_scales && (rows % 128 || sz.blocks_per_row % 4)) /* zero padding */
+        CUDA_OK(cudaMemsetAsync(d_out->scales, 0, swz_bytes, s));
+
+    if (f->has_tensor_scale) {
+        unsigned int *ts = (unsigned int *)d_out->tensor_scale;
+        if (o.nvfp4_no_tensor_scale) {
+            BFP_LAUNCH(one_kernel, 1, 1, s, d_out->tensor_scale);
+            CUDA_OK(cudaGetLastError());
+        } else {
+            int dev = 0, sms = 0;
+            CUDA_OK(cudaGetDevice(&dev));
+            CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+            size_t n = rows * cols, groups = (n + 7) / 8;
+            size_t blocks = (groups + 4 * 256 - 1) / (4 * 256);
+            size_t cap = (size_t)(sms > 0 ? sms : 1) * 8;
+            if (blocks > cap)
+                blocks = cap;
+            CUDA_OK(cudaMemsetAsync(ts, 0, 4, s));
+            BFP_LAUNCH(amax_kernel, (unsigned)blocks, 256, s, P.src, P.dt, n, aligned(d_src, 16), ts);
+            CUDA_OK(cudaGetLastError());
+            BFP_LAUNCH(tscale_kernel, 1, 1, s, d_out->tensor_scale);
+            CUDA_OK(cudaGetLastError());
+        }
+        if (o.nvfp4_2d)
+            return fmt == BFP_NVFP4 ? launch_nv2d<BFP_NVFP4>(P, s) : launch_nv2d<BFP_NVFP4_PLUS>(P, s);
+    }
+    return dispatch_quant((int)fmt, P, t, s);
+}
+
+bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, size_t rows,
+                               size_t cols, bfp_dtype dtype, void *d_dst, void *stream)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (!f)
+        return BFP_ERR_FORMAT;
+    bfp_plane_sizes sz;
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    if (st != BFP_OK)
+        return st;
+    size_t esize = bfp_dtype_size(dtype);
+    if (esize == 0 || !d_dst || !d_in || !d_in->codes || !d_in->scales ||
+        (f->meta_bytes && !d_in->meta) || (f->has_tensor_scale && !d_in->tensor_scale))
+        return BFP_ERR_ARG;
+    if (rows * cols > SIZE_MAX / esize)
+        return BFP_ERR_SHAPE;
+    Tiling t;
+    st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, &t);
+    if (st != BFP_OK)
+        return st;
+    DParams P;
+    P.L = t.L;
+    P.codes = d_in->codes;
+    P.crb = sz.code_row_bytes;
+    P.G = sz.blocks_per_row;
+    size_t ca = codes_align(f->elem_bits);
+    P.vec_in = aligned(d_in->codes, ca) && sz.code_row_bytes % ca == 0;
+    P.vec_out = aligned(d_dst, 16) && cols % 8 == 0;
+    P.scales = d_in->scales;
+    P.meta = f->meta_bytes ? d_in->meta : NULL;
+    P.tscale = f->has_tensor_scale ? d_in->tensor_scale : NULL;
+    P.dst = (unsigned char *)d_dst;
+    P.dt = (int)dtype;
+    return dispatch_dequant((int)fmt, P, t, (cudaStream_t)stream);
+}
+
+} /* extern "C" */

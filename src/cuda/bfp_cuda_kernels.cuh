@@ -1,0 +1,767 @@
+/* bfp_cuda_kernels.cuh - the quantize and dequantize kernels of every
+ * family and their launchers, as templates on the format id. Each
+ * bfp_cuda_k_*.cu instantiates the launchers of a few formats (so that the
+ * build compiles them in parallel); bfp_cuda.cu holds the C API. */
+#ifndef BFP_CUDA_KERNELS_CUH
+#define BFP_CUDA_KERNELS_CUH
+
+#include "bfp_cuda_common.cuh"
+
+#include <float.h>
+#include <limits.h>
+
+namespace bfpcuda {
+
+/* kernel<<<grid, block, 0, stream>>>(args), as a macro so that the kernels
+ * can also run in a host-side warp simulator during development */
+#ifndef BFP_LAUNCH
+#define BFP_LAUNCH(kernel, grid, block, stream, ...) kernel<<<grid, block, 0, stream>>>(__VA_ARGS__)
+#endif
+
+#define CUDA_OK(call)                                                          \
+    do {                                                                       \
+        if ((call) != cudaSuccess)                                             \
+            return BFP_ERR_DEVICE;                                             \
+    } while (0)
+
+struct QParams {
+    Layout L;
+    const unsigned char *src;
+    int dt;
+    bool vec_in, vec_out;
+    unsigned char *codes;
+    size_t crb; /* code bytes per row */
+    size_t G;   /* blocks per row */
+    unsigned char *scales, *meta;
+    float *tscale;
+    unsigned long long *nonfinite;
+    uint64_t seed;
+    int mode, scale_mode, no_ts;
+    int swz;
+    size_t swz_ncol;
+};
+
+struct DParams {
+    Layout L;
+    const unsigned char *codes;
+    size_t crb, G;
+    bool vec_in, vec_out;
+    const unsigned char *scales, *meta;
+    const float *tscale;
+    unsigned char *dst;
+    int dt;
+};
+
+__device__ __forceinline__ size_t scale_index(const QParams &P, size_t row, size_t blk)
+{
+    return P.swz ? swizzle_offset(row, blk, P.swz_ncol) : row * P.G + blk;
+}
+
+template <int W>
+__device__ __forceinline__ void pack(uint64_t &packed, uint32_t code, int j)
+{
+    packed |= (uint64_t)code << (W * j);
+}
+
+template <int W>
+__device__ __forceinline__ void put_codes(const QParams &P, size_t row, size_t col0, int n,
+                                          uint64_t packed)
+{
+    if (n <= 0)
+        return;
+    size_t off = col0 / 8 * W;
+    size_t left = P.crb - off;
+    int nb = left < (size_t)W ? (int)left : W;
+    store_codes<W>(P.codes + row * P.crb + off, packed, nb, P.vec_out);
+}
+
+/* ---- MX ------------------------------------------------------------------ */
+
+template <int ELEM>
+__device__ __forceinline__ int mx_shared_exp(uint32_t ab, int mode)
+{
+    constexpr Grid G = grid_of(ELEM);
+    if (ab == 0)
+        return -127;
+    int fl = flog2_bits(ab);
+    uint32_t S;
+    int p;
+    if (ab >> 23) {
+        S = (ab & 0x7FFFFFu) | 0x800000u;
+        p = 23;
+    } else {
+        S = ab;
+        p = 31 - __clz((int)ab);
+    }
+    int se;
+    if (mode == BFP_SCALE_CEIL) {
+        se = (S == (1u << p) ? fl : fl + 1) - G.emax;
+    } else if (mode == BFP_SCALE_EVEN) {
+        /* amax rounded half-up to m bits below the leading one carries into
+         * the next binade iff S + half >= 2^(p+1) */
+        int k = p - G.m;
+        int carry = k > 0 && S + (1u << (k - 1)) >= (1u << (p + 1));
+        se = fl + carry - G.emax;
+    } else if (mode == BFP_SCALE_RCEIL) {
+        constexpr int maxe = grid_maxe(G);
+        constexpr uint32_t msig = grid_maxsig24(G);
+        uint32_t sig = S << (23 - p);
+        se = fl - maxe + (sig > msig ? 1 : 0);
+    } else {
+        se = fl - G.emax;
+    }
+    return se < -127 ? -127 : se > 127 ? 127 : se;
+}
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid, size_t blk,
+                                        int sub, size_t col0, int n, const uint32_t x[8])
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    uint32_t ab[8], am = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        ab[j] = x[j] & 0x7FFFFFFFu;
+        am = max(am, ab[j]);
+    }
+    am = group_max<T>(am);
+    uint64_t packed = 0;
+    uint32_t sc;
+    if (am >= 0x7F800000u) {
+        sc = 0xFF;
+    } else {
+        int se = mx_shared_exp<F.elem>(am, P.scale_mode);
+        sc = (uint32_t)(se + 127);
+        float f = pow2f(-se);
+        size_t e0 = row * P.L.cols + col0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
+            float v = __fmul_rn(u2f(ab[j]), f);
+            int mag = enc_mag<F.elem, false, MODE>(v, r, ab[j] != 0);
+            pack<W>(packed, make_code<F.elem, false>(x[j], mag), j);
+        }
+    }
+    if (valid) {
+        put_codes<W>(P, row, col0, n, packed);
+        if (sub == 0) {
+            P.scales[scale_index(P, row, blk)] = (unsigned char)sc;
+            if (sc == 0xFF && P.nonfinite)
+                atomicAdd(P.nonfinite, 1ull);
+        }
+    }
+}
+
+/* ---- MX+ and MX++ ---------------------------------------------------------- */
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool valid, size_t blk,
+                                            int sub, size_t col0, int n, const uint32_t x[8])
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr int EMAX = grid_of(F.elem).emax;
+    uint32_t ab[8], am = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        ab[j] = x[j] & 0x7FFFFFFFu;
+        am = max(am, ab[j]);
+    }
+    am = group_max<T>(am);
+    /* block max: the lowest index holding am */
+    uint32_t cand = 0xFFu;
+#pragma unroll
+    for (int j = 7; j >= 0; j--)
+        if (ab[j] == am)
+            cand = (uint32_t)(sub * 8 + j);
+    cand = group_min<T>(cand);
+    uint32_t m2 = 0;
+    if (F.fam == BFP_FAMILY_MX_PP) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if ((uint32_t)(sub * 8 + j) != cand)
+                m2 = max(m2, ab[j]);
+        m2 = group_max<T>(m2);
+    }
+    uint64_t packed = 0;
+    uint32_t sc = 0, meta = 0;
+    bool nonfinite = am >= 0x7F800000u;
+    if (nonfinite) {
+        sc = 0xFF;
+    } else if (am != 0 && flog2_bits(am) - EMAX > -127) { /* else flushed: all 0 */
+        int se = flog2_bits(am) - EMAX;
+        int nbm = se;
+        if (F.fam == BFP_FAMILY_MX_PP && m2 != 0) {
+            int e = flog2_bits(m2) - EMAX + 1;
+            nbm = e < se - 7 ? se - 7 : e > se ? se : e;
+        }
+        sc = (uint32_t)(se + 127);
+        meta = cand | (uint32_t)(se - nbm) << 5;
+        int k = -nbm; /* NBM scaling 2^k, k in [-127, 133] */
+        float f1 = k > 127 ? 18446744073709551616.0f : 1.0f;
+        float f2 = pow2f(k > 127 ? k - 64 : k);
+        size_t e0 = row * P.L.cols + col0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
+            float v = __fmul_rn(__fmul_rn(u2f(ab[j]), f1), f2);
+            int mag = enc_mag<F.elem, false, MODE>(v, r, ab[j] != 0);
+            pack<W>(packed, make_code<F.elem, false>(x[j], mag), j);
+        }
+        if (cand / 8 == (uint32_t)sub) { /* this thread holds the block max */
+            int jb = (int)(cand % 8);
+            uint32_t xb = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (j == jb)
+                    xb = x[j];
+            uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + (size_t)jb) : 0u;
+            float v = __fmul_rn(u2f(xb & 0x7FFFFFFFu), pow2f(-se));
+            int mag = enc_mag<F.elem, true, MODE>(v, r, true);
+            uint64_t mask = ((1ull << W) - 1) << (W * jb);
+            packed = (packed & ~mask) | (uint64_t)make_code<F.elem, true>(xb, mag) << (W * jb);
+        }
+    }
+    if (valid) {
+        put_codes<W>(P, row, col0, n, packed);
+        if (sub == 0) {
+            P.scales[scale_index(P, row, blk)] = (unsigned char)sc;
+            P.meta[row * P.G + blk] = (unsigned char)meta;
+            if (nonfinite && P.nonfinite)
+                atomicAdd(P.nonfinite, 1ull);
+        }
+    }
+}
+
+/* ---- NVFP4 and NVFP4+ ------------------------------------------------------ */
+
+/* E2M1 magnitudes and midpoints in units of the block scale; every product
+ * with a UE4M3 scale (4 significant bits) is exact in fp32. */
+__device__ __forceinline__ float nv_grid(int i) { return grid_value<BFP_ELEM_E2M1, false>((uint32_t)i); }
+
+/* Magnitude index of a / sb on the E2M1 grid (EXT: the NVFP4+ block-max
+ * grid 4 * (1 + i/8)), decided by exact fp32 comparisons of a with grid
+ * points and midpoints times sb. th[]: the 7 thresholds (see nv_thresholds). */
+template <int MODE, bool EXT>
+__device__ __forceinline__ int nv_round(float a, float sb, const float th[7], uint32_t r)
+{
+    int idx = 0;
+#pragma unroll
+    for (int k = 0; k < 7; k++) {
+        if (MODE == RM_RNE)
+            idx += (k & 1) ? (a >= th[k]) : (a > th[k]); /* ties to the even index */
+        else
+            idx += a >= th[k];
+    }
+    if (MODE == RM_SR && idx < 7) {
+        float lo = EXT ? grid_value<BFP_ELEM_E2M1, true>((uint32_t)idx) : nv_grid(idx);
+        float hi = EXT ? grid_value<BFP_ELEM_E2M1, true>((uint32_t)idx + 1) : nv_grid(idx + 1);
+        double vlo = (double)__fmul_rn(lo, sb), vhi = (double)__fmul_rn(hi, sb);
+        /* up with probability (a - vlo) / (vhi - vlo), all exact in double */
+        if (__dmul_rn(__dsub_rn((double)a, vlo), 4294967296.0) >
+            __dmul_rn((double)r, __dsub_rn(vhi, vlo)))
+            idx++;
+    }
+    return idx;
+}
+
+template <int MODE, bool EXT>
+__device__ __forceinline__ void nv_thresholds(float sb, float th[7])
+{
+#pragma unroll
+    for (int k = 0; k < 7; k++) {
+        float lo = EXT ? grid_value<BFP_ELEM_E2M1, true>((uint32_t)k) : nv_grid(k);
+        float hi = EXT ? grid_value<BFP_ELEM_E2M1, true>((uint32_t)k + 1) : nv_grid(k + 1);
+        float t = (MODE == RM_RNE || MODE == RM_AWAY) ? __fmul_rn(__fadd_rn(lo, hi), 0.5f) : hi;
+        th[k] = __fmul_rn(t, sb);
+    }
+}
+
+/* Encode one thread's 8 scaled values tb (fp32 bits) of a row-block whose
+ * block scale comes from smax (the block's, or the 2-D tile's, max |t|).
+ * bm: index in the row-block of its max |t| (NVFP4+). */
+template <int FMT, int MODE>
+__device__ __forceinline__ void nv_encode(const QParams &P, size_t row, size_t col0, int h,
+                                          const uint32_t tb[8], uint32_t smax, uint32_t bm,
+                                          uint64_t &packed, uint32_t &sc, uint32_t &meta)
+{
+    constexpr bool PLUS = fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS;
+    packed = 0;
+    meta = 0;
+    if (smax >= 0x7F800000u) {
+        sc = 0x7F;
+        return;
+    }
+    /* UE4M3 RNE satfinite of fp32(max / 6) */
+    float q = __fdiv_rn(u2f(smax), 6.0f);
+    sc = (uint32_t)enc_mag<BFP_ELEM_E4M3, false, RM_RNE, true>(q, 0u, false);
+    if (sc == 0) { /* signed zeros */
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            pack<4>(packed, (tb[j] >> 31) << 3, j);
+        return;
+    }
+    float sb = grid_value<BFP_ELEM_E4M3, false>(sc);
+    float th[7];
+    nv_thresholds<MODE, false>(sb, th);
+    size_t e0 = row * P.L.cols + col0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
+        int mag = nv_round<MODE, false>(u2f(tb[j] & 0x7FFFFFFFu), sb, th, r);
+        pack<4>(packed, (uint32_t)mag | (tb[j] >> 31) << 3, j);
+    }
+    if (PLUS && sc > 0x02) {
+        meta = bm;
+        if (bm / 8 == (uint32_t)h) {
+            int jb = (int)(bm % 8);
+            uint32_t t = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (j == jb)
+                    t = tb[j];
+            float the[7];
+            nv_thresholds<MODE, true>(sb, the);
+            uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + (size_t)jb) : 0u;
+            int mag = nv_round<MODE, true>(u2f(t & 0x7FFFFFFFu), sb, the, r);
+            uint64_t mask = 0xFull << (4 * jb);
+            packed = (packed & ~mask) | (uint64_t)((uint32_t)mag | (t >> 31) << 3) << (4 * jb);
+        }
+    }
+}
+
+__device__ __forceinline__ float nv_senc(const QParams &P)
+{
+    return P.no_ts ? 1.0f : *P.tscale;
+}
+
+/* scaled values t = fp32(x * s_enc), their max |t| and the lowest index of
+ * it (within this thread's 8) */
+__device__ __forceinline__ uint32_t nv_scale8(const uint32_t x[8], float s_enc, uint32_t tb[8])
+{
+    uint32_t m = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        tb[j] = f2u(__fmul_rn(u2f(x[j]), s_enc));
+        m = max(m, tb[j] & 0x7FFFFFFFu);
+    }
+    return m;
+}
+
+__device__ __forceinline__ uint32_t nv_bm_cand(const uint32_t tb[8], uint32_t m, int h)
+{
+    uint32_t cand = 0xFFu;
+#pragma unroll
+    for (int j = 7; j >= 0; j--)
+        if ((tb[j] & 0x7FFFFFFFu) == m)
+            cand = (uint32_t)(h * 8 + j);
+    return cand;
+}
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void nv_body(const QParams &P, size_t row, bool valid, size_t blk,
+                                        int sub, size_t col0, int n, const uint32_t x[8])
+{
+    uint32_t tb[8];
+    uint32_t m = group_max<2>(nv_scale8(x, nv_senc(P), tb));
+    uint32_t bm = group_min<2>(nv_bm_cand(tb, m, sub));
+    uint64_t packed;
+    uint32_t sc, meta;
+    nv_encode<FMT, MODE>(P, row, col0, sub, tb, m, bm, packed, sc, meta);
+    if (valid) {
+        put_codes<4>(P, row, col0, n, packed);
+        if (sub == 0) {
+            P.scales[scale_index(P, row, blk)] = (unsigned char)sc;
+            if (P.meta)
+                P.meta[row * P.G + blk] = (unsigned char)meta;
+            if (sc == 0x7F && P.nonfinite)
+                atomicAdd(P.nonfinite, 1ull);
+        }
+    }
+}
+
+/* ---- HiF4 -------------------------------------------------------------------- */
+
+__device__ __forceinline__ double bf16_rne_d(double p)
+{
+    /* round to 8 significant bits, ties to even (p >= 0, finite) */
+    uint64_t b = (uint64_t)__double_as_longlong(p);
+    b = (b + 0xFFFFFFFFFFFull + ((b >> 45) & 1u)) & ~0x1FFFFFFFFFFFull;
+    return __longlong_as_double((long long)b);
+}
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void hif4_body(const QParams &P, size_t row, bool valid, size_t blk,
+                                          int sub, size_t col0, int n, const uint32_t x[8])
+{
+    uint32_t ab[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        ab[j] = x[j] & 0x7FFFFFFFu;
+    uint32_t v16a = max(max(ab[0], ab[1]), max(ab[2], ab[3]));
+    uint32_t v16b = max(max(ab[4], ab[5]), max(ab[6], ab[7]));
+    uint32_t v8 = max(v16a, v16b);
+    uint32_t vmax = group_max<8>(v8);
+    bool nonfinite = vmax >= 0x7F800000u;
+    /* scale: SF = BF16(Vmax * BF16(1/7)) clamped, RNE to 3 significant bits */
+    double sf = bf16_rne_d(__dmul_rn((double)u2f(vmax), 0.142578125));
+    sf = fmin(fmax(sf, 3.552713678800501e-15 /* 2^-48 */), 49152.0);
+    uint64_t b = (uint64_t)__double_as_longlong(sf);
+    b = (b + 0x1FFFFFFFFFFFFull + ((b >> 50) & 1u)) & ~0x3FFFFFFFFFFFFull;
+    int ex = (int)(b >> 52) - 1023;
+    uint32_t m2 = (uint32_t)(b >> 50) & 3u;
+    uint32_t code = (uint32_t)(ex + 48) << 2 | m2;
+    const float rtab[4] = {1.0f, 0.80078125f, 0.66796875f, 0.5703125f};
+    float rm = m2 == 0 ? rtab[0] : m2 == 1 ? rtab[1] : m2 == 2 ? rtab[2] : rtab[3];
+    float rec = __fmul_rn(rm, pow2f(-ex)); /* REC = BF16(1/E6M2), exact */
+    bool e8 = __dmul_rn((double)u2f(v8), (double)rec) >= 4.0;
+    double h8 = e8 ? 0.5 : 1.0;
+    bool e16a = __dmul_rn(__dmul_rn((double)u2f(v16a), (double)rec), h8) >= 2.0;
+    bool e16b = __dmul_rn(__dmul_rn((double)u2f(v16b), (double)rec), h8) >= 2.0;
+    unsigned base = threadIdx.x & 24u;
+    uint32_t b8 = (__ballot_sync(0xFFFFFFFFu, e8) >> base) & 0xFFu;
+    uint32_t b16a = (__ballot_sync(0xFFFFFFFFu, e16a) >> base) & 0xFFu;
+    uint32_t b16b = (__ballot_sync(0xFFFFFFFFu, e16b) >> base) & 0xFFu;
+    uint64_t packed = 0;
+    uint32_t word = 0xFFu;
+    if (!nonfinite) {
+        uint32_t e16 = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            e16 |= ((b16a >> k) & 1u) << (2 * k) | ((b16b >> k) & 1u) << (2 * k + 1);
+        word = code | b8 << 8 | e16 << 16;
+        float fa = __fmul_rn(rec, pow2f(2 - (int)e8 - (int)e16a));
+        float fb = __fmul_rn(rec, pow2f(2 - (int)e8 - (int)e16b));
+        size_t e0 = row * P.L.cols + col0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
+            float f = j < 4 ? fa : fb;
+            int k;
+            if (P.dt == BFP_DTYPE_F32) { /* 24 x 8 bits: exact in double */
+                double y = fmin(__dmul_rn((double)u2f(ab[j]), (double)f), 8.0);
+                k = round_qd<MODE>(y, r);
+            } else { /* 8 or 11 x 8 bits: exact in fp32 */
+                float y = fminf(__fmul_rn(u2f(ab[j]), f), 8.0f);
+                k = round_q<MODE>(y, r, ab[j] != 0);
+            }
+            k = min(k, 7);
+            pack<4>(packed, (uint32_t)k | (x[j] >> 31) << 3, j);
+        }
+    }
+    if (valid) {
+        put_codes<4>(P, row, col0, n, packed);
+        if (sub == 0) {
+            unsigned char *s = P.scales + 4 * (row * P.G + blk);
+            s[0] = (unsigned char)word;
+            s[1] = (unsigned char)(word >> 8);
+            s[2] = (unsigned char)(word >> 16);
+            s[3] = (unsigned char)(word >> 24);
+            if (nonfinite && P.nonfinite)
+                atomicAdd(P.nonfinite, 1ull);
+        }
+    }
+}
+
+/* ---- quantize kernels --------------------------------------------------------- */
+
+template <int FMT, int MODE>
+__device__ __forceinline__ void quant_body(const QParams &P)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8;
+    size_t row, g;
+    bool valid;
+    layout_pos(P.L, row, g, valid);
+    size_t blk = g / T;
+    int sub = (int)(g % T);
+    size_t col0 = blk * F.block + (size_t)sub * 8;
+    int n = valid && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
+    uint32_t x[8];
+    load8(P.src, P.dt, row * P.L.cols + col0, n, P.vec_in, x);
+    if (F.fam == BFP_FAMILY_MX)
+        mx_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
+    else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP)
+        mxplus_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
+    else if (F.fam == BFP_FAMILY_HIF4)
+        hif4_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
+    else
+        nv_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) quant_kernel(const QParams P)
+{
+    switch (P.mode) {
+    case RM_AWAY: quant_body<FMT, RM_AWAY>(P); break;
+    case RM_RZ: quant_body<FMT, RM_RZ>(P); break;
+    case RM_SR: quant_body<FMT, RM_SR>(P); break;
+    default: quant_body<FMT, RM_RNE>(P); break;
+    }
+}
+
+/* NVFP4 with 16x16 tiles: a warp is one tile, lane = 2 * row + half. */
+template <int FMT, int MODE>
+__device__ __forceinline__ void nv2d_body(const QParams &P)
+{
+    unsigned lane = threadIdx.x & 31u;
+    size_t tile_col = (size_t)blockIdx.x * 8 + (threadIdx.x >> 5);
+    size_t row = P.L.row0 + (size_t)blockIdx.y * 16 + (lane >> 1);
+    int h = (int)(lane & 1u);
+    size_t col0 = tile_col * 16 + (size_t)h * 8;
+    bool valid = row < P.L.rows && tile_col < P.G;
+    int n = valid && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
+    uint32_t x[8], tb[8];
+    load8(P.src, P.dt, row * P.L.cols + col0, n, P.vec_in, x);
+    uint32_t m = nv_scale8(x, nv_senc(P), tb);
+    uint32_t tile_max = group_max<32>(m);
+    uint32_t rb_max = group_max<2>(m);
+    uint32_t bm = group_min<2>(nv_bm_cand(tb, rb_max, h));
+    uint64_t packed;
+    uint32_t sc, meta;
+    nv_encode<FMT, MODE>(P, row, col0, h, tb, tile_max, bm, packed, sc, meta);
+    if (valid) {
+        put_codes<4>(P, row, col0, n, packed);
+        if (h == 0) {
+            P.scales[scale_index(P, row, tile_col)] = (unsigned char)sc;
+            if (P.meta)
+                P.meta[row * P.G + tile_col] = (unsigned char)meta;
+            if (sc == 0x7F && P.nonfinite)
+                atomicAdd(P.nonfinite, 1ull);
+        }
+    }
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) nv2d_kernel(const QParams P)
+{
+    switch (P.mode) {
+    case RM_AWAY: nv2d_body<FMT, RM_AWAY>(P); break;
+    case RM_RZ: nv2d_body<FMT, RM_RZ>(P); break;
+    case RM_SR: nv2d_body<FMT, RM_SR>(P); break;
+    default: nv2d_body<FMT, RM_RNE>(P); break;
+    }
+}
+
+/* ---- dequantize ------------------------------------------------------------------ */
+
+__device__ __forceinline__ void store8(unsigned char *dst, int dt, size_t e, int n, bool vec,
+                                       const float v[8])
+{
+    if (dt == BFP_DTYPE_F32) {
+        if (vec && n == 8) {
+            uint4 *p = reinterpret_cast<uint4 *>(dst + e * 4);
+            p[0] = make_uint4(f2u(v[0]), f2u(v[1]), f2u(v[2]), f2u(v[3]));
+            p[1] = make_uint4(f2u(v[4]), f2u(v[5]), f2u(v[6]), f2u(v[7]));
+            return;
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (j >= n)
+                break;
+            uint32_t b = f2u(v[j]);
+            unsigned char *p = dst + (e + (size_t)j) * 4;
+            p[0] = (unsigned char)b;
+            p[1] = (unsigned char)(b >> 8);
+            p[2] = (unsigned char)(b >> 16);
+            p[3] = (unsigned char)(b >> 24);
+        }
+        return;
+    }
+    uint32_t hv[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        hv[j] = dt == BFP_DTYPE_BF16 ? f32_to_bf16(v[j]) : f32_to_f16(v[j]);
+    if (vec && n == 8) {
+        *reinterpret_cast<uint4 *>(dst + e * 2) =
+            make_uint4(hv[0] | hv[1] << 16, hv[2] | hv[3] << 16, hv[4] | hv[5] << 16,
+                       hv[6] | hv[7] << 16);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j >= n)
+            break;
+        unsigned char *p = dst + (e + (size_t)j) * 2;
+        p[0] = (unsigned char)hv[j];
+        p[1] = (unsigned char)(hv[j] >> 8);
+    }
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr uint32_t CMASK = (1u << W) - 1;
+    const float qnan = u2f(0x7FC00000u);
+    size_t row, g;
+    bool valid;
+    layout_pos(P.L, row, g, valid);
+    size_t blk = g / T;
+    int sub = (int)(g % T);
+    size_t col0 = blk * F.block + (size_t)sub * 8;
+    int n = valid && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
+    uint64_t codes = 0;
+    if (n > 0) {
+        size_t off = col0 / 8 * W, left = P.crb - off;
+        codes = load_codes<W>(P.codes + row * P.crb + off, left < (size_t)W ? (int)left : W,
+                              P.vec_in);
+    }
+    size_t bidx = row * P.G + blk;
+    float v[8];
+    if (F.fam == BFP_FAMILY_MX) {
+        uint32_t sc = valid ? __ldg(P.scales + bidx) : 0u;
+        float s = pow2f((int)sc - 127);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t c = (uint32_t)(codes >> (W * j)) & CMASK;
+            float e = code_value<F.elem, false>(c);
+            if ((f2u(e) & 0x7FFFFFFFu) > 0x7F800000u)
+                v[j] = e; /* a NaN code stays that NaN, sign included */
+            else
+                v[j] = sc == 0xFFu ? qnan : __fmul_rn(e, s);
+        }
+    } else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP) {
+        uint32_t sc = valid ? __ldg(P.scales + bidx) : 0u;
+        uint32_t meta = valid ? __ldg(P.meta + bidx) : 0u;
+        size_t nblk = valid ? min(P.L.cols - blk * F.block, (size_t)F.block) : 0;
+        uint32_t bmi = meta & 0x1Fu, delta = meta >> 5;
+        bool empty = sc == 0u || sc == 0xFFu;
+        uint32_t bad = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t c = (uint32_t)(codes >> (W * j)) & CMASK;
+            uint32_t i = (uint32_t)(sub * 8 + j);
+            if (j < n && ((empty && c != 0) || (i != bmi && code_special<F.elem>(c))))
+                bad = 1;
+        }
+        bad = group_or<T>(bad);
+        if (valid && ((empty && meta != 0) || bmi >= nblk ||
+                      (F.fam == BFP_FAMILY_MX_PLUS && delta != 0)))
+            bad = 1;
+        int se = (int)sc - 127;
+        float sbm = pow2f(se), snbm = pow2f(se - (int)delta);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t c = (uint32_t)(codes >> (W * j)) & CMASK;
+            uint32_t i = (uint32_t)(sub * 8 + j);
+            if (sc == 0xFFu || bad)
+                v[j] = qnan;
+            else if (sc == 0u)
+                v[j] = 0.0f;
+            else if (i == bmi)
+                v[j] = __fmul_rn(code_value<F.elem, true>(c), sbm);
+            else
+                v[j] = __fmul_rn(code_value<F.elem, false>(c), snbm);
+        }
+    } else if (F.fam == BFP_FAMILY_HIF4) {
+        uint32_t w = 0xFFu;
+        if (valid) {
+            const unsigned char *p = P.scales + 4 * bidx;
+            w = (uint32_t)__ldg(p) | (uint32_t)__ldg(p + 1) << 8 | (uint32_t)__ldg(p + 2) << 16 |
+                (uint32_t)__ldg(p + 3) << 24;
+        }
+        uint32_t c8 = w & 0xFFu;
+        float s = u2f((((c8 >> 2) + 79u) << 23) | (c8 & 3u) << 21); /* (1+m/4) 2^(e-48) */
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t c = (uint32_t)(codes >> (4 * j)) & 0xFu;
+            int i = sub * 8 + j;
+            int shift = (int)((w >> (8 + i / 8)) & 1u) + (int)((w >> (16 + i / 4)) & 1u);
+            float k = code_value<BFP_ELEM_E1M2, false>(c);
+            v[j] = c8 == 0xFFu ? qnan : __fmul_rn(__fmul_rn(k, s), pow2f(shift));
+        }
+    } else { /* NVFP4, NVFP4+ */
+        constexpr bool PLUS = F.fam == BFP_FAMILY_NVFP4_PLUS;
+        float s_enc = __ldg(P.tscale);
+        uint32_t sb_bits = f2u(s_enc);
+        bool bad = !(s_enc > 0.0f) || (sb_bits & 0x7F800000u) == 0x7F800000u;
+        uint32_t sc = valid ? __ldg(P.scales + bidx) : 0u;
+        bad = bad || (sc & 0x80u) || sc == 0x7Fu;
+        uint32_t bm = 0xFFu;
+        if (PLUS) {
+            uint32_t meta = valid ? __ldg(P.meta + bidx) : 0u;
+            size_t nblk = valid ? min(P.L.cols - blk * 16, (size_t)16) : 0;
+            bool plain = sc <= 0x02u || sc == 0x7Fu;
+            if ((meta & 0xF0u) || (plain && meta != 0) || meta >= nblk)
+                bad = true;
+            if (!bad && sc > 0x02u)
+                bm = meta;
+        }
+        float sb = grid_value<BFP_ELEM_E4M3, false>(sc & 0x7Fu);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t c = (uint32_t)(codes >> (4 * j)) & 0xFu;
+            float q = (uint32_t)(sub * 8 + j) == bm ? code_value<BFP_ELEM_E2M1, true>(c)
+                                                    : code_value<BFP_ELEM_E2M1, false>(c);
+            v[j] = bad ? qnan : __fdiv_rn(__fmul_rn(q, sb), s_enc);
+        }
+    }
+    if (n > 0)
+        store8(P.dst, P.dt, row * P.L.cols + col0, n, P.vec_out, v);
+}
+
+/* CTA tiling for one thread per 8 elements and T threads per block. */
+struct Tiling {
+    Layout L;
+    unsigned gx;
+    size_t rows_per_launch;
+};
+
+template <int FMT>
+bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
+{
+    for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
+        size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
+        P.L.row0 = r0;
+        dim3 grid(t.gx, (unsigned)((nr + (size_t)t.L.rt - 1) / (size_t)t.L.rt));
+        BFP_LAUNCH(quant_kernel<FMT>, grid, 256, s, P);
+        CUDA_OK(cudaGetLastError());
+    }
+    return BFP_OK;
+}
+
+template <int FMT>
+bfp_status launch_nv2d(QParams P, cudaStream_t s)
+{
+    size_t gx = (P.G + 7) / 8;
+    if (gx > (size_t)INT_MAX)
+        return BFP_ERR_SHAPE;
+    const size_t rows_per_launch = (size_t)65535 * 16;
+    for (size_t r0 = 0; r0 < P.L.rows; r0 += rows_per_launch) {
+        size_t nr = P.L.rows - r0 < rows_per_launch ? P.L.rows - r0 : rows_per_launch;
+        P.L.row0 = r0;
+        dim3 grid((unsigned)gx, (unsigned)((nr + 15) / 16));
+        BFP_LAUNCH(nv2d_kernel<FMT>, grid, 256, s, P);
+        CUDA_OK(cudaGetLastError());
+    }
+    return BFP_OK;
+}
+
+template <int FMT>
+bfp_status launch_dequant(DParams P, const Tiling &t, cudaStream_t s)
+{
+    for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
+        size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
+        P.L.row0 = r0;
+        dim3 grid(t.gx, (unsigned)((nr + (size_t)t.L.rt - 1) / (size_t)t.L.rt));
+        BFP_LAUNCH(dequant_kernel<FMT>, grid, 256, s, P);
+        CUDA_OK(cudaGetLastError());
+    }
+    return BFP_OK;
+}
+
+} // namespace bfpcuda
+
+/* EXTERN = extern: declare (the C API's file); empty: instantiate here */
+#define BFP_FORMAT_LAUNCHERS(EXTERN, id)                                                      \
+    EXTERN template bfp_status bfpcuda::launch_quant<id>(bfpcuda::QParams,                   \
+                                                         const bfpcuda::Tiling &, cudaStream_t); \
+    EXTERN template bfp_status bfpcuda::launch_dequant<id>(bfpcuda::DParams,                 \
+                                                           const bfpcuda::Tiling &, cudaStream_t);
+#define BFP_NV2D_LAUNCHER(EXTERN, id)                                                         \
+    EXTERN template bfp_status bfpcuda::launch_nv2d<id>(bfpcuda::QParams, cudaStream_t);
+
+#endif /* BFP_CUDA_KERNELS_CUH */
