@@ -69,7 +69,7 @@ say "compute-sanitizer --tool memcheck (quick set: nvfp4+, mxfp6_e3m2++, hif4)"
 t0=$(date +%s)
 : >"$OUT/memcheck.log"
 for f in nvfp4+ mxfp6_e3m2++ hif4; do
-    BFP_TEST_QUICK=1 BFP_TEST_FORMAT=$f timeout 150 compute-sanitizer --tool memcheck \
+    BFP_TEST_QUICK=1 BFP_TEST_FORMAT=$f timeout 100 compute-sanitizer --tool memcheck \
         --error-exitcode 3 "$TEST" >>"$OUT/memcheck.log" 2>&1
     rc=$?
     echo "memcheck $f: exit $rc; $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
@@ -87,7 +87,7 @@ timeout 300 $B/gpu_bench "$OUT/gpu_bench.json" 2>&1 | tee -a "$OUT/bench.log"
 COPY=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['copy_gbps'])" "$OUT/gpu_bench.json")
 
 say "peer: torch.compile MXFP4 / NVFP4 (bench/peer_torch.py)"
-timeout 400 python3 bench/peer_torch.py "$OUT/peer.json" "$COPY" 2>&1 | tail -n 8 | tee -a "$OUT/bench.log"
+timeout 240 python3 bench/peer_torch.py "$OUT/peer.json" "$COPY" 2>&1 | tail -n 8 | tee -a "$OUT/bench.log"
 
 python3 - "$OUT" <<'EOF'
 import json, os, sys
