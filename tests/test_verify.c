@@ -293,6 +293,28 @@ static void tie_input(float *x, size_t n, bfp_format fmt)
     }
 }
 
+/* Two neighbouring codes one grid step apart, swapped, with inputs exactly
+ * on the grid: no rounding gives that, so it is the nibble order. */
+static void test_swap_on_grid(void)
+{
+    float x[64];
+    for (size_t i = 0; i < 64; i++)
+        x[i] = (float)((int)(i % 16) - 8) / 4; /* -2 .. 1.75, on the grid of scale 2^-1 */
+    qt ref, dut;
+    qt_alloc(&ref, BFP_MXFP4, 1, 64);
+    qt_quantize(&ref, x, NULL);
+    qt_copy(&dut, &ref);
+    dut.codes[3] = (uint8_t)(ref.codes[3] >> 4 | ref.codes[3] << 4); /* x[6] = -0.5, x[7] = -0.25 */
+    bfp_verify_report rep;
+    run(&ref, &dut, x, &rep);
+    CHECK(rep.codes_differ == 2 && mm[0].col == 6 && mm[1].col == 7 &&
+              all_cause(&rep, BFP_PLANE_CODES, BFP_CAUSE_NIBBLE_ORDER),
+          "on-grid inputs, adjacent codes swapped: nibble-order, not rounding (%s)",
+          bfp_verify_cause_name(mm[0].cause));
+    qt_free(&ref);
+    qt_free(&dut);
+}
+
 static void test_tie_rule(void)
 {
     const size_t rows = 2, cols = 64;
@@ -648,6 +670,7 @@ int main(void)
     test_flipped_bit();
     test_scale_step();
     test_swapped_nibbles();
+    test_swap_on_grid();
     test_tie_rule();
     test_rounding_mode();
     test_block_shift();

@@ -448,15 +448,17 @@ static bfp_verify_cause code_cause(const vstate *v, const bflags *fl, size_t r, 
     if (!same_ctx(&xr, &xd)) { /* the DUT's block scale, meta or flags differ */
         if (!v->x || consistent(&xd, cd))
             return fl->scale_step ? BFP_CAUSE_SCALE_STEP : BFP_CAUSE_SCALE;
-    } else if (xr.valid && mr >= 0 && md >= 0 && nr == nd) {
-        unsigned lo, hi;
-        if (v->x) {
-            nearest(&xr, &lo, &hi);
-            if (lo != hi && (((unsigned)mr == lo && (unsigned)md == hi) ||
-                             ((unsigned)mr == hi && (unsigned)md == lo)))
-                return BFP_CAUSE_TIE;
-        }
-        if (mr - md == 1 || md - mr == 1)
+    } else if (xr.valid && mr >= 0 && md >= 0 && nr == nd && (mr - md == 1 || md - mr == 1)) {
+        if (!v->x)
+            return BFP_CAUSE_ROUNDING;
+        unsigned lo, hi, lower = (unsigned)(mr < md ? mr : md);
+        nearest(&xr, &lo, &hi);
+        if (lo != hi && lower == lo)
+            return BFP_CAUSE_TIE;
+        /* the other neighbour of an input strictly between two grid values */
+        unsigned tz = xr.zero_only ? 0
+                                   : bfp_grid_round(xr.codec, xr.u, xr.s, BFP_ROUND_TOWARD_ZERO, 0);
+        if (!xr.zero_only && lower == tz && xr.u != bfp_grid_value(xr.codec, tz) * xr.s)
             return BFP_CAUSE_ROUNDING;
     }
     if (v->w == 4 && (i ^ 1u) < n) { /* this pair exchanged (not a rounding step) */
