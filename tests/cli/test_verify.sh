@@ -53,10 +53,13 @@ ok=0 n=0
 for f in $formats; do
     n=$((n + 1))
     "$BFP" golden -f "$f" -s 3x70 x.bin "g_$f" >/dev/null || continue
+    # (grep and awk, not python: this loop runs 44 times, also under ASan)
     if verify_rc 0 -f "$f" -s 3x70 x.bin "g_$f" && grep -q "^IDENTICAL: every plane matches" out &&
         grep -q "planar layout (guessed" out && [ ! -s err ] &&
+        awk '/^  (RMSE|SQNR dB) / { n++; if ($(NF-1) != $NF) bad = 1 } END { exit !(n == 2 && !bad) }' out &&
         verify_rc 0 -f "$f" -s 3x70 --json x.bin "g_$f" &&
-        json 'r["identical"] and r["mismatches"] == 0 and r["layout"] == "planar" and r["error"]["reference"] == r["error"]["dut"]'; then
+        grep -q '"identical":[[:space:]]*true' out && grep -q '"mismatches":[[:space:]]*0,' out &&
+        grep -q '"layout":[[:space:]]*"planar"' out; then
         ok=$((ok + 1))
     else
         echo "  not clean: $f"
