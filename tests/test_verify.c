@@ -598,9 +598,44 @@ static void test_tensor_scale_and_bm_tie(void)
     run(&ref, &dut, x, &rep);
     CHECK(rep.meta_differ == 1 && mm[0].plane == BFP_PLANE_META && mm[0].cause == BFP_CAUSE_TIE,
           "mxfp4+: other tied block max named tie (%s)", bfp_verify_cause_name(mm[0].cause));
+    CHECK(rep.codes_differ == 2 && rep.cause_count[BFP_CAUSE_TIE] == 3,
+          "mxfp4+: the two codes that follow the other block max: tie too");
     qt_free(&ref);
     qt_free(&dut);
     free(x);
+}
+
+/* HiF4: a flag decided exactly at its threshold (V8 * REC = 4) the other way,
+ * as a kernel comparing with > instead of >= would; codes follow the flags. */
+static void test_hif4_flag_tie(void)
+{
+    float x[64];
+    for (size_t i = 0; i < 64; i++)
+        x[i] = 0.25f;
+    x[0] = 4.0f;   /* group 0: V8 = 4 */
+    x[5] = 0.5f;
+    x[63] = 7.0f;  /* Vmax 7: SF = BF16(7 * BF16(1/7)) = 1, E6M2 1.0, REC 1 */
+    qt ref, dut;
+    qt_alloc(&ref, BFP_HIF4, 1, 64);
+    qt_quantize(&ref, x, NULL);
+    CHECK(ref.scales[0] == 0xC0 && (ref.scales[1] & 1), "hif4 flag tie: E6M2 1.0, E1_8[0] set");
+    qt_copy(&dut, &ref);
+    dut.scales[1] &= 0xFE; /* E1_8[0] = 0 */
+    uint32_t w = le32(dut.scales);
+    for (size_t i = 0; i < 8; i++) { /* re-encode group 0 under the DUT's flags */
+        int shift = (int)((w >> 8) & 1) + (int)((w >> (16 + i / 4)) & 1);
+        unsigned mag = bfp_grid_round(&bfp_e1m2, ldexp(fabs((double)x[i]), -shift), 1.0,
+                                      BFP_ROUND_NEAREST_AWAY, 0);
+        bfp_put_code(dut.codes, i, 4, mag);
+    }
+    bfp_verify_report rep;
+    run(&ref, &dut, x, &rep);
+    CHECK(rep.meta_differ == 1 && rep.codes_differ > 0 && rep.scales_differ == 0 &&
+              rep.cause_count[BFP_CAUSE_TIE] == rep.mismatches,
+          "hif4: flag at its threshold and the codes that follow it named tie (%zu of %zu)",
+          rep.cause_count[BFP_CAUSE_TIE], rep.mismatches);
+    qt_free(&ref);
+    qt_free(&dut);
 }
 
 static void test_api(void)
@@ -678,6 +713,7 @@ int main(void)
     test_nan_block();
     test_bit_order();
     test_tensor_scale_and_bm_tie();
+    test_hif4_flag_tie();
     test_api();
     return check_summary("test_verify");
 }

@@ -91,6 +91,7 @@ typedef struct {
     int reorder;     /* 4-bit codes permuted */
     int bitrev;      /* code bits or the block's bytes reversed */
     int scale_step;  /* scale code (HiF4: UE6M2 byte) differs by one */
+    int meta_tie;    /* the meta differs by a tie (block max, HiF4 flag) */
     int codes_differ;
 } bflags;
 
@@ -447,7 +448,9 @@ static bfp_verify_cause code_cause(const vstate *v, const bflags *fl, size_t r, 
         return BFP_CAUSE_SIGNED_ZERO;
     if (!same_ctx(&xr, &xd)) { /* the DUT's block scale, meta or flags differ */
         if (!v->x || consistent(&xd, cd))
-            return fl->scale_step ? BFP_CAUSE_SCALE_STEP : BFP_CAUSE_SCALE;
+            return fl->scale_step ? BFP_CAUSE_SCALE_STEP
+                   : fl->meta_tie ? BFP_CAUSE_TIE
+                                  : BFP_CAUSE_SCALE;
     } else if (xr.valid && mr >= 0 && md >= 0 && nr == nd && (mr - md == 1 || md - mr == 1)) {
         if (!v->x)
             return BFP_CAUSE_ROUNDING;
@@ -606,9 +609,11 @@ static void compare_block(vstate *v, size_t r, size_t b)
         record(v, BFP_PLANE_SCALES, r, b, 0, er, ed, bfp_scale_decode(v->f->scale, er),
                bfp_scale_decode(v->f->scale, ed), scale_cause(v, &fl, r, b, sr, sd));
     }
-    if (mr != md)
-        record(v, BFP_PLANE_META, r, b, 0, mr, md, (double)mr, (double)md,
-               meta_cause(v, &fl, r, b, mr, md));
+    if (mr != md) {
+        bfp_verify_cause c = meta_cause(v, &fl, r, b, mr, md);
+        fl.meta_tie = c == BFP_CAUSE_TIE; /* the codes that follow it: tie too */
+        record(v, BFP_PLANE_META, r, b, 0, mr, md, (double)mr, (double)md, c);
+    }
     for (size_t i = 0; i < blen(v, b); i++) {
         size_t col = b * v->block + i;
         unsigned cr = code_at(v, v->ref, r, col), cd = code_at(v, v->dut, r, col);
