@@ -54,8 +54,8 @@ static void print_help(FILE *out)
             bfp_version());
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nExit status: 0 on success, 2 on any error. "
-                 "docs/cli.md has examples.\n");
+    fprintf(out, "\nExit status: 0 on success, 1 when `bfp verify` finds a difference, "
+                 "2 on any error.\ndocs/cli.md has examples.\n");
 }
 
 static int help_command(int argc, char **argv)
