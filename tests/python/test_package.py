@@ -361,13 +361,24 @@ def test_torch_cuda_needs_a_cuda_build():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     x = torch.randn(4, 64, device="cuda")
-    if bfp.cuda_available():
-        y = bfp.fake_quant(x, "mxfp4")
-        assert y.is_cuda
-        assert np.array_equal(y.cpu().numpy(), bfp.fake_quant(x.cpu().numpy(), "mxfp4"))
-    else:
+    if not bfp.cuda_available():
         with pytest.raises(NotImplementedError, match="cuda_available"):
             bfp.fake_quant(x, "mxfp4")
+        return
+    # the GPU kernels give the CPU reference's planes and values, bit for bit
+    for fmt in ALL:
+        for tdt, ndt in ((torch.float32, np.float32), (torch.bfloat16, BF16)):
+            xc = heavy((48, 96), ndt, seed=len(fmt))
+            t = torch.from_numpy(xc.view(np.uint16) if ndt is BF16 else xc)
+            t = (t.view(torch.bfloat16) if ndt is BF16 else t).cuda()
+            y = bfp.fake_quant(t, fmt)
+            assert y.is_cuda and y.dtype == tdt
+            ref = bfp.fake_quant(xc, fmt)
+            got = y.cpu().view(torch.int16).numpy().view(BF16) if ndt is BF16 else y.cpu().numpy()
+            assert np.array_equal(got.view(np.uint8), ref.view(np.uint8)), (fmt, tdt)
+            q, qc = bfp.quantize(t, fmt, axis=0), bfp.quantize(xc, fmt, axis=0)
+            assert np.array_equal(q.codes, qc.codes) and np.array_equal(q.scales, qc.scales)
+            assert q.tensor_scale == qc.tensor_scale
 
 
 def test_dlpack_objects():
