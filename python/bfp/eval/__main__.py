@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import platform
 import shlex
 import sys
@@ -84,6 +85,10 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
                     "sentences (0 = all)")
     ap.add_argument("--text", default=None, help="the .pod text (default: Debian's "
                     "Locale/Maketext/TPJ13.pod)")
+    ap.add_argument("--save-results", default=None, help="also pickle the raw results here "
+                    "(default: results.pkl in the cache)")
+    ap.add_argument("--render-from", default=None, help="only rewrite the report and plots "
+                    "from results saved by an earlier run (no model is run)")
     ap.add_argument("--quick", action="store_true", help="a tiny run to check the pipeline "
                     "(1 window of 64 tokens, 24 sentences); the numbers mean little")
     a = ap.parse_args(argv)
@@ -95,11 +100,47 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parse(argv)
-    t_start, cpu_start = time.time(), time.process_time()
-    log = print
     report_path = Path(args.report)
     img_dir = Path(args.img_dir) if args.img_dir else report_path.parent / "img"
     cache = Path(args.cache) if args.cache else assets.default_cache()
+    if args.render_from:
+        with open(args.render_from, "rb") as f:
+            data = pickle.load(f)
+    else:
+        data = compute(args, argv, cache)
+        out = Path(args.save_results) if args.save_results else cache / "results.pkl"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "wb") as f:
+            pickle.dump(data, f)
+        print(f"saved the results to {out} (re-render with --render-from {out})")
+    render(data, report_path, img_dir)
+    print(f"wrote {report_path} and {img_dir}/*.png")
+    return 0
+
+
+def render(data: Dict[str, Any], report_path: Path, img_dir: Path) -> None:
+    """The plots and the report from computed results."""
+    ctx = data["ctx"]
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    img_dir.mkdir(parents=True, exist_ok=True)
+    if data.get("be") is not None:
+        report.plot_block_errors(img_dir / "error_vs_blockmax.png", data["be"], data["be_title"])
+    plots = []
+    for key, title in (("smol_act", "SmolLM2 activations: SQNR per layer"),
+                       ("mini_act", "MiniLM activations: SQNR per layer"),
+                       ("smol_w", "SmolLM2 weights (decoded Q4_1): SQNR per layer")):
+        if key in ctx["sqnr"]:
+            plots.append((title, ctx["sqnr"][key]))
+    report.plot_layer_sqnr(img_dir / "layer_sqnr.png", plots)
+    report.plot_scores(img_dir / "accuracy_scores.png", ctx.get("smol"), ctx.get("mini"))
+    report.write_report(report_path, img_dir, ctx)
+
+
+def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) -> Dict[str, Any]:
+    """Run the models and collect everything the report needs."""
+    t_start, cpu_start = time.time(), time.process_time()
+    log = print
+    be_keep, be_title = None, ""
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     for f in formats:
         bfp.format_info(f)  # unknown names fail now, not after an hour
@@ -107,8 +148,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     bad = set(models) - {"smollm2", "minilm"}
     if bad:
         raise SystemExit(f"bfp-eval: unknown model(s) {', '.join(sorted(bad))}")
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    img_dir.mkdir(parents=True, exist_ok=True)
     try:
         import matplotlib  # noqa: F401
         import tokenizers  # noqa: F401
@@ -172,9 +211,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         bf = [f for f in formats if f in ("mxfp4", "mxfp4+", "mxfp4++", "nvfp4", "nvfp4+",
                                           "hif4")]
         be = study.block_errors(acts, bf)
-        report.plot_block_errors(img_dir / "error_vs_blockmax.png", be,
-                                 f"SmolLM2-135M linear-layer inputs (first window), "
-                                 f"{len(be['bm'])} blocks of 32")
+        be_keep = be
+        be_title = (f"SmolLM2-135M linear-layer inputs (first window), "
+                    f"{len(be['bm'])} blocks of 32")
         cf = be["bm"] / be["rms"]
         hi = cf >= 8
         energy = be["rms"] ** 2 * be["block"]
@@ -195,7 +234,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             "(MXFP4 stores it as 4 or 6 × 2^e, so values just under the next power of two lose up "
             "to 25%; MX+ gives it three more mantissa bits).")
         timings.append(f"SmolLM2 {time.time() - t0:.0f} s")
-        del m, acts, be
+        del m, acts
 
     # ------------------------------------------------------------ MiniLM
     if "minilm" in models:
@@ -272,15 +311,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         "sentences (split at . ! ? before a capital, 6–60 words).",
     ]
     ctx["block_text"] = " ".join(block_text) or "SmolLM2 was not run."
-    plots = []
-    if "smol_act" in ctx["sqnr"]:
-        plots.append(("SmolLM2 activations: SQNR per layer", ctx["sqnr"]["smol_act"]))
-    if "mini_act" in ctx["sqnr"]:
-        plots.append(("MiniLM activations: SQNR per layer", ctx["sqnr"]["mini_act"]))
-    if "smol_w" in ctx["sqnr"]:
-        plots.append(("SmolLM2 weights (decoded Q4_1): SQNR per layer", ctx["sqnr"]["smol_w"]))
-    report.plot_layer_sqnr(img_dir / "layer_sqnr.png", plots)
-    report.plot_scores(img_dir / "accuracy_scores.png", ctx.get("smol"), ctx.get("mini"))
     cmd = "bfp-eval" + ("" if argv is None and len(sys.argv) <= 1 else " " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)))
     ctx["command"] = cmd
@@ -290,9 +320,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                       f"load average {os.getloadavg()[0]:.1f} at the end), Python "
                       f"{platform.python_version()}, numpy {np.__version__}, libbfp "
                       f"{bfp.library_version()} ({bfp.isa()} kernels).")
-    report.write_report(report_path, img_dir, ctx)
-    log(f"wrote {report_path} and {img_dir}/*.png in {total / 60:.1f} minutes")
-    return 0
+    return {"ctx": ctx, "be": be_keep, "be_title": be_title}
 
 
 if __name__ == "__main__":
