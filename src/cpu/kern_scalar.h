@@ -133,6 +133,51 @@ static inline int ks_mxpp_nbm_exp(uint32_t max2_bits, int se, int emax)
     return ev < se - 7 ? se - 7 : ev > se ? se : ev;
 }
 
+/* ---- element types as compile-time constants --------------------------------- */
+
+/* The fields of a bfp_elem_desc that kernels need, passed by value so that
+ * an inlined kernel body is specialized for one element type. */
+typedef struct {
+    int kind, bits, mbits, bias, emax, max_mag;
+} ks_elem;
+
+#define KS_E2M1 ((ks_elem){BFP_GRID_FLOAT, 4, 1, 1, 2, 7})
+#define KS_E2M3 ((ks_elem){BFP_GRID_FLOAT, 6, 3, 1, 2, 31})
+#define KS_E3M2 ((ks_elem){BFP_GRID_FLOAT, 6, 2, 3, 4, 31})
+#define KS_E4M3 ((ks_elem){BFP_GRID_FLOAT, 8, 3, 7, 8, 0x7E})
+#define KS_E5M2 ((ks_elem){BFP_GRID_FLOAT, 8, 2, 15, 15, 0x7B})
+#define KS_INT8 ((ks_elem){BFP_GRID_INT, 8, 6, 0, 0, 127})
+#define KS_INT4 ((ks_elem){BFP_GRID_INT, 4, 2, 0, 0, 7})
+
+enum { KS_ID_E2M1, KS_ID_E2M3, KS_ID_E3M2, KS_ID_E4M3, KS_ID_E5M2, KS_ID_INT8, KS_ID_INT4,
+       KS_ID_NONE };
+
+static inline int ks_elem_is(const bfp_elem_desc *e, ks_elem k)
+{
+    return e && (int)e->kind == k.kind && e->bits == k.bits && e->mbits == k.mbits &&
+           e->bias == k.bias && e->emax == k.emax && e->max_mag == k.max_mag;
+}
+
+/* Which constant an element descriptor is (KS_ID_NONE: none; the kernels
+ * then leave the format to others). For MX+ the block-max codec must be
+ * the matching EXT grid as well. */
+static inline int ks_elem_id(const bfp_format_impl *impl)
+{
+    static const ks_elem all[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
+                                            KS_E5M2, KS_INT8, KS_INT4};
+    for (int id = 0; id < KS_ID_NONE; id++) {
+        if (!ks_elem_is(impl->elem, all[id]))
+            continue;
+        const bfp_elem_desc *x = impl->bm_elem;
+        if (x && !(x->kind == BFP_GRID_EXT && x->bits == all[id].bits &&
+                   x->mbits == all[id].bits - 1 && x->emax == all[id].emax &&
+                   x->max_mag == (1 << (all[id].bits - 1)) - 1))
+            return KS_ID_NONE;
+        return id;
+    }
+    return KS_ID_NONE;
+}
+
 /* ---- NVFP4 ---------------------------------------------------------------- */
 
 /* E4M3 code of a >= 0 (finite float): RNE, saturating at 448 (0x7E). */

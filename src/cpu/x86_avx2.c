@@ -1,228 +1,70 @@
 /* x86_avx2.c - AVX2 + FMA + F16C kernels for every format (quantize from
  * f32/bf16/f16, dequantize to f32/bf16). Built with -mavx2 -mfma -mf16c
  * (tests/CMakeLists.txt sets the per-file flags); without them this file
- * provides nothing and the generic kernels stay. Decisions follow
- * kern_scalar.h exactly, eight lanes at a time; the per-block scale
- * arithmetic stays scalar. */
+ * provides nothing and the generic kernels stay.
+ *
+ * Decisions follow kern_scalar.h exactly, eight lanes at a time. Bodies are
+ * static inline and specialized per element type (ks_elem constants) and
+ * per dtype by thin wrappers; MX and NVFP4 work on groups of eight blocks
+ * so that the block scales are computed eight at a time too. */
 #include "kern_scalar.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
+#include "x86_avx2_inl.h"
 
-#define A2 static inline __attribute__((always_inline))
+/* ---- element codecs (kern_scalar.h's ks_enc_mag, eight lanes) ----------------- */
 
-/* ---- loads, stores, reductions --------------------------------------------- */
-
-/* 8 values of dtype as float32 bits. */
-A2 __m256i ld8(bfp_dtype dt, const unsigned char *p)
-{
-    if (dt == BFP_DTYPE_F32)
-        return _mm256_loadu_si256((const __m256i *)p);
-    __m128i h = _mm_loadu_si128((const __m128i *)p);
-    if (dt == BFP_DTYPE_BF16)
-        return _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-    return _mm256_castps_si256(_mm256_cvtph_ps(h));
-}
-
-A2 size_t esz(bfp_dtype dt)
-{
-    return dt == BFP_DTYPE_F32 ? 4 : 2;
-}
-
-/* Max of the 8 lanes (signed compare; callers pass non-negative values). */
-A2 uint32_t hmax(__m256i m)
-{
-    m = _mm256_max_epi32(m, _mm256_permute2x128_si256(m, m, 1));
-    m = _mm256_max_epi32(m, _mm256_shuffle_epi32(m, 0x4E));
-    m = _mm256_max_epi32(m, _mm256_shuffle_epi32(m, 0xB1));
-    return (uint32_t)_mm256_cvtsi256_si32(m);
-}
-
-/* float32 to bfloat16 as bfp_f32_to_bf16 (RNE, NaN kept quiet), 8 lanes
- * to the low 16 bits of each lane. */
-A2 __m256i bf16_lanes(__m256 v)
-{
-    __m256i b = _mm256_castps_si256(v);
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF)),
-                                     _mm256_set1_epi32(0x7F800000));
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(
-        _mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-    __m256i q = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
-    return _mm256_blendv_epi8(r, q, nan);
-}
-
-/* Store 16 float32 values (two vectors) as dtype at p; stream: p is
- * 32-byte aligned and the caller wants non-temporal stores. */
-A2 void st16(bfp_dtype dt, unsigned char *p, __m256 a, __m256 b, int stream)
-{
-    if (dt == BFP_DTYPE_F32) {
-        if (stream) {
-            _mm256_stream_ps((float *)p, a);
-            _mm256_stream_ps((float *)(p + 32), b);
-        } else {
-            _mm256_storeu_ps((float *)p, a);
-            _mm256_storeu_ps((float *)(p + 32), b);
-        }
-        return;
-    }
-    __m256i h = _mm256_packus_epi32(bf16_lanes(a), bf16_lanes(b));
-    h = _mm256_permute4x64_epi64(h, 0xD8);
-    if (stream)
-        _mm256_stream_si256((__m256i *)p, h);
-    else
-        _mm256_storeu_si256((__m256i *)p, h);
-}
-
-/* ---- code streams ------------------------------------------------------------ */
-
-/* 32 codes (four vectors of dword codes 0..255) as 32 bytes in order. */
-A2 __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3)
-{
-    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
-    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-/* 32 code bytes packed at width w (4, 6 or 8) into out (16, 24, 32 bytes). */
-A2 void store_codes(int w, __m256i b, uint8_t *out)
-{
-    if (w == 8) {
-        _mm256_storeu_si256((__m256i *)out, b);
-    } else if (w == 4) {
-        __m256i p = _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x1001)); /* c0 + 16 c1 */
-        __m128i r = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-        _mm_storeu_si128((__m128i *)out, r);
-    } else {
-        __m256i p = _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x4001)); /* c0 + 64 c1 */
-        p = _mm256_madd_epi16(p, _mm256_set1_epi32(0x10000001));        /* + 4096 (c2 + 64 c3) */
-        p = _mm256_shuffle_epi8(p, _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1,
-                                                    -1, -1, -1, 0, 1, 2, 4, 5, 6, 8, 9, 10, 12,
-                                                    13, 14, -1, -1, -1, -1));
-        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
-        _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(p));
-        _mm_storel_epi64((__m128i *)(out + 16), _mm256_extracti128_si256(p, 1));
-    }
-}
-
-/* 8 4-bit codes starting at byte p (4 bytes) as dwords. */
-A2 __m256i nib8(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    __m256i x = _mm256_set1_epi32((int)v);
-    x = _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-    return _mm256_and_si256(x, _mm256_set1_epi32(0x0F));
-}
-
-/* 8 6-bit codes from 16 loaded bytes q, starting at byte `at` (0..10). */
-A2 __m256i six8(__m128i q, int at)
-{
-    __m256i x = _mm256_broadcastsi128_si256(q);
-    const char a = (char)at;
-    __m256i ctl = _mm256_setr_epi8(a, a + 1, -1, -1, a, a + 1, -1, -1, a + 1, a + 2, -1, -1,
-                                   a + 2, a + 3, -1, -1, a + 3, a + 4, -1, -1, a + 3, a + 4, -1,
-                                   -1, a + 4, a + 5, -1, -1, a + 5, a + 6, -1, -1);
-    x = _mm256_shuffle_epi8(x, ctl);
-    x = _mm256_srlv_epi32(x, _mm256_setr_epi32(0, 6, 4, 2, 0, 6, 4, 2));
-    return _mm256_and_si256(x, _mm256_set1_epi32(0x3F));
-}
-
-/* Codes k*8 .. k*8+7 of a 32-code block at width w, as dwords. */
-A2 __m256i codes8(int w, const uint8_t *blk, int k)
-{
-    if (w == 4)
-        return nib8(blk + 4 * k);
-    if (w == 8)
-        return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 8 * k)));
-    /* 6 bits: bytes 6k .. 6k+5; load 16 bytes that stay inside the block */
-    if (k < 2)
-        return six8(_mm_loadu_si128((const __m128i *)blk), 6 * k);
-    return six8(_mm_loadu_si128((const __m128i *)(blk + 8)), 6 * k - 8);
-}
-
-/* ---- element encoders (kern_scalar.h's ks_enc_mag, eight lanes) -------------- */
-
-/* Codes of 8 values: a = |x| bits, x for the sign, f = 2^-shared_exp. */
-A2 __m256i enc8(const bfp_elem_desc *e, __m256i x, __m256i a, __m256 f)
+/* Codes of 8 values: a = |x| bits, x for the sign, f = 2^-exponent. */
+A2 __m256i enc8(ks_elem e, __m256i x, __m256i a, __m256 f)
 {
     __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(a), f);
     __m256i q;
-    if (e->kind == BFP_GRID_INT) {
-        q = _mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps((float)(1 << e->mbits))));
-        q = _mm256_min_epi32(q, _mm256_set1_epi32(e->max_mag));
+    if (e.kind == BFP_GRID_INT) {
+        q = _mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps((float)(1 << e.mbits))));
+        q = _mm256_min_epi32(q, _mm256_set1_epi32(e.max_mag));
         __m256i neg = _mm256_srai_epi32(x, 31);
         q = _mm256_sub_epi32(_mm256_xor_si256(q, neg), neg);
-        return _mm256_and_si256(q, _mm256_set1_epi32((1 << e->bits) - 1));
+        return _mm256_and_si256(q, _mm256_set1_epi32((1 << e.bits) - 1));
     }
-    const __m128i m = _mm_cvtsi32_si128(e->mbits);
-    const __m256i eminb = _mm256_set1_epi32(ks_eminb(e));
-    __m256i ee = _mm256_max_epi32(_mm256_srli_epi32(_mm256_castps_si256(y), 23), eminb);
-    __m256i mult = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(254 + e->mbits), ee), 23);
+    const int eminb = 128 - e.bias;
+    __m256i ee = _mm256_max_epi32(_mm256_srli_epi32(_mm256_castps_si256(y), 23),
+                                  _mm256_set1_epi32(eminb));
+    __m256i mult = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(254 + e.mbits), ee), 23);
     q = _mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_castsi256_ps(mult)));
-    q = _mm256_add_epi32(q, _mm256_sll_epi32(_mm256_sub_epi32(ee, eminb), m));
-    q = _mm256_min_epi32(q, _mm256_set1_epi32(e->max_mag));
-    __m256i sign = _mm256_srli_epi32(x, 31);
-    return _mm256_or_si256(q, _mm256_sll_epi32(sign, _mm_cvtsi32_si128(e->bits - 1)));
-}
-
-/* ---- MX ------------------------------------------------------------------------ */
-
-A2 void q_mx(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
-             uint8_t *scales, bfp_stats *st)
-{
-    const bfp_elem_desc *e = p->impl->elem;
-    const int w = e->bits;
-    const size_t cb = (size_t)(4 * w);
-    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF);
-    const unsigned char *s = (const unsigned char *)src;
-    for (size_t b = 0; b < nb; b++, codes += cb, s += 32 * esz(dt)) {
-        __m256i x[4], a[4];
-        for (int k = 0; k < 4; k++) {
-            x[k] = ld8(dt, s + (size_t)k * 8 * esz(dt));
-            a[k] = _mm256_and_si256(x[k], absm);
-        }
-        uint32_t amax = hmax(_mm256_max_epi32(_mm256_max_epi32(a[0], a[1]),
-                                              _mm256_max_epi32(a[2], a[3])));
-        if (amax >= 0x7F800000u) {
-            scales[b] = 0xFF;
-            memset(codes, 0, cb);
-            st->nonfinite_blocks++;
-            continue;
-        }
-        int se = ks_mx_shared_exp(amax, e->emax);
-        scales[b] = (uint8_t)(se + 127);
-        __m256 f = _mm256_set1_ps(ks_pow2(-se));
-        __m256i c[4];
-        for (int k = 0; k < 4; k++)
-            c[k] = enc8(e, x[k], a[k], f);
-        store_codes(w, codes_to_bytes(c[0], c[1], c[2], c[3]), codes);
-    }
+    q = _mm256_add_epi32(q, _mm256_slli_epi32(_mm256_sub_epi32(ee, _mm256_set1_epi32(eminb)), e.mbits));
+    q = _mm256_min_epi32(q, _mm256_set1_epi32(e.max_mag));
+    __m256i sign = _mm256_and_si256(_mm256_srai_epi32(x, 31), _mm256_set1_epi32(1 << (e.bits - 1)));
+    return _mm256_or_si256(q, sign);
 }
 
 /* Signed element values of 8 codes at scale 1 (NaN codes: quiet NaN with
- * the code's sign; E5M2 0x7C: Inf). */
-A2 __m256 val8(const bfp_elem_desc *e, __m256i c)
+ * the code's sign; E5M2 0x7C: Inf). No subnormal float is ever formed. */
+A2 __m256 val8(ks_elem e, __m256i c)
 {
-    if (e->kind == BFP_GRID_INT) {
-        int sh = 32 - e->bits; /* sign-extend the code */
+    if (e.kind == BFP_GRID_INT) {
+        const int sh = 32 - e.bits; /* sign-extend the code */
         __m256i k = _mm256_srai_epi32(_mm256_slli_epi32(c, sh), sh);
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(k), _mm256_set1_ps(1.0f / (float)(1 << e->mbits)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(k), _mm256_set1_ps(1.0f / (float)(1 << e.mbits)));
     }
-    const int sbit = 1 << (e->bits - 1);
+    const int sbit = 1 << (e.bits - 1);
     __m256i mag = _mm256_and_si256(c, _mm256_set1_epi32(sbit - 1));
-    /* the fields in float32 position, then 2^(127 - bias): exact, subnormals too */
-    __m256 v = _mm256_castsi256_ps(_mm256_sll_epi32(mag, _mm_cvtsi32_si128(23 - e->mbits)));
-    v = _mm256_mul_ps(v, _mm256_set1_ps(ks_pow2(127 - e->bias)));
-    if (e->max_mag < sbit - 1) { /* E4M3, E5M2: NaN (and Inf) codes */
-        __m256i special = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(e->max_mag));
+    /* normal codes: the fields rebased into float32's exponent; subnormal
+     * codes: the same with the implicit bit, minus it (exact) */
+    __m256i t = _mm256_add_epi32(_mm256_slli_epi32(mag, 23 - e.mbits),
+                                 _mm256_set1_epi32((127 - e.bias) << 23));
+    __m256i sub = _mm256_cmpgt_epi32(_mm256_set1_epi32(1 << e.mbits), mag);
+    t = _mm256_add_epi32(t, _mm256_and_si256(sub, _mm256_set1_epi32(1 << 23)));
+    __m256 v = _mm256_sub_ps(_mm256_castsi256_ps(t),
+                             _mm256_and_ps(_mm256_castsi256_ps(sub), _mm256_set1_ps(ks_pow2(1 - e.bias))));
+    if (e.max_mag < sbit - 1) { /* E4M3, E5M2: NaN (and Inf) codes */
+        __m256i special = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(e.max_mag));
         __m256i sv = _mm256_set1_epi32(0x7FC00000);
-        if (e->emax == 15) /* E5M2: 0x7C is Inf */
+        if (e.emax == 15) /* E5M2: 0x7C is Inf */
             sv = _mm256_sub_epi32(sv, _mm256_and_si256(_mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7C)),
                                                        _mm256_set1_epi32(0x00400000)));
         v = _mm256_blendv_ps(v, _mm256_castsi256_ps(sv), _mm256_castsi256_ps(special));
     }
-    __m256i sign = _mm256_sll_epi32(_mm256_and_si256(c, _mm256_set1_epi32(sbit)),
-                                    _mm_cvtsi32_si128(32 - e->bits));
+    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(sbit)), 32 - e.bits);
     return _mm256_or_ps(v, _mm256_castsi256_ps(sign));
 }
 
@@ -233,25 +75,127 @@ A2 __m256 nan_scaled(__m256 v)
     return _mm256_blendv_ps(nan, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 
-A2 void d_mx(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const uint8_t *scales,
-             size_t nb, void *dst)
+/* 4-bit element values times s: a table of the 16 codes in two halves
+ * (codes 0-7, 8-15), looked up with permutes. */
+typedef struct {
+    __m256 lo, hi;
+} tab16;
+
+A2 tab16 tab16_scaled(ks_elem e, __m256 s)
 {
-    const bfp_elem_desc *e = p->impl->elem;
-    const int w = e->bits;
+    tab16 t;
+    if (e.kind == BFP_GRID_INT) {
+        t.lo = _mm256_mul_ps(_mm256_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f), s);
+        t.hi = _mm256_mul_ps(_mm256_setr_ps(-2, -1.75f, -1.5f, -1.25f, -1, -.75f, -.5f, -.25f), s);
+    } else { /* E2M1: sign-magnitude, the sign is or-ed in */
+        t.lo = _mm256_mul_ps(_mm256_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6), s);
+        t.hi = t.lo;
+    }
+    return t;
+}
+
+A2 __m256 look16(ks_elem e, tab16 t, __m256i c)
+{
+    __m256 lo = _mm256_permutevar8x32_ps(t.lo, c);
+    if (e.kind == BFP_GRID_INT)
+        return _mm256_blendv_ps(lo, _mm256_permutevar8x32_ps(t.hi, c),
+                                _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+    return _mm256_or_ps(lo, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), 28)));
+}
+
+/* ---- MX ------------------------------------------------------------------------ */
+
+/* Per-lane max |x| of one 32-element block (bits; NaN above Inf). */
+A2 __m256i block32_absmax(bfp_dtype dt, const unsigned char *s)
+{
+    const size_t es = esz(dt);
+    __m256i m0 = _mm256_max_epi32(abs8(ld8(dt, s)), abs8(ld8(dt, s + 8 * es)));
+    __m256i m1 = _mm256_max_epi32(abs8(ld8(dt, s + 16 * es)), abs8(ld8(dt, s + 24 * es)));
+    return _mm256_max_epi32(m0, m1);
+}
+
+/* Codes of one finite 32-element block at scale factor f (= 2^-exponent). */
+A2 void mx_encode(ks_elem e, bfp_dtype dt, const unsigned char *s, __m256 f, uint8_t *codes)
+{
+    __m256i c[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m256i x = ld8(dt, s + (size_t)k * 8 * esz(dt));
+        c[k] = enc8(e, x, abs8(x), f);
+    }
+    store_codes(e.bits, codes_to_bytes(c[0], c[1], c[2], c[3]), codes);
+}
+
+A2 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
+             uint8_t *scales, bfp_stats *st)
+{
+    const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
+    const unsigned char *s = (const unsigned char *)src;
+    size_t b = 0, nonfinite = 0;
+    for (; b + 8 <= nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
+        /* the eight shared exponents at once */
+        __m256i pm[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            pm[j] = block32_absmax(dt, s + (size_t)j * sbytes);
+        __m256i amax = hmax_8x8(pm);
+        __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
+        __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
+        se = _mm256_min_epi32(_mm256_max_epi32(se, _mm256_set1_epi32(-127)), _mm256_set1_epi32(127));
+        store8_bytes(scales + b, _mm256_or_si256(_mm256_add_epi32(se, _mm256_set1_epi32(127)),
+                                                 _mm256_and_si256(nf, _mm256_set1_epi32(0xFF))));
+        float f[8];
+        _mm256_storeu_ps(f, pow2neg_8(se));
+        unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
+        for (int j = 0; j < 8; j++) {
+            if (nfm >> j & 1) { /* NaN or Inf: NaN scale (written above), zero codes */
+                memset(codes + (size_t)j * cb, 0, cb);
+                nonfinite++;
+            } else {
+                mx_encode(e, dt, s + (size_t)j * sbytes, _mm256_set1_ps(f[j]), codes + (size_t)j * cb);
+            }
+        }
+    }
+    for (; b < nb; b++, s += sbytes, codes += cb) {
+        uint32_t amax = hmax(block32_absmax(dt, s));
+        if (amax >= 0x7F800000u) {
+            scales[b] = 0xFF;
+            memset(codes, 0, cb);
+            nonfinite++;
+            continue;
+        }
+        int se = ks_mx_shared_exp(amax, e.emax);
+        scales[b] = (uint8_t)(se + 127);
+        mx_encode(e, dt, s, _mm256_set1_ps(ks_pow2(-se)), codes);
+    }
+    st->nonfinite_blocks += nonfinite;
+}
+
+A2 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
+             const uint8_t *scales, size_t nb, void *dst)
+{
+    const int w = e.bits;
     const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 31) == 0;
+    const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
     for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
+        unsigned sc = scales[b];
         __m256 v[4];
-        for (int k = 0; k < 4; k++)
-            v[k] = val8(e, codes8(w, codes, k));
-        if (scales[b] == 0xFF) {
+        if (w == 4) { /* no NaN codes: a NaN scale makes every value +NaN */
+            tab16 t = tab16_scaled(e, _mm256_set1_ps(ks_pow2((int)sc - 127)));
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
-                v[k] = nan_scaled(v[k]);
+                v[k] = sc == 0xFF ? qnan : look16(e, t, nib8(codes + 4 * k));
+        } else if (sc == 0xFF) {
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                v[k] = nan_scaled(val8(e, codes8(w, codes, k)));
         } else {
-            __m256 s = _mm256_set1_ps(ks_pow2((int)scales[b] - 127));
+            __m256 s = _mm256_set1_ps(ks_pow2((int)sc - 127));
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
-                v[k] = _mm256_mul_ps(v[k], s); /* rounds once, as the reference */
+                v[k] = _mm256_mul_ps(val8(e, codes8(w, codes, k)), s); /* rounds once */
         }
         st16(dt, d, v[0], v[1], stream);
         st16(dt, d + ob / 2, v[2], v[3], stream);
@@ -262,106 +206,90 @@ A2 void d_mx(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const uin
 
 /* ---- MX+ and MX++ --------------------------------------------------------------- */
 
-A2 void q_mxplus(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb,
+A2 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
-    const bfp_elem_desc *e = p->impl->elem, *ext = p->impl->bm_elem;
-    const int w = e->bits, pp = p->impl->info.family == BFP_FAMILY_MX_PP;
-    const size_t cb = (size_t)(4 * w);
-    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF);
+    const bfp_elem_desc *ext = p->impl->bm_elem;
+    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP;
+    const size_t es = esz(dt), cb = (size_t)(4 * e.bits);
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const unsigned char *s = (const unsigned char *)src;
-    for (size_t b = 0; b < nb; b++, codes += cb, s += 32 * esz(dt)) {
+    size_t nonfinite = 0, flushed = 0;
+    for (size_t b = 0; b < nb; b++, codes += cb, s += 32 * es) {
         __m256i x[4], a[4];
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            x[k] = ld8(dt, s + (size_t)k * 8 * esz(dt));
-            a[k] = _mm256_and_si256(x[k], absm);
+            x[k] = ld8(dt, s + (size_t)k * 8 * es);
+            a[k] = abs8(x[k]);
         }
         uint32_t amax = hmax(_mm256_max_epi32(_mm256_max_epi32(a[0], a[1]),
                                               _mm256_max_epi32(a[2], a[3])));
-        if (amax >= 0x7F800000u || amax == 0 || ks_flog2(amax) - e->emax <= -127) {
-            int nonfinite = amax >= 0x7F800000u;
-            scales[b] = nonfinite ? 0xFF : 0x00;
+        if (amax >= 0x7F800000u || amax == 0 || ks_flog2(amax) - e.emax <= -127) {
+            int nf = amax >= 0x7F800000u;
+            scales[b] = nf ? 0xFF : 0x00; /* NaN or flushed: codes and meta 0 */
             meta[b] = 0;
             memset(codes, 0, cb);
-            if (nonfinite)
-                st->nonfinite_blocks++;
-            else
-                st->flushed_blocks++;
+            nonfinite += (size_t)nf;
+            flushed += (size_t)!nf;
             continue;
         }
         __m256i am = _mm256_set1_epi32((int)amax);
         uint32_t eq = 0;
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
             eq |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[k], am)))
                   << (8 * k);
         int bm = ks_ctz32(eq); /* ties go to the lowest index */
-        int se = ks_flog2(amax) - e->emax, nbm = se;
+        int se = ks_flog2(amax) - e.emax, nbm = se;
         if (pp) {
             __m256i m2 = _mm256_setzero_si256(), bmv = _mm256_set1_epi32(bm);
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 __m256i is_bm = _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv);
                 m2 = _mm256_max_epi32(m2, _mm256_andnot_si256(is_bm, a[k]));
             }
-            nbm = ks_mxpp_nbm_exp(hmax(m2), se, e->emax);
+            nbm = ks_mxpp_nbm_exp(hmax(m2), se, e.emax);
         }
         scales[b] = (uint8_t)(se + 127);
         meta[b] = (uint8_t)(bm | (se - nbm) << 5);
         __m256i c[4];
         if (-nbm <= 127) {
             __m256 f = _mm256_set1_ps(ks_pow2(-nbm));
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 c[k] = enc8(e, x[k], a[k], f);
         } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
             __m256 f = _mm256_set1_ps(ks_pow2(-nbm - 64));
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 __m256i a64 = _mm256_castps_si256(
                     _mm256_mul_ps(_mm256_castsi256_ps(a[k]), _mm256_set1_ps(0x1p64f)));
                 c[k] = enc8(e, x[k], a64, f);
             }
         }
-        store_codes(w, codes_to_bytes(c[0], c[1], c[2], c[3]), codes);
+        /* the block max: sign and extended mantissa */
         unsigned bmc = ks_enc_ext(ext, ks_float(amax) * ks_pow2(-se));
         uint32_t xbm = (uint32_t)_mm256_cvtsi256_si32(
             _mm256_permutevar8x32_epi32(x[bm >> 3], _mm256_set1_epi32(bm & 7)));
-        bfp_put_code(codes, (size_t)bm, w, ks_make_code(ext, xbm >> 31, bmc));
+        bmc = ks_make_code(ext, xbm >> 31, bmc);
+        __m256i bmv = _mm256_set1_epi32(bm);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            c[k] = _mm256_blendv_epi8(c[k], _mm256_set1_epi32((int)bmc),
+                                      _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv));
+        store_codes(e.bits, codes_to_bytes(c[0], c[1], c[2], c[3]), codes);
     }
+    st->nonfinite_blocks += nonfinite;
+    st->flushed_blocks += flushed;
 }
 
-/* The codes an MX+ decoder rejects (bfp_elem_code_is_special), as a rule
- * the kernel can test eight lanes at a time; init checks it code by code. */
-enum { SPECIAL_NONE, SPECIAL_INT_MIN, SPECIAL_ABOVE_MAX };
-
-static int special_rule(const bfp_elem_desc *e)
-{
-    if (e->kind == BFP_GRID_INT)
-        return SPECIAL_INT_MIN;
-    return e->max_mag < (1 << (e->bits - 1)) - 1 ? SPECIAL_ABOVE_MAX : SPECIAL_NONE;
-}
-
-static int special_rule_holds(const bfp_elem_desc *e)
-{
-    const uint8_t *sp = bfp_cpu_elem_special(e);
-    unsigned sbit = 1u << (e->bits - 1);
-    for (unsigned c = 0; c < 2 * sbit; c++) {
-        int rule = special_rule(e);
-        int want = rule == SPECIAL_INT_MIN     ? c == sbit
-                   : rule == SPECIAL_ABOVE_MAX ? (c & (sbit - 1)) > (unsigned)e->max_mag
-                                               : 0;
-        if (!sp || sp[c] != want)
-            return 0;
-    }
-    return 1;
-}
-
-A2 void d_mxplus(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes,
+A2 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
                  const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
                  void *dst)
 {
-    const bfp_elem_desc *e = p->impl->elem, *ext = p->impl->bm_elem;
-    const int w = e->bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
+    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
     const int sbit = 1 << (w - 1), special = special_rule(e);
-    const float *xlut = bfp_cpu_elem_lut(ext);
+    const float *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
     const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     unsigned char *d = (unsigned char *)dst;
@@ -373,6 +301,7 @@ A2 void d_mxplus(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes,
         int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
         __m256i c[4], any = _mm256_setzero_si256(), spec = _mm256_setzero_si256();
         __m256i bmv = _mm256_set1_epi32((int)idx);
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             c[k] = codes8(w, codes, k);
             any = _mm256_or_si256(any, c[k]);
@@ -381,7 +310,7 @@ A2 void d_mxplus(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes,
                 __m256i sp = special == SPECIAL_INT_MIN
                                  ? _mm256_cmpeq_epi32(c[k], _mm256_set1_epi32(sbit))
                                  : _mm256_cmpgt_epi32(_mm256_and_si256(c[k], _mm256_set1_epi32(sbit - 1)),
-                                                      _mm256_set1_epi32(e->max_mag));
+                                                      _mm256_set1_epi32(e.max_mag));
                 spec = _mm256_or_si256(spec, _mm256_andnot_si256(is_bm, sp));
             }
         }
@@ -394,8 +323,10 @@ A2 void d_mxplus(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes,
             int se = (int)sc - 127;
             __m256 s = _mm256_set1_ps(ks_pow2(se - (int)delta));
             __m256 vbm = _mm256_set1_ps(xlut[bfp_get_code(codes, idx, w)] * ks_pow2(se));
+            tab16 t = tab16_scaled(e, s);
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                v[k] = _mm256_mul_ps(val8(e, c[k]), s);
+                v[k] = w == 4 ? look16(e, t, c[k]) : _mm256_mul_ps(val8(e, c[k]), s);
                 __m256i is_bm = _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv);
                 v[k] = _mm256_blendv_ps(v[k], vbm, _mm256_castsi256_ps(is_bm));
             }
@@ -409,110 +340,152 @@ A2 void d_mxplus(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes,
 
 /* ---- NVFP4 and NVFP4+ -------------------------------------------------------------- */
 
-/* Magnitude index on a 7-midpoint grid (ties to even), as dwords. */
-A2 __m256i mid_index8(__m256 a, const __m256 *thr)
+/* Index on a 7-midpoint grid (ties to the even index) of a against the
+ * thresholds thr[0], thr[stride], ... (broadcast). */
+A2 __m256i mid_index8(__m256 a, const float *thr, int stride)
 {
     __m256i q = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int k = 0; k < 7; k += 2)
+        q = _mm256_sub_epi32(q, _mm256_castps_si256(
+                                    _mm256_cmp_ps(a, _mm256_broadcast_ss(thr + k * stride), _CMP_GT_OQ)));
+#pragma GCC unroll 3
+    for (int k = 1; k < 7; k += 2)
+        q = _mm256_sub_epi32(q, _mm256_castps_si256(
+                                    _mm256_cmp_ps(a, _mm256_broadcast_ss(thr + k * stride), _CMP_GE_OQ)));
+    return q;
+}
+
+/* Lane-wise: the same decision with a vector of thresholds per midpoint. */
+A2 __m256i mid_index8v(__m256 a, const __m256 *thr)
+{
+    __m256i q = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int k = 0; k < 7; k += 2)
         q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, thr[k], _CMP_GT_OQ)));
+#pragma GCC unroll 3
     for (int k = 1; k < 7; k += 2)
         q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, thr[k], _CMP_GE_OQ)));
     return q;
 }
 
-/* One NVFP4(+) block from 16 values (two vectors); its codes as dwords. */
-A2 void q_nv_block(const bfp_qparams *p, __m256i x0, __m256i x1, uint8_t *scale, uint8_t *meta,
-                   bfp_stats *st, __m256i *c0, __m256i *c1, int *bm_out, unsigned *bm_code)
+/* Up to eight NVFP4(+) blocks: scales computed eight at a time, codes two
+ * blocks (one 16-byte store) at a time. */
+A2 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, size_t g,
+                 uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite)
 {
+    const size_t es = esz(dt);
     const __m256 senc = _mm256_set1_ps(p->s_enc);
-    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF);
-    __m256i t0 = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(x0), senc));
-    __m256i t1 = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(x1), senc));
-    __m256i a0 = _mm256_and_si256(t0, absm), a1 = _mm256_and_si256(t1, absm);
-    uint32_t tmax = hmax(_mm256_max_epi32(a0, a1));
-    *bm_out = -1;
-    if (meta)
-        *meta = 0;
-    if (tmax >= 0x7F800000u) {
-        *scale = 0x7F;
-        *c0 = *c1 = _mm256_setzero_si256();
-        st->nonfinite_blocks++;
-        return;
+    float tb[8 * 16] __attribute__((aligned(32))), thr[7 * 8];
+    int scv[8], xmag[8];
+    uint32_t tmv[8];
+    __m256i pm[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        if ((size_t)j < g) {
+            __m256 t0 = _mm256_mul_ps(_mm256_castsi256_ps(ld8(dt, s + (size_t)j * 16 * es)), senc);
+            __m256 t1 = _mm256_mul_ps(_mm256_castsi256_ps(ld8(dt, s + ((size_t)j * 16 + 8) * es)), senc);
+            _mm256_store_ps(tb + 16 * j, t0);
+            _mm256_store_ps(tb + 16 * j + 8, t1);
+            pm[j] = _mm256_max_epi32(abs8(_mm256_castps_si256(t0)), abs8(_mm256_castps_si256(t1)));
+        } else {
+            pm[j] = _mm256_setzero_si256();
+        }
     }
-    unsigned sc = ks_nvfp4_scale_code(ks_float(tmax));
-    *scale = (uint8_t)sc;
-    __m256i s0 = _mm256_slli_epi32(_mm256_srli_epi32(t0, 31), 3);
-    __m256i s1 = _mm256_slli_epi32(_mm256_srli_epi32(t1, 31), 3);
-    if (sc == 0) { /* zero block scale: signed zeros */
-        *c0 = s0;
-        *c1 = s1;
-        return;
-    }
-    float sb = ks_e4m3_value(sc);
-    __m256 thr[7];
+    __m256i tmax = hmax_8x8(pm);
+    __m256i nf = _mm256_cmpgt_epi32(tmax, _mm256_set1_epi32(0x7F7FFFFF));
+    __m256i sc = e4m3_code8(_mm256_div_ps(_mm256_castsi256_ps(tmax), _mm256_set1_ps(6.0f)));
+    sc = _mm256_blendv_epi8(sc, _mm256_set1_epi32(0x7F), nf);
+    __m256 sb = e4m3_value8(sc);
+#pragma GCC unroll 7
     for (int k = 0; k < 7; k++)
-        thr[k] = _mm256_set1_ps(ks_e2m1_mid[k] * sb);
-    *c0 = _mm256_or_si256(mid_index8(_mm256_castsi256_ps(a0), thr), s0);
-    *c1 = _mm256_or_si256(mid_index8(_mm256_castsi256_ps(a1), thr), s1);
-    if (meta && sc > KS_NV_PLAIN_MAX) {
-        __m256i tm = _mm256_set1_epi32((int)tmax);
-        uint32_t eq = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a0, tm))) |
-                      (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a1, tm))) << 8;
-        int bm = ks_ctz32(eq);
-        float t[7];
+        _mm256_storeu_ps(thr + 8 * k, _mm256_mul_ps(_mm256_set1_ps(ks_e2m1_mid[k]), sb));
+    _mm256_storeu_si256((__m256i *)scv, sc);
+    _mm256_storeu_si256((__m256i *)tmv, tmax);
+    if (meta) { /* block-max magnitudes on 4 * (1 + i/8), all eight at once */
+        __m256 xt[7];
+#pragma GCC unroll 7
         for (int k = 0; k < 7; k++)
-            t[k] = ks_ext4_mid[k] * sb;
-        uint32_t xb = (uint32_t)_mm256_cvtsi256_si32(
-            _mm256_permutevar8x32_epi32(bm < 8 ? t0 : t1, _mm256_set1_epi32(bm & 7)));
-        *bm_out = bm;
-        *bm_code = ks_mid_index(ks_float(tmax), t) | (xb >> 31) << 3;
-        *meta = (uint8_t)bm;
+            xt[k] = _mm256_mul_ps(_mm256_set1_ps(ks_ext4_mid[k]), sb);
+        _mm256_storeu_si256((__m256i *)xmag, mid_index8v(_mm256_castsi256_ps(tmax), xt));
+    }
+    uint8_t sc8[8];
+    store8_bytes(sc8, sc);
+    memcpy(scales, sc8, g);
+    for (size_t j = 0; j < g; j += 2) {
+        __m256i c[4];
+        int bm[2] = {-1, -1};
+        for (size_t h = 0; h < 2; h++) {
+            size_t i = j + h;
+            __m256i *ci = c + 2 * h;
+            if (i >= g || scv[i] == 0x7F) { /* past the end, or NaN/Inf: zero codes */
+                ci[0] = ci[1] = _mm256_setzero_si256();
+                *nonfinite += i < g;
+                if (meta && i < g)
+                    meta[i] = 0;
+                continue;
+            }
+            __m256i t0 = _mm256_load_si256((const __m256i *)(tb + 16 * i));
+            __m256i t1 = _mm256_load_si256((const __m256i *)(tb + 16 * i + 8));
+            __m256i s0 = _mm256_and_si256(_mm256_srai_epi32(t0, 31), _mm256_set1_epi32(8));
+            __m256i s1 = _mm256_and_si256(_mm256_srai_epi32(t1, 31), _mm256_set1_epi32(8));
+            if (scv[i] == 0) { /* zero block scale: signed zeros */
+                ci[0] = s0;
+                ci[1] = s1;
+            } else {
+                __m256i a0 = abs8(t0), a1 = abs8(t1);
+                ci[0] = _mm256_or_si256(mid_index8(_mm256_castsi256_ps(a0), thr + i, 8), s0);
+                ci[1] = _mm256_or_si256(mid_index8(_mm256_castsi256_ps(a1), thr + i, 8), s1);
+                if (meta && (unsigned)scv[i] > KS_NV_PLAIN_MAX) { /* lowest index of the max */
+                    __m256i tv = _mm256_set1_epi32((int)tmv[i]);
+                    uint32_t eq = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a0, tv))) |
+                                  (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a1, tv))) << 8;
+                    bm[h] = ks_ctz32(eq);
+                }
+            }
+            if (meta)
+                meta[i] = (uint8_t)(bm[h] < 0 ? 0 : bm[h]);
+        }
+        __m256i bytes = codes_to_bytes(c[0], c[1], c[2], c[3]);
+        if (j + 1 < g) {
+            store_codes(4, bytes, codes + 8 * j);
+        } else {
+            uint8_t tmp[16];
+            store_codes(4, bytes, tmp);
+            memcpy(codes + 8 * j, tmp, 8);
+        }
+        for (size_t h = 0; h < 2; h++)
+            if (bm[h] >= 0) {
+                size_t i = j + h;
+                unsigned sign = ks_bits(tb[16 * i + (size_t)bm[h]]) >> 31;
+                bfp_put_code(codes + 8 * i, (size_t)bm[h], 4, (unsigned)xmag[i] | sign << 3);
+            }
     }
 }
 
-A2 void q_nvfp4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
+A2 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, uint8_t *codes,
                 uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
     const int plus = p->impl->bm_elem != NULL;
     const unsigned char *s = (const unsigned char *)src;
-    const size_t es = esz(dt);
-    for (size_t b = 0; b < nb; b += 2, codes += 16) {
-        __m256i c[4];
-        int bm[2];
-        unsigned bmc[2];
-        size_t pair = nb - b >= 2 ? 2 : 1;
-        for (size_t h = 0; h < 2; h++) {
-            if (h < pair) {
-                const unsigned char *q = s + (b + h) * 16 * es;
-                q_nv_block(p, ld8(dt, q), ld8(dt, q + 8 * es), scales + b + h,
-                           plus ? meta + b + h : NULL, st, &c[2 * h], &c[2 * h + 1], &bm[h],
-                           &bmc[h]);
-            } else {
-                c[2 * h] = c[2 * h + 1] = _mm256_setzero_si256();
-                bm[h] = -1;
-            }
-        }
-        __m256i bytes = codes_to_bytes(c[0], c[1], c[2], c[3]);
-        if (pair == 2) {
-            store_codes(4, bytes, codes);
-        } else {
-            uint8_t tmp[16];
-            store_codes(4, bytes, tmp);
-            memcpy(codes, tmp, 8);
-        }
-        for (size_t h = 0; h < pair; h++)
-            if (bm[h] >= 0)
-                bfp_put_code(codes + 8 * h, (size_t)bm[h], 4, bmc[h]);
+    size_t nonfinite = 0;
+    for (size_t b = 0; b < nb; b += 8) {
+        size_t g = nb - b < 8 ? nb - b : 8;
+        nv_group(dt, p, s + b * 16 * esz(dt), g, codes + 8 * b, scales + b, plus ? meta + b : NULL,
+                 &nonfinite);
     }
+    st->nonfinite_blocks += nonfinite;
 }
 
-A2 void d_nvfp4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const uint8_t *scales,
+A2 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
                 const uint8_t *meta, size_t nb, size_t last_len, void *dst)
 {
     const int plus = p->impl->bm_elem != NULL;
     const float *xlut = bfp_cpu_elem_lut(&bfp_ext_e2m1);
+    const float s_enc = p->s_enc;
+    const int s_enc_ok = p->s_enc_ok;
     const __m256 mags = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-    const __m256 senc = _mm256_set1_ps(p->s_enc);
+    const __m256 senc = _mm256_set1_ps(s_enc);
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const size_t ob = 16 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
@@ -520,7 +493,7 @@ A2 void d_nvfp4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const 
     for (size_t b = 0; b < nb; b++, codes += 8, d += ob) {
         size_t n = b + 1 == nb ? last_len : 16;
         unsigned sc = scales[b];
-        int bad = !p->s_enc_ok || (sc & 0x80) || sc == 0x7F, bm = -1;
+        int bad = !s_enc_ok || (sc & 0x80) || sc == 0x7F, bm = -1;
         if (plus && !bad) {
             unsigned m = meta[b];
             if ((m & 0xF0) || (sc <= KS_NV_PLAIN_MAX && m != 0) || m >= n)
@@ -533,8 +506,9 @@ A2 void d_nvfp4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const 
             v[0] = v[1] = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
         } else {
             float sb = ks_e4m3_value(sc);
-            /* (q * sb) / s_enc for the 8 magnitudes: the same two fp32 steps */
+            /* (q * sb) / s_enc for the 8 magnitudes: the reference's two fp32 steps */
             __m256 tab = _mm256_div_ps(_mm256_mul_ps(mags, _mm256_set1_ps(sb)), senc);
+#pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
                 __m256i c = nib8(codes + 4 * k);
                 __m256 t = _mm256_permutevar8x32_ps(tab, c);
@@ -543,7 +517,7 @@ A2 void d_nvfp4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const 
             }
             if (bm >= 0) {
                 unsigned code = bfp_get_code(codes, (size_t)bm, 4);
-                __m256 vb = _mm256_set1_ps((xlut[code] * sb) / p->s_enc);
+                __m256 vb = _mm256_set1_ps((xlut[code] * sb) / s_enc);
                 __m256i is_bm = _mm256_cmpeq_epi32(iota, _mm256_set1_epi32(bm & 7));
                 v[bm >> 3] = _mm256_blendv_ps(v[bm >> 3], vb, _mm256_castsi256_ps(is_bm));
             }
@@ -576,6 +550,7 @@ A2 void q_hif4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, u
     const size_t es = esz(dt);
     for (size_t b = 0; b < nb; b++, codes += 32, s += 64 * es) {
         __m256i x[8], a[8], v16[8], v8[8], m = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             x[k] = ld8(dt, s + (size_t)k * 8 * es);
             a[k] = _mm256_and_si256(x[k], absm);
@@ -597,6 +572,7 @@ A2 void q_hif4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, u
         const __m256i r4 = _mm256_set1_epi32((int)ks_bits(rec * 4.0f));
         uint32_t e1_8 = 0, e1_16 = 0;
         __m256i c[8];
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             __m256 f8 = _mm256_castsi256_ps(v8[k]), f16 = _mm256_castsi256_ps(v16[k]);
             __m256 p8 = _mm256_mul_ps(f8, r), p16 = _mm256_mul_ps(f16, r);
@@ -636,11 +612,13 @@ A2 void d_hif4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const u
         uint32_t w = ks_load_le32(scales + 4 * b);
         __m256 v[8];
         if ((w & 0xFF) == 0xFF) {
+#pragma GCC unroll 8
             for (int k = 0; k < 8; k++)
                 v[k] = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
         } else {
             __m256 tab = _mm256_mul_ps(mags, _mm256_set1_ps(ks_hif4_scale(w & 0xFF)));
             __m256i wv = _mm256_set1_epi32((int)w);
+#pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
                 __m256i c = nib8(codes + 4 * k);
                 /* 2^(E1_8 + E1_16) per lane: bit 8+k, and bit 16+2k (lanes 0-3) or 17+2k */
@@ -655,6 +633,7 @@ A2 void d_hif4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const u
                 v[k] = _mm256_or_ps(t, _mm256_castsi256_ps(sign));
             }
         }
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k += 2)
             st16(dt, d + (size_t)k * 8 * esz(dt), v[k], v[k + 1], stream);
     }
@@ -693,136 +672,122 @@ A2 float amax_any(bfp_dtype dt, const void *src, size_t n)
     }
     return ks_float(m);
 }
+/* ---- thin wrappers: one per family and dtype, a case per element type ---------- */
 
-/* ---- thin wrappers per dtype ------------------------------------------------------ */
+#define QARGS const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc, \
+              uint8_t *m, bfp_stats *st
+#define DARGS const bfp_dparams *p, const uint8_t *c, const uint8_t *sc, const uint8_t *m, \
+              size_t nb, size_t last, void *d
 
-static void q_mx_f32(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc,
-                     uint8_t *m, bfp_stats *st)
+A2 void q_mx_any(bfp_dtype dt, QARGS)
 {
-    q_mx(p, BFP_DTYPE_F32, s, nb, c, sc, st);
-}
-static void q_mx_bf16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc,
-                      uint8_t *m, bfp_stats *st)
-{
-    q_mx(p, BFP_DTYPE_BF16, s, nb, c, sc, st);
-}
-static void q_mx_f16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc,
-                     uint8_t *m, bfp_stats *st)
-{
-    q_mx(p, BFP_DTYPE_F16, s, nb, c, sc, st);
-}
-static void q_mxplus_f32(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                         uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_mxplus(p, BFP_DTYPE_F32, s, nb, c, sc, m, st);
-}
-static void q_mxplus_bf16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                          uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_mxplus(p, BFP_DTYPE_BF16, s, nb, c, sc, m, st);
-}
-static void q_mxplus_f16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                         uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_mxplus(p, BFP_DTYPE_F16, s, nb, c, sc, m, st);
-}
-static void q_nvfp4_f32(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                        uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_nvfp4(p, BFP_DTYPE_F32, s, nb, c, sc, m, st);
-}
-static void q_nvfp4_bf16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                         uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_nvfp4(p, BFP_DTYPE_BF16, s, nb, c, sc, m, st);
-}
-static void q_nvfp4_f16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                        uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_nvfp4(p, BFP_DTYPE_F16, s, nb, c, sc, m, st);
-}
-static void q_hif4_f32(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc,
-                       uint8_t *m, bfp_stats *st)
-{
-    q_hif4(p, BFP_DTYPE_F32, s, nb, c, sc, st);
-}
-static void q_hif4_bf16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c,
-                        uint8_t *sc, uint8_t *m, bfp_stats *st)
-{
-    q_hif4(p, BFP_DTYPE_BF16, s, nb, c, sc, st);
-}
-static void q_hif4_f16(const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc,
-                       uint8_t *m, bfp_stats *st)
-{
-    q_hif4(p, BFP_DTYPE_F16, s, nb, c, sc, st);
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: q_mx(KS_E2M1, dt, s, nb, c, sc, st); break;
+    case KS_ID_E2M3: q_mx(KS_E2M3, dt, s, nb, c, sc, st); break;
+    case KS_ID_E3M2: q_mx(KS_E3M2, dt, s, nb, c, sc, st); break;
+    case KS_ID_E4M3: q_mx(KS_E4M3, dt, s, nb, c, sc, st); break;
+    case KS_ID_E5M2: q_mx(KS_E5M2, dt, s, nb, c, sc, st); break;
+    case KS_ID_INT8: q_mx(KS_INT8, dt, s, nb, c, sc, st); break;
+    case KS_ID_INT4: q_mx(KS_INT4, dt, s, nb, c, sc, st); break;
+    }
 }
 
-static void d_mx_f32(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                     const uint8_t *m, size_t nb, size_t last, void *d)
+A2 void q_mxplus_any(bfp_dtype dt, QARGS)
 {
-    d_mx(p, BFP_DTYPE_F32, c, sc, nb, d);
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: q_mxplus(KS_E2M1, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E2M3: q_mxplus(KS_E2M3, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E3M2: q_mxplus(KS_E3M2, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E4M3: q_mxplus(KS_E4M3, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E5M2: q_mxplus(KS_E5M2, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_INT8: q_mxplus(KS_INT8, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_INT4: q_mxplus(KS_INT4, dt, p, s, nb, c, sc, m, st); break;
+    }
 }
-static void d_mx_bf16(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                      const uint8_t *m, size_t nb, size_t last, void *d)
+
+A2 void d_mx_any(bfp_dtype dt, DARGS)
 {
-    d_mx(p, BFP_DTYPE_BF16, c, sc, nb, d);
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mx(KS_E2M1, dt, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx(KS_E2M3, dt, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx(KS_E3M2, dt, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx(KS_E4M3, dt, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx(KS_E5M2, dt, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx(KS_INT8, dt, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx(KS_INT4, dt, p, c, sc, nb, d); break;
+    }
 }
-static void d_mxplus_f32(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                         const uint8_t *m, size_t nb, size_t last, void *d)
+
+A2 void d_mxplus_any(bfp_dtype dt, DARGS)
 {
-    d_mxplus(p, BFP_DTYPE_F32, c, sc, m, nb, last, d);
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mxplus(KS_E2M1, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus(KS_E2M3, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus(KS_E3M2, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus(KS_E4M3, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus(KS_E5M2, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus(KS_INT8, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus(KS_INT4, dt, p, c, sc, m, nb, last, d); break;
+    }
 }
-static void d_mxplus_bf16(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                          const uint8_t *m, size_t nb, size_t last, void *d)
-{
-    d_mxplus(p, BFP_DTYPE_BF16, c, sc, m, nb, last, d);
-}
-static void d_nvfp4_f32(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                        const uint8_t *m, size_t nb, size_t last, void *d)
-{
-    d_nvfp4(p, BFP_DTYPE_F32, c, sc, m, nb, last, d);
-}
-static void d_nvfp4_bf16(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                         const uint8_t *m, size_t nb, size_t last, void *d)
-{
-    d_nvfp4(p, BFP_DTYPE_BF16, c, sc, m, nb, last, d);
-}
-static void d_hif4_f32(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                       const uint8_t *m, size_t nb, size_t last, void *d)
-{
-    d_hif4(p, BFP_DTYPE_F32, c, sc, nb, d);
-}
-static void d_hif4_bf16(const bfp_dparams *p, const uint8_t *c, const uint8_t *sc,
-                        const uint8_t *m, size_t nb, size_t last, void *d)
-{
-    d_hif4(p, BFP_DTYPE_BF16, c, sc, nb, d);
-}
+
+static void q_mx_f32(QARGS) { q_mx_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
+static void q_mx_bf16(QARGS) { q_mx_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
+static void q_mx_f16(QARGS) { q_mx_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
+static void q_mxplus_f32(QARGS) { q_mxplus_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
+static void q_mxplus_bf16(QARGS) { q_mxplus_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
+static void q_mxplus_f16(QARGS) { q_mxplus_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
+static void q_nvfp4_f32(QARGS) { q_nvfp4(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
+static void q_nvfp4_bf16(QARGS) { q_nvfp4(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
+static void q_nvfp4_f16(QARGS) { q_nvfp4(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
+static void q_hif4_f32(QARGS) { q_hif4(p, BFP_DTYPE_F32, s, nb, c, sc, st); }
+static void q_hif4_bf16(QARGS) { q_hif4(p, BFP_DTYPE_BF16, s, nb, c, sc, st); }
+static void q_hif4_f16(QARGS) { q_hif4(p, BFP_DTYPE_F16, s, nb, c, sc, st); }
+
+static void d_mx_f32(DARGS) { d_mx_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void d_mx_bf16(DARGS) { d_mx_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void d_mxplus_f32(DARGS) { d_mxplus_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void d_mxplus_bf16(DARGS) { d_mxplus_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void d_nvfp4_f32(DARGS) { d_nvfp4(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void d_nvfp4_bf16(DARGS) { d_nvfp4(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void d_hif4_f32(DARGS) { d_hif4(p, BFP_DTYPE_F32, c, sc, nb, d); }
+static void d_hif4_bf16(DARGS) { d_hif4(p, BFP_DTYPE_BF16, c, sc, nb, d); }
 
 static float amax_f32(const void *s, size_t n) { return amax_any(BFP_DTYPE_F32, s, n); }
 static float amax_bf16(const void *s, size_t n) { return amax_any(BFP_DTYPE_BF16, s, n); }
 static float amax_f16(const void *s, size_t n) { return amax_any(BFP_DTYPE_F16, s, n); }
 
+static const ks_elem elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
+                                               KS_E5M2, KS_INT8, KS_INT4};
+
 int bfp_cpu_avx2_init(bfp_kernels *k)
 {
     for (int id = 1; id < BFP_CPU_NFMT; id++) {
-        const bfp_format_info *f = bfp_format_get((bfp_format)id);
-        if (!f)
+        const bfp_format_impl *impl = bfp_impl_get((bfp_format)id);
+        if (!impl)
             continue;
         bfp_qkernel *q = k->quant[id];
         bfp_dkernel *d = k->dequant[id];
-        switch (f->family) {
+        int eid = ks_elem_id(impl);
+        switch (impl->info.family) {
         case BFP_FAMILY_MX:
+            if (eid == KS_ID_NONE)
+                break;
             q[0] = q_mx_f32, q[1] = q_mx_bf16, q[2] = q_mx_f16;
             d[0] = d_mx_f32, d[1] = d_mx_bf16;
             break;
         case BFP_FAMILY_MX_PLUS:
         case BFP_FAMILY_MX_PP:
+            if (eid == KS_ID_NONE)
+                break;
             q[0] = q_mxplus_f32, q[1] = q_mxplus_bf16, q[2] = q_mxplus_f16;
-            if (special_rule_holds(bfp_impl_get((bfp_format)id)->elem))
+            if (special_rule_holds(impl->elem, elem_of_id[eid]))
                 d[0] = d_mxplus_f32, d[1] = d_mxplus_bf16;
             break;
         case BFP_FAMILY_NVFP4:
         case BFP_FAMILY_NVFP4_PLUS:
+            if (!ks_elem_is(impl->elem, KS_E2M1))
+                break;
             q[0] = q_nvfp4_f32, q[1] = q_nvfp4_bf16, q[2] = q_nvfp4_f16;
             d[0] = d_nvfp4_f32, d[1] = d_nvfp4_bf16;
             break;

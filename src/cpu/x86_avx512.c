@@ -1,3 +1,834 @@
-/* x86_avx512.c - AVX-512 kernels (placeholder while being written). */
-#include "cpu_internal.h"
-int bfp_cpu_avx512_init(bfp_kernels *k) { (void)k; return 0; }
+/* x86_avx512.c - AVX-512 (F, BW, VL) kernels for every format: sixteen
+ * lanes, compares into mask registers, 16- and 32-entry value tables in
+ * registers for dequantization. Built with -mavx512f -mavx512bw -mavx512vl
+ * plus the AVX2 flags (tests/CMakeLists.txt); without them this file gives
+ * nothing and the AVX2 kernels stay. Decisions are those of kern_scalar.h,
+ * as in x86_avx2.c (whose 256-bit helpers, x86_avx2_inl.h, do the
+ * eight-blocks-at-a-time scale arithmetic here too). */
+#include "kern_scalar.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include "x86_avx2_inl.h"
+
+#define A5 static inline __attribute__((always_inline))
+
+/* ---- loads, stores ------------------------------------------------------------- */
+
+/* 16 values of dtype as float32 bits. */
+A5 __m512i ld16(bfp_dtype dt, const unsigned char *p)
+{
+    if (dt == BFP_DTYPE_F32)
+        return _mm512_loadu_si512(p);
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (dt == BFP_DTYPE_BF16)
+        return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+    return _mm512_castps_si512(_mm512_cvtph_ps(h));
+}
+
+A5 __m512i abs16(__m512i x)
+{
+    return _mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF));
+}
+
+/* The max of a vector's two halves, as 8 lanes. */
+A5 __m256i fold16(__m512i m)
+{
+    return _mm256_max_epi32(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+}
+
+/* Round to the nearest integer, ties to even, whatever MXCSR says. */
+A5 __m512i rne16(__m512 v)
+{
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+A5 __m512i iota16(void)
+{
+    return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+/* 16 float32 values to dtype at p (bfloat16 as bfp_f32_to_bf16); stream:
+ * non-temporal, p aligned to the store size. */
+A5 void st16z(bfp_dtype dt, unsigned char *p, __m512 v, int stream)
+{
+    if (dt == BFP_DTYPE_F32) {
+        if (stream)
+            _mm512_stream_ps((float *)p, v);
+        else
+            _mm512_storeu_ps((float *)p, v);
+        return;
+    }
+    __m512i b = _mm512_castps_si512(v);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(abs16(b), _mm512_set1_epi32(0x7F800000));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+    __m256i h = _mm512_cvtepi32_epi16(r);
+    if (stream)
+        _mm256_stream_si256((__m256i *)p, h);
+    else
+        _mm256_storeu_si256((__m256i *)p, h);
+}
+
+/* ---- code streams -------------------------------------------------------------- */
+
+/* 16 4-bit codes (dwords) as 8 bytes. */
+A5 __m128i nib_bytes16(__m512i c)
+{
+    return _mm512_cvtepi64_epi8(_mm512_or_si512(c, _mm512_srli_epi64(c, 28)));
+}
+
+/* 32 codes (two vectors of dwords) at width w into out (16, 24, 32 bytes). */
+A5 void store_codes32(int w, __m512i c0, __m512i c1, uint8_t *out)
+{
+    if (w == 4) {
+        _mm_storeu_si128((__m128i *)out, _mm_unpacklo_epi64(nib_bytes16(c0), nib_bytes16(c1)));
+    } else if (w == 8) {
+        _mm_storeu_si128((__m128i *)out, _mm512_cvtepi32_epi8(c0));
+        _mm_storeu_si128((__m128i *)(out + 16), _mm512_cvtepi32_epi8(c1));
+    } else {
+        store_codes(6, _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0)), out);
+    }
+}
+
+/* 16 4-bit codes from 8 bytes, as dwords. */
+A5 __m512i nib16(const uint8_t *p)
+{
+    __m128i w = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
+    w = _mm_or_si128(_mm_and_si128(w, _mm_set1_epi16(0x0F)), _mm_slli_epi16(_mm_srli_epi16(w, 4), 8));
+    return _mm512_cvtepu8_epi32(w);
+}
+
+/* Codes 16k .. 16k+15 of a 32-code block at width w, as dwords. */
+A5 __m512i codes16(int w, const uint8_t *blk, int k)
+{
+    if (w == 4)
+        return nib16(blk + 8 * k);
+    if (w == 8)
+        return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 16 * k)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(codes8(6, blk, 2 * k)), codes8(6, blk, 2 * k + 1), 1);
+}
+
+/* ---- element codecs ------------------------------------------------------------- */
+
+/* Codes of 16 values (kern_scalar.h's ks_enc_mag): a = |x|, f = 2^-exponent. */
+A5 __m512i enc16(ks_elem e, __m512i x, __m512i a, __m512 f)
+{
+    __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(a), f);
+    __m512i q;
+    if (e.kind == BFP_GRID_INT) {
+        q = rne16(_mm512_mul_ps(y, _mm512_set1_ps((float)(1 << e.mbits))));
+        q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
+        __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
+        q = _mm512_mask_sub_epi32(q, neg, _mm512_setzero_si512(), q);
+        return _mm512_and_si512(q, _mm512_set1_epi32((1 << e.bits) - 1));
+    }
+    const int eminb = 128 - e.bias;
+    __m512i ee = _mm512_max_epi32(_mm512_srli_epi32(_mm512_castps_si512(y), 23), _mm512_set1_epi32(eminb));
+    __m512i mult = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(254 + e.mbits), ee), 23);
+    q = rne16(_mm512_mul_ps(y, _mm512_castsi512_ps(mult)));
+    q = _mm512_add_epi32(q, _mm512_slli_epi32(_mm512_sub_epi32(ee, _mm512_set1_epi32(eminb)), e.mbits));
+    q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
+    __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
+    return _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(1 << (e.bits - 1)));
+}
+
+/* Signed element values of 16 codes at scale 1 (as x86_avx2.c's val8). */
+A5 __m512 val16(ks_elem e, __m512i c)
+{
+    if (e.kind == BFP_GRID_INT) {
+        const int sh = 32 - e.bits;
+        __m512i k = _mm512_srai_epi32(_mm512_slli_epi32(c, sh), sh);
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(1.0f / (float)(1 << e.mbits)));
+    }
+    const int sbit = 1 << (e.bits - 1);
+    __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(sbit - 1));
+    __m512i t = _mm512_add_epi32(_mm512_slli_epi32(mag, 23 - e.mbits), _mm512_set1_epi32((127 - e.bias) << 23));
+    __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(1 << e.mbits));
+    t = _mm512_mask_add_epi32(t, sub, t, _mm512_set1_epi32(1 << 23));
+    __m512 v = _mm512_mask_sub_ps(_mm512_castsi512_ps(t), sub, _mm512_castsi512_ps(t),
+                                  _mm512_set1_ps(ks_pow2(1 - e.bias)));
+    if (e.max_mag < sbit - 1) { /* E4M3, E5M2: NaN (and Inf) codes */
+        __mmask16 special = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(e.max_mag));
+        v = _mm512_mask_mov_ps(v, special, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+        if (e.emax == 15)
+            v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7C)),
+                                   _mm512_castsi512_ps(_mm512_set1_epi32(0x7F800000)));
+    }
+    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(sbit)), 32 - e.bits);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+}
+
+/* v * scale for a NaN scale: a NaN value stays, anything else is +NaN. */
+A5 __m512 nan_scaled16(__m512 v)
+{
+    __mmask16 isnan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_mov_ps(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)), isnan, v);
+}
+
+/* Values of the codes of a 4- or 6-bit type times s, as register tables:
+ * 4-bit: all 16 signed values; 6-bit: the 32 magnitudes (sign or-ed in). */
+typedef struct {
+    __m512 a, b;
+} ztab;
+
+A5 ztab ztab_scaled(ks_elem e, __m512 s)
+{
+    ztab t;
+    if (e.bits == 4) {
+        t.a = e.kind == BFP_GRID_INT
+                  ? _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -2, -1.75f, -1.5f,
+                                   -1.25f, -1, -.75f, -.5f, -.25f)
+                  : _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
+        t.a = _mm512_mul_ps(t.a, s);
+        t.b = t.a;
+    } else { /* magnitudes 0..31 from the exact value decoder */
+        t.a = _mm512_mul_ps(val16(e, iota16()), s);
+        t.b = _mm512_mul_ps(val16(e, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))), s);
+    }
+    return t;
+}
+
+A5 __m512 zlook(ks_elem e, ztab t, __m512i c)
+{
+    if (e.bits == 4)
+        return _mm512_permutexvar_ps(c, t.a);
+    __m512 v = _mm512_permutex2var_ps(t.a, c, t.b); /* index bits 4:0 */
+    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x20)), 26);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+}
+
+/* ---- MX -------------------------------------------------------------------------- */
+
+A5 void mx_encode16(ks_elem e, bfp_dtype dt, const unsigned char *s, __m512 f, uint8_t *codes)
+{
+    __m512i x0 = ld16(dt, s), x1 = ld16(dt, s + 16 * esz(dt));
+    store_codes32(e.bits, enc16(e, x0, abs16(x0), f), enc16(e, x1, abs16(x1), f), codes);
+}
+
+A5 __m512i block32_absmax16(bfp_dtype dt, const unsigned char *s)
+{
+    return _mm512_max_epi32(abs16(ld16(dt, s)), abs16(ld16(dt, s + 16 * esz(dt))));
+}
+
+A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
+             uint8_t *scales, bfp_stats *st)
+{
+    const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
+    const unsigned char *s = (const unsigned char *)src;
+    size_t b = 0, nonfinite = 0;
+    for (; b + 8 <= nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
+        __m256i pm[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            pm[j] = fold16(block32_absmax16(dt, s + (size_t)j * sbytes));
+        __m256i amax = hmax_8x8(pm);
+        __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
+        __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
+        se = _mm256_min_epi32(_mm256_max_epi32(se, _mm256_set1_epi32(-127)), _mm256_set1_epi32(127));
+        store8_bytes(scales + b, _mm256_or_si256(_mm256_add_epi32(se, _mm256_set1_epi32(127)),
+                                                 _mm256_and_si256(nf, _mm256_set1_epi32(0xFF))));
+        float f[8];
+        _mm256_storeu_ps(f, pow2neg_8(se));
+        unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
+        for (int j = 0; j < 8; j++) {
+            if (nfm >> j & 1) {
+                memset(codes + (size_t)j * cb, 0, cb);
+                nonfinite++;
+            } else {
+                mx_encode16(e, dt, s + (size_t)j * sbytes, _mm512_set1_ps(f[j]), codes + (size_t)j * cb);
+            }
+        }
+    }
+    for (; b < nb; b++, s += sbytes, codes += cb) {
+        uint32_t amax = (uint32_t)_mm512_reduce_max_epi32(block32_absmax16(dt, s));
+        if (amax >= 0x7F800000u) {
+            scales[b] = 0xFF;
+            memset(codes, 0, cb);
+            nonfinite++;
+            continue;
+        }
+        int se = ks_mx_shared_exp(amax, e.emax);
+        scales[b] = (uint8_t)(se + 127);
+        mx_encode16(e, dt, s, _mm512_set1_ps(ks_pow2(-se)), codes);
+    }
+    st->nonfinite_blocks += nonfinite;
+}
+
+A5 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
+             const uint8_t *scales, size_t nb, void *dst)
+{
+    const int w = e.bits;
+    const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+    for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
+        unsigned sc = scales[b];
+        __m512 v[2];
+        __m512 s = _mm512_set1_ps(ks_pow2((int)sc - 127));
+        if (w <= 6) { /* no NaN codes: a NaN scale makes every value +NaN */
+            ztab t = ztab_scaled(e, s);
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++)
+                v[k] = sc == 0xFF ? qnan : zlook(e, t, codes16(w, codes, k));
+        } else {
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                __m512 x = val16(e, codes16(w, codes, k));
+                v[k] = sc == 0xFF ? nan_scaled16(x) : _mm512_mul_ps(x, s);
+            }
+        }
+        st16z(dt, d, v[0], stream);
+        st16z(dt, d + ob / 2, v[1], stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- MX+ and MX++ ----------------------------------------------------------------- */
+
+A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
+                 uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
+{
+    const bfp_elem_desc *ext = p->impl->bm_elem;
+    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP;
+    const size_t es = esz(dt), cb = (size_t)(4 * e.bits);
+    const unsigned char *s = (const unsigned char *)src;
+    size_t nonfinite = 0, flushed = 0;
+    for (size_t b = 0; b < nb; b++, codes += cb, s += 32 * es) {
+        __m512i x0 = ld16(dt, s), x1 = ld16(dt, s + 16 * es);
+        __m512i a0 = abs16(x0), a1 = abs16(x1);
+        uint32_t amax = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(a0, a1));
+        if (amax >= 0x7F800000u || amax == 0 || ks_flog2(amax) - e.emax <= -127) {
+            int nf = amax >= 0x7F800000u;
+            scales[b] = nf ? 0xFF : 0x00;
+            meta[b] = 0;
+            memset(codes, 0, cb);
+            nonfinite += (size_t)nf;
+            flushed += (size_t)!nf;
+            continue;
+        }
+        __m512i am = _mm512_set1_epi32((int)amax);
+        uint32_t eq = (uint32_t)_mm512_cmpeq_epi32_mask(a0, am) |
+                      (uint32_t)_mm512_cmpeq_epi32_mask(a1, am) << 16;
+        int bm = ks_ctz32(eq); /* ties go to the lowest index */
+        int se = ks_flog2(amax) - e.emax, nbm = se;
+        uint32_t notbm = ~(1u << bm);
+        if (pp) {
+            __m512i m2 = _mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)notbm, a0),
+                                          _mm512_maskz_mov_epi32((__mmask16)(notbm >> 16), a1));
+            nbm = ks_mxpp_nbm_exp((uint32_t)_mm512_reduce_max_epi32(m2), se, e.emax);
+        }
+        scales[b] = (uint8_t)(se + 127);
+        meta[b] = (uint8_t)(bm | (se - nbm) << 5);
+        __m512i c0, c1;
+        if (-nbm <= 127) {
+            __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
+            c0 = enc16(e, x0, a0, f);
+            c1 = enc16(e, x1, a1, f);
+        } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
+            __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
+            c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
+            c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
+        }
+        unsigned bmc = ks_enc_ext(ext, ks_float(amax) * ks_pow2(-se));
+        uint32_t neg = (uint32_t)_mm512_cmplt_epi32_mask(x0, _mm512_setzero_si512()) |
+                       (uint32_t)_mm512_cmplt_epi32_mask(x1, _mm512_setzero_si512()) << 16;
+        __m512i bmv = _mm512_set1_epi32((int)ks_make_code(ext, (neg >> bm) & 1u, bmc));
+        c0 = _mm512_mask_mov_epi32(c0, (__mmask16)~notbm, bmv);
+        c1 = _mm512_mask_mov_epi32(c1, (__mmask16)(~notbm >> 16), bmv);
+        store_codes32(e.bits, c0, c1, codes);
+    }
+    st->nonfinite_blocks += nonfinite;
+    st->flushed_blocks += flushed;
+}
+
+A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
+                 const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
+                 void *dst)
+{
+    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
+    const int sbit = 1 << (w - 1), special = special_rule(e);
+    const float *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
+    const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
+        size_t n = b + 1 == nb ? last_len : 32;
+        unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
+        int empty = sc == 0x00 || sc == 0xFF;
+        int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
+        __m512i c[2];
+        uint32_t any = 0, spec = 0;
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            c[k] = codes16(w, codes, k);
+            any |= (uint32_t)_mm512_test_epi32_mask(c[k], c[k]) << (16 * k);
+            if (special == SPECIAL_INT_MIN)
+                spec |= (uint32_t)_mm512_cmpeq_epi32_mask(c[k], _mm512_set1_epi32(sbit)) << (16 * k);
+            else if (special == SPECIAL_ABOVE_MAX)
+                spec |= (uint32_t)_mm512_cmpgt_epi32_mask(_mm512_and_si512(c[k], _mm512_set1_epi32(sbit - 1)),
+                                                          _mm512_set1_epi32(e.max_mag)) << (16 * k);
+        }
+        bad |= (empty && any) || (spec & ~(1u << idx)) != 0;
+        __m512 v[2];
+        if (sc == 0xFF || bad || sc == 0) {
+            v[0] = v[1] = _mm512_castsi512_ps(_mm512_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000));
+        } else {
+            int se = (int)sc - 127;
+            __m512 s = _mm512_set1_ps(ks_pow2(se - (int)delta));
+            __m512 vbm = _mm512_set1_ps(xlut[bfp_get_code(codes, idx, w)] * ks_pow2(se));
+            ztab t = ztab_scaled(e, s);
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                v[k] = w <= 6 ? zlook(e, t, c[k]) : _mm512_mul_ps(val16(e, c[k]), s);
+                v[k] = _mm512_mask_mov_ps(v[k], (__mmask16)((1u << idx) >> (16 * k)), vbm);
+            }
+        }
+        st16z(dt, d, v[0], stream);
+        st16z(dt, d + ob / 2, v[1], stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
+
+/* Index on a 7-midpoint grid (ties to even) of a against broadcast
+ * thresholds thr[0], thr[stride], ... */
+A5 __m512i mid_index16(__m512 a, const float *thr, int stride)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i q = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 7; k += 2)
+        q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_set1_ps(thr[k * stride]), _CMP_GT_OQ), q, one);
+#pragma GCC unroll 3
+    for (int k = 1; k < 7; k += 2)
+        q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_set1_ps(thr[k * stride]), _CMP_GE_OQ), q, one);
+    return q;
+}
+
+/* Up to eight NVFP4(+) blocks (one vector each); scales eight at a time. */
+A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, size_t g,
+                 uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite)
+{
+    const size_t es = esz(dt);
+    const __m512 senc = _mm512_set1_ps(p->s_enc);
+    __m512i t[8];
+    __m256i pm[8];
+    float thr[7 * 8];
+    int scv[8], xmag[8];
+    uint32_t tmv[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        if ((size_t)j < g) {
+            t[j] = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), senc));
+            pm[j] = fold16(abs16(t[j]));
+        } else {
+            t[j] = _mm512_setzero_si512();
+            pm[j] = _mm256_setzero_si256();
+        }
+    }
+    __m256i tmax = hmax_8x8(pm);
+    __m256i nf = _mm256_cmpgt_epi32(tmax, _mm256_set1_epi32(0x7F7FFFFF));
+    __m256i sc = e4m3_code8(_mm256_div_ps(_mm256_castsi256_ps(tmax), _mm256_set1_ps(6.0f)));
+    sc = _mm256_blendv_epi8(sc, _mm256_set1_epi32(0x7F), nf);
+    __m256 sb = e4m3_value8(sc);
+#pragma GCC unroll 7
+    for (int k = 0; k < 7; k++)
+        _mm256_storeu_ps(thr + 8 * k, _mm256_mul_ps(_mm256_set1_ps(ks_e2m1_mid[k]), sb));
+    _mm256_storeu_si256((__m256i *)scv, sc);
+    _mm256_storeu_si256((__m256i *)tmv, tmax);
+    if (meta) {
+        __m256 xt[7];
+#pragma GCC unroll 7
+        for (int k = 0; k < 7; k++)
+            xt[k] = _mm256_mul_ps(_mm256_set1_ps(ks_ext4_mid[k]), sb);
+        __m256i q = _mm256_setzero_si256();
+        __m256 a = _mm256_castsi256_ps(tmax);
+#pragma GCC unroll 7
+        for (int k = 0; k < 7; k++)
+            q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, xt[k], (k & 1) ? _CMP_GE_OQ : _CMP_GT_OQ)));
+        _mm256_storeu_si256((__m256i *)xmag, q);
+    }
+    uint8_t sc8[8];
+    store8_bytes(sc8, sc);
+    memcpy(scales, sc8, g);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        if ((size_t)j >= g)
+            break;
+        if (scv[j] == 0x7F) { /* NaN or Inf */
+            memset(codes + 8 * j, 0, 8);
+            if (meta)
+                meta[j] = 0;
+            (*nonfinite)++;
+            continue;
+        }
+        __mmask16 neg = _mm512_cmplt_epi32_mask(t[j], _mm512_setzero_si512());
+        __m512i a = abs16(t[j]);
+        __m512i q = scv[j] == 0 ? _mm512_setzero_si512() /* signed zeros */
+                                : mid_index16(_mm512_castsi512_ps(a), thr + j, 8);
+        q = _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(8));
+        int bm = -1;
+        if (meta && (unsigned)scv[j] > KS_NV_PLAIN_MAX) {
+            bm = ks_ctz32((uint32_t)_mm512_cmpeq_epi32_mask(a, _mm512_set1_epi32((int)tmv[j])));
+            unsigned code = (unsigned)xmag[j] | ((neg >> bm) & 1u) << 3;
+            q = _mm512_mask_mov_epi32(q, (__mmask16)(1u << bm), _mm512_set1_epi32((int)code));
+        }
+        if (meta)
+            meta[j] = (uint8_t)(bm < 0 ? 0 : bm);
+        _mm_storel_epi64((__m128i *)(codes + 8 * j), nib_bytes16(q));
+    }
+}
+
+A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, uint8_t *codes,
+                uint8_t *scales, uint8_t *meta, bfp_stats *st)
+{
+    const int plus = p->impl->bm_elem != NULL;
+    const unsigned char *s = (const unsigned char *)src;
+    size_t nonfinite = 0;
+    for (size_t b = 0; b < nb; b += 8) {
+        size_t g = nb - b < 8 ? nb - b : 8;
+        nv_group(dt, p, s + b * 16 * esz(dt), g, codes + 8 * b, scales + b, plus ? meta + b : NULL,
+                 &nonfinite);
+    }
+    st->nonfinite_blocks += nonfinite;
+}
+
+A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
+                const uint8_t *meta, size_t nb, size_t last_len, void *dst)
+{
+    const int plus = p->impl->bm_elem != NULL;
+    const float *xlut = bfp_cpu_elem_lut(&bfp_ext_e2m1);
+    const float s_enc = p->s_enc;
+    const int s_enc_ok = p->s_enc_ok;
+    const __m512 base = _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
+    const __m512 senc = _mm512_set1_ps(s_enc);
+    const size_t ob = 16 * esz(dt);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & (dt == BFP_DTYPE_F32 ? 63 : 31)) == 0;
+    for (size_t b = 0; b < nb; b++, codes += 8, d += ob) {
+        size_t n = b + 1 == nb ? last_len : 16;
+        unsigned sc = scales[b];
+        int bad = !s_enc_ok || (sc & 0x80) || sc == 0x7F, bm = -1;
+        if (plus && !bad) {
+            unsigned m = meta[b];
+            if ((m & 0xF0) || (sc <= KS_NV_PLAIN_MAX && m != 0) || m >= n)
+                bad = 1;
+            else if (sc > KS_NV_PLAIN_MAX)
+                bm = (int)m;
+        }
+        __m512 v;
+        if (bad) {
+            v = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+        } else {
+            float sb = ks_e4m3_value(sc);
+            /* (q * sb) / s_enc for all 16 codes: the reference's two fp32 steps */
+            __m512 tab = _mm512_div_ps(_mm512_mul_ps(base, _mm512_set1_ps(sb)), senc);
+            v = _mm512_permutexvar_ps(nib16(codes), tab);
+            if (bm >= 0) {
+                unsigned code = bfp_get_code(codes, (size_t)bm, 4);
+                v = _mm512_mask_mov_ps(v, (__mmask16)(1u << bm), _mm512_set1_ps((xlut[code] * sb) / s_enc));
+            }
+        }
+        st16z(dt, d, v, stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- HiF4 ----------------------------------------------------------------------------- */
+
+/* Exactly a * r >= th from pr = fl(a * r) and er = a * r - pr (FMA). */
+A5 __mmask16 ge_exact16(__m512 pr, __m512 er, __m512 th)
+{
+    return _mm512_cmp_ps_mask(pr, th, _CMP_GT_OQ) |
+           (_mm512_cmp_ps_mask(pr, th, _CMP_EQ_OQ) &
+            _mm512_cmp_ps_mask(er, _mm512_setzero_ps(), _CMP_GE_OQ));
+}
+
+
+A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
+               bfp_stats *st)
+{
+    const size_t es = esz(dt);
+    const unsigned char *s = (const unsigned char *)src;
+    const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), eight = _mm512_set1_ps(8.0f);
+    size_t nonfinite = 0;
+    for (size_t b = 0; b < nb; b++, codes += 32, s += 64 * es) {
+        __m512i x[4], a[4], g[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            x[k] = ld16(dt, s + (size_t)k * 16 * es);
+            a[k] = abs16(x[k]);
+            __m512i m = _mm512_max_epi32(a[k], _mm512_shuffle_epi32(a[k], (_MM_PERM_ENUM)0xB1));
+            g[k] = _mm512_max_epi32(m, _mm512_shuffle_epi32(m, (_MM_PERM_ENUM)0x4E)); /* max of 4 */
+        }
+        /* V16 of the 16 groups in order, V8 beside each */
+        const __m512i lo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28);
+        __m512i v16 = _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(g[0], lo, g[1]),
+                                              _mm512_permutex2var_epi32(g[2], hi, g[3]));
+        __m512i v8 = _mm512_max_epi32(v16, _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)0xB1));
+        uint32_t vmax = (uint32_t)_mm512_reduce_max_epi32(v8);
+        if (vmax >= 0x7F800000u) {
+            ks_store_le32(scales + 4 * b, 0xFFu);
+            memset(codes, 0, 32);
+            nonfinite++;
+            continue;
+        }
+        unsigned code = ks_hif4_code(ks_float(vmax));
+        float rec = ks_hif4_rec(code);
+        const __m512 r = _mm512_set1_ps(rec);
+        __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16);
+        __m512 p8 = _mm512_mul_ps(f8, r), p16 = _mm512_mul_ps(f16, r);
+        __mmask16 g8 = ge_exact16(p8, _mm512_fmsub_ps(f8, r, p8), four);
+        __mmask16 g16 = ge_exact16(p16, _mm512_fmsub_ps(f16, r, p16), _mm512_mask_mov_ps(two, g8, four));
+        uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
+        m8 = (m8 | m8 >> 1) & 0x3333u;
+        m8 = (m8 | m8 >> 2) & 0x0F0Fu;
+        m8 = (m8 | m8 >> 4) & 0x00FFu;
+        ks_store_le32(scales + 4 * b, code | m8 << 8 | (uint32_t)g16 << 16);
+        /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
+        __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1)),
+                                        _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1)));
+        const __m512i r4 = _mm512_set1_epi32((int)ks_bits(rec * 4.0f));
+        __m512i c[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
+                                           4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
+                                           4 * k + 3, 4 * k + 3);
+            __m512i sh = _mm512_permutexvar_epi32(gi, drop);
+            __m512 rk = _mm512_castsi512_ps(_mm512_sub_epi32(r4, _mm512_slli_epi32(sh, 23)));
+            __m512 af = _mm512_castsi512_ps(a[k]);
+            __m512 t = _mm512_mul_ps(af, rk), err = _mm512_fmsub_ps(af, rk, t);
+            __m512 tc = _mm512_min_ps(t, eight);
+            __m512i n = _mm512_cvttps_epi32(tc);
+            __m512 frac = _mm512_sub_ps(tc, _mm512_cvtepi32_ps(n));
+            n = _mm512_mask_add_epi32(n, ge_exact16(frac, err, half), n, _mm512_set1_epi32(1));
+            n = _mm512_min_epi32(n, _mm512_set1_epi32(7));
+            c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x[k], _mm512_setzero_si512()), n,
+                                        _mm512_set1_epi32(8));
+        }
+        _mm_storeu_si128((__m128i *)codes, _mm_unpacklo_epi64(nib_bytes16(c[0]), nib_bytes16(c[1])));
+        _mm_storeu_si128((__m128i *)(codes + 16), _mm_unpacklo_epi64(nib_bytes16(c[2]), nib_bytes16(c[3])));
+    }
+    st->nonfinite_blocks += nonfinite;
+}
+
+A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
+               size_t nb, void *dst)
+{
+    const __m512 base = _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -0.0f, -.25f,
+                                       -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f);
+    const size_t ob = 64 * esz(dt);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    for (size_t b = 0; b < nb; b++, codes += 32, d += ob) {
+        uint32_t w = ks_load_le32(scales + 4 * b);
+        __m512 v[4];
+        if ((w & 0xFF) == 0xFF) {
+            v[0] = v[1] = v[2] = v[3] = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+        } else {
+            __m512 tab = _mm512_mul_ps(base, _mm512_set1_ps(ks_hif4_scale(w & 0xFF)));
+            /* per group g: 2^(E1_8[g/2] + E1_16[g]) as float bits */
+            __m512i gv = _mm512_set1_epi32((int)w);
+            __m512i e8 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)),
+                                          _mm512_set1_epi32(1));
+            __m512i e16 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))),
+                                           _mm512_set1_epi32(1));
+            __m512i mult = _mm512_slli_epi32(_mm512_add_epi32(_mm512_add_epi32(e8, e16), _mm512_set1_epi32(127)), 23);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
+                                               4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
+                                               4 * k + 3, 4 * k + 3);
+                v[k] = _mm512_mul_ps(_mm512_permutexvar_ps(nib16(codes + 8 * k), tab),
+                                     _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, mult))); /* exact */
+            }
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            st16z(dt, d + (size_t)k * 16 * esz(dt), v[k], stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- amax (NVFP4 tensor scale) ------------------------------------------------------- */
+
+A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    const size_t es = esz(dt);
+    const __m512i inf = _mm512_set1_epi32(0x7F800000);
+    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512i a0 = abs16(ld16(dt, s + i * es)), a1 = abs16(ld16(dt, s + (i + 16) * es));
+        m0 = _mm512_mask_max_epi32(m0, _mm512_cmplt_epi32_mask(a0, inf), m0, a0);
+        m1 = _mm512_mask_max_epi32(m1, _mm512_cmplt_epi32_mask(a1, inf), m1, a1);
+    }
+    uint32_t m = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(m0, m1));
+    for (; i < n; i++) {
+        uint32_t a;
+        if (dt == BFP_DTYPE_F32) {
+            memcpy(&a, s + 4 * i, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, 2);
+            a = dt == BFP_DTYPE_BF16 ? (uint32_t)h << 16 : ks_bits(ks_f16_to_f32(h));
+        }
+        a &= 0x7FFFFFFFu;
+        if (a < 0x7F800000u && a > m)
+            m = a;
+    }
+    return ks_float(m);
+}
+
+/* ---- thin wrappers: one per family and dtype, a case per element type ------------------ */
+
+#define QARGS const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc, \
+              uint8_t *m, bfp_stats *st
+#define DARGS const bfp_dparams *p, const uint8_t *c, const uint8_t *sc, const uint8_t *m, \
+              size_t nb, size_t last, void *d
+
+A5 void q_mx_any(bfp_dtype dt, QARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: q_mx(KS_E2M1, dt, s, nb, c, sc, st); break;
+    case KS_ID_E2M3: q_mx(KS_E2M3, dt, s, nb, c, sc, st); break;
+    case KS_ID_E3M2: q_mx(KS_E3M2, dt, s, nb, c, sc, st); break;
+    case KS_ID_E4M3: q_mx(KS_E4M3, dt, s, nb, c, sc, st); break;
+    case KS_ID_E5M2: q_mx(KS_E5M2, dt, s, nb, c, sc, st); break;
+    case KS_ID_INT8: q_mx(KS_INT8, dt, s, nb, c, sc, st); break;
+    case KS_ID_INT4: q_mx(KS_INT4, dt, s, nb, c, sc, st); break;
+    }
+}
+
+A5 void q_mxplus_any(bfp_dtype dt, QARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: q_mxplus(KS_E2M1, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E2M3: q_mxplus(KS_E2M3, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E3M2: q_mxplus(KS_E3M2, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E4M3: q_mxplus(KS_E4M3, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_E5M2: q_mxplus(KS_E5M2, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_INT8: q_mxplus(KS_INT8, dt, p, s, nb, c, sc, m, st); break;
+    case KS_ID_INT4: q_mxplus(KS_INT4, dt, p, s, nb, c, sc, m, st); break;
+    }
+}
+
+A5 void d_mx_any(bfp_dtype dt, DARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mx(KS_E2M1, dt, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx(KS_E2M3, dt, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx(KS_E3M2, dt, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx(KS_E4M3, dt, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx(KS_E5M2, dt, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx(KS_INT8, dt, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx(KS_INT4, dt, p, c, sc, nb, d); break;
+    }
+}
+
+A5 void d_mxplus_any(bfp_dtype dt, DARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mxplus(KS_E2M1, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus(KS_E2M3, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus(KS_E3M2, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus(KS_E4M3, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus(KS_E5M2, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus(KS_INT8, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus(KS_INT4, dt, p, c, sc, m, nb, last, d); break;
+    }
+}
+
+static void q_mx_f32(QARGS) { q_mx_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
+static void q_mx_bf16(QARGS) { q_mx_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
+static void q_mx_f16(QARGS) { q_mx_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
+static void q_mxplus_f32(QARGS) { q_mxplus_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
+static void q_mxplus_bf16(QARGS) { q_mxplus_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
+static void q_mxplus_f16(QARGS) { q_mxplus_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
+static void q_nvfp4_f32(QARGS) { q_nvfp4(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
+static void q_nvfp4_bf16(QARGS) { q_nvfp4(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
+static void q_nvfp4_f16(QARGS) { q_nvfp4(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
+static void q_hif4_f32(QARGS) { q_hif4(BFP_DTYPE_F32, s, nb, c, sc, st); }
+static void q_hif4_bf16(QARGS) { q_hif4(BFP_DTYPE_BF16, s, nb, c, sc, st); }
+static void q_hif4_f16(QARGS) { q_hif4(BFP_DTYPE_F16, s, nb, c, sc, st); }
+
+static void d_mx_f32(DARGS) { d_mx_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void d_mx_bf16(DARGS) { d_mx_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void d_mxplus_f32(DARGS) { d_mxplus_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void d_mxplus_bf16(DARGS) { d_mxplus_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void d_nvfp4_f32(DARGS) { d_nvfp4(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void d_nvfp4_bf16(DARGS) { d_nvfp4(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void d_hif4_f32(DARGS) { d_hif4(BFP_DTYPE_F32, p, c, sc, nb, d); }
+static void d_hif4_bf16(DARGS) { d_hif4(BFP_DTYPE_BF16, p, c, sc, nb, d); }
+
+static float amax_f32(const void *s, size_t n) { return amax_any(BFP_DTYPE_F32, s, n); }
+static float amax_bf16(const void *s, size_t n) { return amax_any(BFP_DTYPE_BF16, s, n); }
+static float amax_f16(const void *s, size_t n) { return amax_any(BFP_DTYPE_F16, s, n); }
+
+static const ks_elem elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
+                                               KS_E5M2, KS_INT8, KS_INT4};
+
+int bfp_cpu_avx512_init(bfp_kernels *k)
+{
+    for (int id = 1; id < BFP_CPU_NFMT; id++) {
+        const bfp_format_impl *impl = bfp_impl_get((bfp_format)id);
+        if (!impl)
+            continue;
+        bfp_qkernel *q = k->quant[id];
+        bfp_dkernel *d = k->dequant[id];
+        int eid = ks_elem_id(impl);
+        switch (impl->info.family) {
+        case BFP_FAMILY_MX:
+            if (eid == KS_ID_NONE)
+                break;
+            q[0] = q_mx_f32, q[1] = q_mx_bf16, q[2] = q_mx_f16;
+            d[0] = d_mx_f32, d[1] = d_mx_bf16;
+            break;
+        case BFP_FAMILY_MX_PLUS:
+        case BFP_FAMILY_MX_PP:
+            if (eid == KS_ID_NONE)
+                break;
+            q[0] = q_mxplus_f32, q[1] = q_mxplus_bf16, q[2] = q_mxplus_f16;
+            if (special_rule_holds(impl->elem, elem_of_id[eid]))
+                d[0] = d_mxplus_f32, d[1] = d_mxplus_bf16;
+            break;
+        case BFP_FAMILY_NVFP4:
+        case BFP_FAMILY_NVFP4_PLUS:
+            if (!ks_elem_is(impl->elem, KS_E2M1))
+                break;
+            q[0] = q_nvfp4_f32, q[1] = q_nvfp4_bf16, q[2] = q_nvfp4_f16;
+            d[0] = d_nvfp4_f32, d[1] = d_nvfp4_bf16;
+            break;
+        case BFP_FAMILY_HIF4:
+            q[0] = q_hif4_f32, q[1] = q_hif4_bf16, q[2] = q_hif4_f16;
+            d[0] = d_hif4_f32, d[1] = d_hif4_bf16;
+            break;
+        }
+    }
+    k->amax[0] = amax_f32;
+    k->amax[1] = amax_bf16;
+    k->amax[2] = amax_f16;
+    return 1;
+}
+
+#else /* built without the AVX-512 flags */
+
+int bfp_cpu_avx512_init(bfp_kernels *k)
+{
+    (void)k;
+    return 0;
+}
+
+#endif
