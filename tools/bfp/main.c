@@ -18,6 +18,9 @@ typedef struct {
     const char *summary;
 } command;
 
+int cmd_bench(int argc, char **argv); /* cmd_bench.c */
+extern const char cmd_bench_usage[];
+
 static const command commands[] = {
     {"formats", cmd_formats, cmd_formats_usage,
      "list every format: block, bits/value, element, scale, max value"},
@@ -31,6 +34,7 @@ static const command commands[] = {
      "quantized container back to a float tensor"},
     {"verify", cmd_verify, cmd_verify_usage,
      "check a kernel's planes against the golden model (exit 1 if they differ)"},
+    {"bench", cmd_bench, cmd_bench_usage, "throughput of every format against memcpy"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
