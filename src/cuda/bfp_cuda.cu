@@ -86,13 +86,14 @@ bfp_status resolve_options(const bfp_format_info *f, const bfp_options *in, bfp_
     return BFP_OK;
 }
 
-bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, Tiling *t)
+bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling *t)
 {
     size_t gpr = G * (size_t)T;
     t->L.rows = rows;
     t->L.cols = cols;
     t->L.row0 = 0;
     t->L.gpr = gpr;
+    t->L.qu = qu;
     if (gpr >= 256) {
         size_t gx = (gpr + 255) / 256;
         if (gx > (size_t)INT_MAX)
@@ -108,7 +109,7 @@ bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, Tiling *t)
         t->L.rt = 256 >> lg;
         t->gx = 1;
     }
-    t->rows_per_launch = (size_t)65535 * (size_t)t->L.rt;
+    t->rows_per_launch = (size_t)65535 * (size_t)t->L.rt * (size_t)qu;
     return BFP_OK;
 }
 
@@ -191,7 +192,9 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     cudaStream_t s = (cudaStream_t)stream;
     const int T = f->block / 8;
     Tiling t;
-    st = make_tiling(rows, cols, sz.blocks_per_row, T, &t);
+    /* QU rows per thread on the hot path: the family's default rounding */
+    int def = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY : BFP_ROUND_NEAREST_EVEN;
+    st = make_tiling(rows, cols, sz.blocks_per_row, T, (int)o.rounding == def ? QU : 1, &t);
     if (st != BFP_OK)
         return st;
     QParams P;
@@ -229,7 +232,7 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
             CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
             size_t n = rows * cols, groups = (n + 7) / 8;
             size_t blocks = (groups + 4 * 256 - 1) / (4 * 256);
-            size_t cap = (size_t)(sms > 0 ? sms : 1) * 8;
+            size_t cap = (size_t)(sms > 0 ? sms : 1) * 16;
             if (blocks > cap)
                 blocks = cap;
             CUDA_OK(cudaMemsetAsync(ts, 0, 4, s));
@@ -261,7 +264,7 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, siz
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
     Tiling t;
-    st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, &t);
+    st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, QU, &t);
     if (st != BFP_OK)
         return st;
     DParams P;

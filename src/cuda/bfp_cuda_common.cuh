@@ -229,6 +229,12 @@ template <int ELEM, bool EXT>
 __device__ __forceinline__ float code_value(uint32_t code)
 {
     constexpr Grid G = EXT ? ext_of(ELEM) : grid_of(ELEM);
+    if (ELEM == BFP_ELEM_E2M1 && !EXT) {
+        /* magnitudes 2..7 are (mag << 22) + bits(0.5); 1 is 0.5, 0 is 0 */
+        uint32_t mag = code & 7u;
+        uint32_t b = mag >= 2u ? (mag << 22) + 0x3F000000u : (mag ? 0x3F000000u : 0u);
+        return u2f(b | (code & 8u) << 28);
+    }
     if (G.kind == GK_INT) {
         int k = (code & (1u << (G.bits - 1))) ? (int)code - (1 << G.bits) : (int)code;
         return __fmul_rn((float)k, u2f((uint32_t)(127 - G.m) << 23));
@@ -290,15 +296,16 @@ struct Layout {
     size_t rows, cols;
     size_t row0;      /* first row of this launch */
     size_t gpr;       /* groups (threads) per row: blocks_per_row * T */
-    int ct_log2, rt;  /* CTA tile: rt rows x 2^ct_log2 groups */
+    int ct_log2, rt;  /* CTA tile: rt x qu rows x 2^ct_log2 groups */
+    int qu;           /* consecutive rows per thread (1 or QU) */
 };
 
-__device__ __forceinline__ void layout_pos(const Layout &L, size_t &row, size_t &g, bool &valid)
+/* the thread's group g within its rows, and its first row */
+__device__ __forceinline__ void layout_base(const Layout &L, size_t &row, size_t &g)
 {
     unsigned t = threadIdx.x;
     g = ((size_t)blockIdx.x << L.ct_log2) | (t & ((1u << L.ct_log2) - 1));
-    row = L.row0 + (size_t)blockIdx.y * (size_t)L.rt + (t >> L.ct_log2);
-    valid = row < L.rows && g < L.gpr;
+    row = L.row0 + ((size_t)blockIdx.y * (size_t)L.rt + (t >> L.ct_log2)) * (size_t)L.qu;
 }
 
 /* Max / or over the T aligned lanes of a block (all 32 lanes call it). */
@@ -329,35 +336,56 @@ __device__ __forceinline__ uint32_t group_or(uint32_t v)
     return v;
 }
 
+/* One group's raw input: a (bf16/f16, or the first 4 f32), b (last 4 f32). */
+struct Raw {
+    uint4 a, b;
+};
+
+__device__ __forceinline__ void load_vec(const unsigned char *src, int dt, size_t e, Raw &r)
+{
+    if (dt == BFP_DTYPE_F32) {
+        const uint4 *p = reinterpret_cast<const uint4 *>(src + e * 4);
+        r.a = __ldg(p);
+        r.b = __ldg(p + 1);
+    } else {
+        r.a = __ldg(reinterpret_cast<const uint4 *>(src + e * 2));
+    }
+}
+
+/* the 8 elements of a vector-loaded group as fp32 bits */
+__device__ __forceinline__ void unpack_vec(int dt, const Raw &r, uint32_t x[8])
+{
+    if (dt == BFP_DTYPE_F32) {
+        x[0] = r.a.x; x[1] = r.a.y; x[2] = r.a.z; x[3] = r.a.w;
+        x[4] = r.b.x; x[5] = r.b.y; x[6] = r.b.z; x[7] = r.b.w;
+        return;
+    }
+    uint32_t w[4] = {r.a.x, r.a.y, r.a.z, r.a.w};
+    if (dt == BFP_DTYPE_BF16) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            x[2 * k] = w[k] << 16;
+            x[2 * k + 1] = w[k] & 0xFFFF0000u;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[k]));
+            x[2 * k] = f2u(f.x);
+            x[2 * k + 1] = f2u(f.y);
+        }
+    }
+}
+
 /* Load n (<= 8) elements of dtype dt at element offset e of src as fp32
  * bits; the rest are +0. vec: src is 16-byte aligned and the group whole. */
 __device__ __forceinline__ void load8(const unsigned char *src, int dt, size_t e, int n, bool vec,
                                       uint32_t x[8])
 {
     if (vec && n == 8) {
-        if (dt == BFP_DTYPE_F32) {
-            const uint4 *p = reinterpret_cast<const uint4 *>(src + e * 4);
-            uint4 a = __ldg(p), b = __ldg(p + 1);
-            x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
-            x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
-            return;
-        }
-        uint4 a = __ldg(reinterpret_cast<const uint4 *>(src + e * 2));
-        uint32_t w[4] = {a.x, a.y, a.z, a.w};
-        if (dt == BFP_DTYPE_BF16) {
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                x[2 * k] = w[k] << 16;
-                x[2 * k + 1] = w[k] & 0xFFFF0000u;
-            }
-        } else {
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[k]));
-                x[2 * k] = f2u(f.x);
-                x[2 * k + 1] = f2u(f.y);
-            }
-        }
+        Raw r;
+        load_vec(src, dt, e, r);
+        unpack_vec(dt, r, x);
         return;
     }
     /* any alignment: byte loads */

@@ -57,15 +57,20 @@ __device__ __forceinline__ size_t scale_index(const QParams &P, size_t row, size
     return P.swz ? swizzle_offset(row, blk, P.swz_ncol) : row * P.G + blk;
 }
 
+/* The 8 codes of a thread: 32 bits for 4-bit codes, else 64. */
+template <int W> struct PackSel { typedef uint64_t type; };
+template <> struct PackSel<4> { typedef uint32_t type; };
+template <int W> using PackT = typename PackSel<W>::type;
+
 template <int W>
-__device__ __forceinline__ void pack(uint64_t &packed, uint32_t code, int j)
+__device__ __forceinline__ void pack(PackT<W> &packed, uint32_t code, int j)
 {
-    packed |= (uint64_t)code << (W * j);
+    packed |= (PackT<W>)code << (W * j);
 }
 
 template <int W>
 __device__ __forceinline__ void put_codes(const QParams &P, size_t row, size_t col0, int n,
-                                          uint64_t packed)
+                                          PackT<W> packed)
 {
     if (n <= 0)
         return;
@@ -126,7 +131,7 @@ __device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid
         am = max(am, ab[j]);
     }
     am = group_max<T>(am);
-    uint64_t packed = 0;
+    PackT<W> packed = 0;
     uint32_t sc;
     if (am >= 0x7F800000u) {
         sc = 0xFF;
@@ -184,7 +189,7 @@ __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool v
                 m2 = max(m2, ab[j]);
         m2 = group_max<T>(m2);
     }
-    uint64_t packed = 0;
+    PackT<W> packed = 0;
     uint32_t sc = 0, meta = 0;
     bool nonfinite = am >= 0x7F800000u;
     if (nonfinite) {
@@ -219,8 +224,8 @@ __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool v
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + (size_t)jb) : 0u;
             float v = __fmul_rn(u2f(xb & 0x7FFFFFFFu), pow2f(-se));
             int mag = enc_mag<F.elem, true, MODE>(v, r, true);
-            uint64_t mask = ((1ull << W) - 1) << (W * jb);
-            packed = (packed & ~mask) | (uint64_t)make_code<F.elem, true>(xb, mag) << (W * jb);
+            PackT<W> mask = (PackT<W>)((1u << W) - 1) << (W * jb);
+            packed = (packed & ~mask) | (PackT<W>)make_code<F.elem, true>(xb, mag) << (W * jb);
         }
     }
     if (valid) {
@@ -284,7 +289,7 @@ __device__ __forceinline__ void nv_thresholds(float sb, float th[7])
 template <int FMT, int MODE>
 __device__ __forceinline__ void nv_encode(const QParams &P, size_t row, size_t col0, int h,
                                           const uint32_t tb[8], uint32_t smax, uint32_t bm,
-                                          uint64_t &packed, uint32_t &sc, uint32_t &meta)
+                                          uint32_t &packed, uint32_t &sc, uint32_t &meta)
 {
     constexpr bool PLUS = fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS;
     packed = 0;
@@ -325,8 +330,8 @@ __device__ __forceinline__ void nv_encode(const QParams &P, size_t row, size_t c
             nv_thresholds<MODE, true>(sb, the);
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + (size_t)jb) : 0u;
             int mag = nv_round<MODE, true>(u2f(t & 0x7FFFFFFFu), sb, the, r);
-            uint64_t mask = 0xFull << (4 * jb);
-            packed = (packed & ~mask) | (uint64_t)((uint32_t)mag | (t >> 31) << 3) << (4 * jb);
+            uint32_t mask = 0xFu << (4 * jb);
+            packed = (packed & ~mask) | ((uint32_t)mag | (t >> 31) << 3) << (4 * jb);
         }
     }
 }
@@ -366,7 +371,7 @@ __device__ __forceinline__ void nv_body(const QParams &P, size_t row, bool valid
     uint32_t tb[8];
     uint32_t m = group_max<2>(nv_scale8(x, nv_senc(P), tb));
     uint32_t bm = group_min<2>(nv_bm_cand(tb, m, sub));
-    uint64_t packed;
+    uint32_t packed;
     uint32_t sc, meta;
     nv_encode<FMT, MODE>(P, row, col0, sub, tb, m, bm, packed, sc, meta);
     if (valid) {
@@ -423,7 +428,7 @@ __device__ __forceinline__ void hif4_body(const QParams &P, size_t row, bool val
     uint32_t b8 = (__ballot_sync(0xFFFFFFFFu, e8) >> base) & 0xFFu;
     uint32_t b16a = (__ballot_sync(0xFFFFFFFFu, e16a) >> base) & 0xFFu;
     uint32_t b16b = (__ballot_sync(0xFFFFFFFFu, e16b) >> base) & 0xFFu;
-    uint64_t packed = 0;
+    uint32_t packed = 0;
     uint32_t word = 0xFFu;
     if (!nonfinite) {
         uint32_t e16 = 0;
@@ -466,38 +471,67 @@ __device__ __forceinline__ void hif4_body(const QParams &P, size_t row, bool val
 
 /* ---- quantize kernels --------------------------------------------------------- */
 
-template <int FMT, int MODE>
+/* Groups of QU consecutive rows per thread in the format's default rounding
+ * mode (the hot path): all QU loads are issued before any is used, and the
+ * per-thread setup is paid once for 8 * QU elements. */
+constexpr int QU = 4;
+
+template <int FMT, int MODE, int NU>
 __device__ __forceinline__ void quant_body(const QParams &P)
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8;
-    size_t row, g;
-    bool valid;
-    layout_pos(P.L, row, g, valid);
+    size_t row0, g;
+    layout_base(P.L, row0, g);
     size_t blk = g / T;
     int sub = (int)(g % T);
     size_t col0 = blk * F.block + (size_t)sub * 8;
-    int n = valid && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
-    uint32_t x[8];
-    load8(P.src, P.dt, row * P.L.cols + col0, n, P.vec_in, x);
-    if (F.fam == BFP_FAMILY_MX)
-        mx_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
-    else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP)
-        mxplus_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
-    else if (F.fam == BFP_FAMILY_HIF4)
-        hif4_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
-    else
-        nv_body<FMT, MODE>(P, row, valid, blk, sub, col0, n, x);
+    int n = g < P.L.gpr && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
+    bool vec = P.vec_in && n == 8;
+    Raw raw[NU];
+#pragma unroll
+    for (int u = 0; u < NU; u++)
+        if (vec && row0 + u < P.L.rows)
+            load_vec(P.src, P.dt, (row0 + u) * P.L.cols + col0, raw[u]);
+#pragma unroll
+    for (int u = 0; u < NU; u++) {
+        size_t row = row0 + u;
+        bool valid = g < P.L.gpr && row < P.L.rows; /* n may be 0: padding lane of a block */
+        int nu = valid ? n : 0;
+        uint32_t x[8];
+        if (vec && valid)
+            unpack_vec(P.dt, raw[u], x);
+        else
+            load8(P.src, P.dt, row * P.L.cols + col0, nu, false, x);
+        if (F.fam == BFP_FAMILY_MX)
+            mx_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+        else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP)
+            mxplus_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+        else if (F.fam == BFP_FAMILY_HIF4)
+            hif4_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+        else
+            nv_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+    }
+}
+
+template <int FMT>
+__host__ __device__ constexpr int default_mode()
+{
+    return fmt_of(FMT).fam == BFP_FAMILY_HIF4 ? RM_AWAY : RM_RNE;
 }
 
 template <int FMT>
 __global__ void __launch_bounds__(256) quant_kernel(const QParams P)
 {
+    if (P.L.qu == QU) { /* the host sets qu = QU exactly for the default mode */
+        quant_body<FMT, default_mode<FMT>(), QU>(P);
+        return;
+    }
     switch (P.mode) {
-    case RM_AWAY: quant_body<FMT, RM_AWAY>(P); break;
-    case RM_RZ: quant_body<FMT, RM_RZ>(P); break;
-    case RM_SR: quant_body<FMT, RM_SR>(P); break;
-    default: quant_body<FMT, RM_RNE>(P); break;
+    case RM_AWAY: quant_body<FMT, RM_AWAY, 1>(P); break;
+    case RM_RZ: quant_body<FMT, RM_RZ, 1>(P); break;
+    case RM_SR: quant_body<FMT, RM_SR, 1>(P); break;
+    default: quant_body<FMT, RM_RNE, 1>(P); break;
     }
 }
 
@@ -518,7 +552,7 @@ __device__ __forceinline__ void nv2d_body(const QParams &P)
     uint32_t tile_max = group_max<32>(m);
     uint32_t rb_max = group_max<2>(m);
     uint32_t bm = group_min<2>(nv_bm_cand(tb, rb_max, h));
-    uint64_t packed;
+    uint32_t packed;
     uint32_t sc, meta;
     nv_encode<FMT, MODE>(P, row, col0, h, tb, tile_max, bm, packed, sc, meta);
     if (valid) {
@@ -589,52 +623,60 @@ __device__ __forceinline__ void store8(unsigned char *dst, int dt, size_t e, int
     }
 }
 
+/* The per-block bytes a decoder needs, in one word: the scale (HiF4: the
+ * whole 32-bit scale word) and, for MX+ / NVFP4+, the meta byte << 8. */
 template <int FMT>
-__global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
+__device__ __forceinline__ uint32_t load_aux(const DParams &P, size_t bidx)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    if (F.fam == BFP_FAMILY_HIF4) {
+        const unsigned char *p = P.scales + 4 * bidx;
+        return (uint32_t)__ldg(p) | (uint32_t)__ldg(p + 1) << 8 | (uint32_t)__ldg(p + 2) << 16 |
+               (uint32_t)__ldg(p + 3) << 24;
+    }
+    uint32_t a = __ldg(P.scales + bidx);
+    if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP ||
+        F.fam == BFP_FAMILY_NVFP4_PLUS)
+        a |= (uint32_t)__ldg(P.meta + bidx) << 8;
+    return a;
+}
+
+/* Decode one thread's 8 codes of block blk (its lanes 0..T-1 call this
+ * together: MX+ combines a per-block check over them). */
+template <int FMT>
+__device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(FMT).elem).bits> codes,
+                                        uint32_t aux, bool valid, size_t blk, int sub, float s_enc,
+                                        float v[8])
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
     constexpr uint32_t CMASK = (1u << W) - 1;
+    constexpr bool SPECIAL = F.elem == BFP_ELEM_E4M3 || F.elem == BFP_ELEM_E5M2;
     const float qnan = u2f(0x7FC00000u);
-    size_t row, g;
-    bool valid;
-    layout_pos(P.L, row, g, valid);
-    size_t blk = g / T;
-    int sub = (int)(g % T);
-    size_t col0 = blk * F.block + (size_t)sub * 8;
-    int n = valid && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
-    uint64_t codes = 0;
-    if (n > 0) {
-        size_t off = col0 / 8 * W, left = P.crb - off;
-        codes = load_codes<W>(P.codes + row * P.crb + off, left < (size_t)W ? (int)left : W,
-                              P.vec_in);
-    }
-    size_t bidx = row * P.G + blk;
-    float v[8];
     if (F.fam == BFP_FAMILY_MX) {
-        uint32_t sc = valid ? __ldg(P.scales + bidx) : 0u;
+        uint32_t sc = aux & 0xFFu;
         float s = pow2f((int)sc - 127);
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             uint32_t c = (uint32_t)(codes >> (W * j)) & CMASK;
             float e = code_value<F.elem, false>(c);
-            if ((f2u(e) & 0x7FFFFFFFu) > 0x7F800000u)
+            if (SPECIAL && (f2u(e) & 0x7FFFFFFFu) > 0x7F800000u)
                 v[j] = e; /* a NaN code stays that NaN, sign included */
             else
                 v[j] = sc == 0xFFu ? qnan : __fmul_rn(e, s);
         }
     } else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP) {
-        uint32_t sc = valid ? __ldg(P.scales + bidx) : 0u;
-        uint32_t meta = valid ? __ldg(P.meta + bidx) : 0u;
+        uint32_t sc = aux & 0xFFu, meta = (aux >> 8) & 0xFFu;
         size_t nblk = valid ? min(P.L.cols - blk * F.block, (size_t)F.block) : 0;
         uint32_t bmi = meta & 0x1Fu, delta = meta >> 5;
         bool empty = sc == 0u || sc == 0xFFu;
+        int nn = valid ? (int)min(P.L.cols - (blk * F.block + (size_t)sub * 8), (size_t)8) : 0;
         uint32_t bad = 0;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             uint32_t c = (uint32_t)(codes >> (W * j)) & CMASK;
             uint32_t i = (uint32_t)(sub * 8 + j);
-            if (j < n && ((empty && c != 0) || (i != bmi && code_special<F.elem>(c))))
+            if (j < nn && ((empty && c != 0) || (i != bmi && code_special<F.elem>(c))))
                 bad = 1;
         }
         bad = group_or<T>(bad);
@@ -657,32 +699,27 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
                 v[j] = __fmul_rn(code_value<F.elem, false>(c), snbm);
         }
     } else if (F.fam == BFP_FAMILY_HIF4) {
-        uint32_t w = 0xFFu;
-        if (valid) {
-            const unsigned char *p = P.scales + 4 * bidx;
-            w = (uint32_t)__ldg(p) | (uint32_t)__ldg(p + 1) << 8 | (uint32_t)__ldg(p + 2) << 16 |
-                (uint32_t)__ldg(p + 3) << 24;
-        }
-        uint32_t c8 = w & 0xFFu;
+        uint32_t w = aux, c8 = w & 0xFFu;
         float s = u2f((((c8 >> 2) + 79u) << 23) | (c8 & 3u) << 21); /* (1+m/4) 2^(e-48) */
+        /* value = k * s * 2^(shift - 2), k = code & 7; exact in fp32 */
+        int sh8 = (int)((w >> (8 + sub)) & 1u);
+        float fa = __fmul_rn(s, pow2f(sh8 + (int)((w >> (16 + 2 * sub)) & 1u) - 2));
+        float fb = __fmul_rn(s, pow2f(sh8 + (int)((w >> (17 + 2 * sub)) & 1u) - 2));
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            uint32_t c = (uint32_t)(codes >> (4 * j)) & 0xFu;
-            int i = sub * 8 + j;
-            int shift = (int)((w >> (8 + i / 8)) & 1u) + (int)((w >> (16 + i / 4)) & 1u);
-            float k = code_value<BFP_ELEM_E1M2, false>(c);
-            v[j] = c8 == 0xFFu ? qnan : __fmul_rn(__fmul_rn(k, s), pow2f(shift));
+            uint32_t c = (codes >> (4 * j)) & 0xFu;
+            float k = __fsub_rn(u2f(0x4B000000u | (c & 7u)), 8388608.0f);
+            float m = __fmul_rn(k, j < 4 ? fa : fb);
+            v[j] = c8 == 0xFFu ? qnan : u2f(f2u(m) | (c & 8u) << 28);
         }
     } else { /* NVFP4, NVFP4+ */
         constexpr bool PLUS = F.fam == BFP_FAMILY_NVFP4_PLUS;
-        float s_enc = __ldg(P.tscale);
-        uint32_t sb_bits = f2u(s_enc);
-        bool bad = !(s_enc > 0.0f) || (sb_bits & 0x7F800000u) == 0x7F800000u;
-        uint32_t sc = valid ? __ldg(P.scales + bidx) : 0u;
+        bool bad = !(s_enc > 0.0f) || (f2u(s_enc) & 0x7F800000u) == 0x7F800000u;
+        uint32_t sc = aux & 0xFFu;
         bad = bad || (sc & 0x80u) || sc == 0x7Fu;
         uint32_t bm = 0xFFu;
         if (PLUS) {
-            uint32_t meta = valid ? __ldg(P.meta + bidx) : 0u;
+            uint32_t meta = (aux >> 8) & 0xFFu;
             size_t nblk = valid ? min(P.L.cols - blk * 16, (size_t)16) : 0;
             bool plain = sc <= 0x02u || sc == 0x7Fu;
             if ((meta & 0xF0u) || (plain && meta != 0) || meta >= nblk)
@@ -691,16 +728,73 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
                 bm = meta;
         }
         float sb = grid_value<BFP_ELEM_E4M3, false>(sc & 0x7Fu);
+        /* |q| * sb / s_enc takes two values up to powers of two:
+         * d1 = sb / s_enc (q = 0.5, 1, 2, 4) and d3 = 1.5 sb / s_enc (1.5, 3, 6);
+         * RN(2^k x) = 2^k RN(x) while the results stay normal */
+        float d1 = __fdiv_rn(sb, s_enc), d3 = __fdiv_rn(__fmul_rn(1.5f, sb), s_enc);
+        bool fast = d1 >= 2.350988701644575e-38f; /* 2^-125: 0.5 d1 is normal */
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            uint32_t c = (uint32_t)(codes >> (4 * j)) & 0xFu;
-            float q = (uint32_t)(sub * 8 + j) == bm ? code_value<BFP_ELEM_E2M1, true>(c)
-                                                    : code_value<BFP_ELEM_E2M1, false>(c);
-            v[j] = bad ? qnan : __fdiv_rn(__fmul_rn(q, sb), s_enc);
+            uint32_t c = (codes >> (4 * j)) & 0xFu, mag = c & 7u;
+            float q;
+            if (fast) {
+                float base = (mag & 1u) && mag > 1u ? d3 : d1;
+                int k = mag < 2u ? -1 : (int)(mag >> 1) - 1;
+                q = mag ? __fmul_rn(base, pow2f(k)) : 0.0f;
+                q = u2f(f2u(q) | (c & 8u) << 28);
+            } else {
+                q = __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, false>(c), sb), s_enc);
+            }
+            v[j] = bad ? qnan : q;
+        }
+        if (PLUS && bm / 8 == (uint32_t)sub) { /* the block max, E0M3 with exponent 2 */
+            int jb = (int)(bm % 8);
+            uint32_t c = (codes >> (4 * jb)) & 0xFu;
+            float q = __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), sb), s_enc);
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (j == jb)
+                    v[j] = q;
         }
     }
-    if (n > 0)
-        store8(P.dst, P.dt, row * P.L.cols + col0, n, P.vec_out, v);
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    size_t row0, g;
+    layout_base(P.L, row0, g);
+    size_t blk = g / T;
+    int sub = (int)(g % T);
+    size_t col0 = blk * F.block + (size_t)sub * 8;
+    int n = g < P.L.gpr && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
+    size_t off = col0 / 8 * W;
+    int nb = n > 0 ? (int)min(P.crb - off, (size_t)W) : 0;
+    /* all loads first */
+    PackT<W> codes[QU];
+    uint32_t aux[QU];
+#pragma unroll
+    for (int u = 0; u < QU; u++) {
+        size_t row = row0 + u;
+        bool valid = g < P.L.gpr && row < P.L.rows;
+        codes[u] = valid && nb > 0 ? (PackT<W>)load_codes<W>(P.codes + row * P.crb + off, nb, P.vec_in)
+                                   : (PackT<W>)0;
+        aux[u] = valid ? load_aux<FMT>(P, row * P.G + blk) : 0u;
+    }
+    float s_enc = 1.0f;
+    if (F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS)
+        s_enc = __ldg(P.tscale);
+#pragma unroll
+    for (int u = 0; u < QU; u++) {
+        size_t row = row0 + u;
+        bool valid = g < P.L.gpr && row < P.L.rows;
+        float v[8];
+        decode8<FMT>(P, codes[u], aux[u], valid, blk, sub, s_enc, v);
+        if (valid && n > 0)
+            store8(P.dst, P.dt, row * P.L.cols + col0, n, P.vec_out, v);
+    }
 }
 
 /* CTA tiling for one thread per 8 elements and T threads per block. */
@@ -716,7 +810,8 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
     for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
         size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
         P.L.row0 = r0;
-        dim3 grid(t.gx, (unsigned)((nr + (size_t)t.L.rt - 1) / (size_t)t.L.rt));
+        size_t tile_rows = (size_t)t.L.rt * (size_t)P.L.qu;
+        dim3 grid(t.gx, (unsigned)((nr + tile_rows - 1) / tile_rows));
         BFP_LAUNCH(quant_kernel<FMT>, grid, 256, s, P);
         CUDA_OK(cudaGetLastError());
     }
@@ -746,7 +841,8 @@ bfp_status launch_dequant(DParams P, const Tiling &t, cudaStream_t s)
     for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
         size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
         P.L.row0 = r0;
-        dim3 grid(t.gx, (unsigned)((nr + (size_t)t.L.rt - 1) / (size_t)t.L.rt));
+        size_t tile_rows = (size_t)t.L.rt * (size_t)P.L.qu;
+        dim3 grid(t.gx, (unsigned)((nr + tile_rows - 1) / tile_rows));
         BFP_LAUNCH(dequant_kernel<FMT>, grid, 256, s, P);
         CUDA_OK(cudaGetLastError());
     }
