@@ -81,15 +81,17 @@ static float gen_value(int kind, double bscale)
     }
 }
 
-/* rows x cols f32 values; tame: kinds 0, 2, 6 only (NVFP4's tensor scale
- * then stays moderate). Blocks of 16 share a kind and a scale. */
+/* rows x cols f32 values; tame 1: kinds 0, 2, 6 only (NVFP4's tensor scale
+ * then stays moderate); tame 2: tiny and zero blocks only (a huge tensor
+ * scale). Blocks of 16 share a kind and a scale. */
 static float *gen_tensor(size_t rows, size_t cols, int tame, uint64_t seed)
 {
     rng_state = seed;
     float *x = malloc(rows * cols * sizeof *x);
     for (size_t r = 0; r < rows; r++)
         for (size_t c0 = 0; c0 < cols; c0 += 16) {
-            int kind = tame ? (int[]){0, 2, 6}[rnd() % 3] : (int)(rnd() % 7);
+            int kind = tame == 2 ? (rnd() % 4 ? 4 : 5)
+                       : tame ? (int[]){0, 2, 6}[rnd() % 3] : (int)(rnd() % 7);
             double bscale = ldexp(1.0, (int)(rnd() % 60) - 30);
             for (size_t c = c0; c < cols && c < c0 + 16; c++)
                 x[r * cols + c] = gen_value(kind, bscale);
@@ -187,7 +189,7 @@ static void case_name(const qcase *c, char *buf, size_t n)
              fname(c->fmt), bfp_dtype_name(c->dt), c->rows, c->cols, (int)c->o.rounding,
              (unsigned long long)c->o.seed, (int)c->o.scale_mode, c->o.nvfp4_no_tensor_scale,
              c->o.nvfp4_2d, c->swz, c->src_off, c->codes_off, c->dst_off,
-             c->tame ? "tame" : "mixed");
+             c->tame == 2 ? "tiny" : c->tame ? "tame" : "mixed");
 }
 
 /* GPU dequantize of host planes vs the reference, for f32, bf16 and f16 */
@@ -329,7 +331,8 @@ static void run_garbage(bfp_format fmt, size_t rows, size_t cols, uint64_t seed)
         uint64_t u = rnd();
         hp.meta[i] = (u & 3) == 0 ? (uint8_t)(u >> 8) : (uint8_t)((u >> 8) % 16);
     }
-    *hp.ts = (seed & 1) ? 1234.5f : (seed & 2) ? -1.0f : 3.0e-5f;
+    static const float ts[4] = {3.0e-5f, 1234.5f, -1.0f, 3.0e37f}; /* 3e37: tiny sb/s_enc too */
+    *hp.ts = ts[seed % 4];
     qcase c = {fmt, BFP_DTYPE_F32, rows, cols, {0}, 0, 0, 0, 0, 0, seed};
     check_dequant(&c, &hp, "random bytes");
     hplanes_free(&hp);
@@ -554,6 +557,12 @@ static void small_tests(void)
                         cases += 2;
                     }
         if (f->has_tensor_scale)
+            for (int d = 0; d < 3; d++) { /* a tiny tensor: s_enc huge or FLT_MAX */
+                qcase c = {f->id, dts[d], 9, 100, {0}, 0, 0, 0, 0, 2, seed++};
+                run_case(&c);
+                cases++;
+            }
+        if (f->has_tensor_scale)
             for (int d = 0; d < 3; d++)
                 for (int v = 1; v < 4; v++)
                     for (int tame = 0; tame < 2; tame++) {
@@ -592,7 +601,7 @@ static void small_tests(void)
         }
         for (int g = 0; g < (quick ? 1 : 4); g++) {
             run_garbage(f->id, 3, 200, 1000 + (uint64_t)g);
-            run_garbage(f->id, 2, 37, 2000 + (uint64_t)g);
+            run_garbage(f->id, 2, 37, 2003 + (uint64_t)g);
         }
         printf("  %-14s %4d cases %s\n", f->name, cases, check_failed == before ? "ok" : "FAILED");
         fflush(stdout);
