@@ -139,6 +139,18 @@ bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t, cudaStre
     return BFP_ERR_FORMAT;
 }
 
+/* QU rows per thread pays off once the grid has many more threads than the
+ * GPU runs at once (measured on an H200: 16384x16384 faster with QU, 16x8192
+ * twice as slow); below 2^22 threads keep one row per thread. */
+#ifndef BFP_CUDA_QU_MIN_THREADS
+#define BFP_CUDA_QU_MIN_THREADS ((size_t)1 << 22) /* a test build may lower it */
+#endif
+bool rows_per_thread_ok(size_t rows, size_t threads_per_row)
+{
+    return rows >= (size_t)QU && threads_per_row != 0 &&
+           rows > (size_t)BFP_CUDA_QU_MIN_THREADS / threads_per_row;
+}
+
 bool aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
 
 /* byte alignment needed for one wide store of a group of 8 W-bit codes */
@@ -192,9 +204,11 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     cudaStream_t s = (cudaStream_t)stream;
     const int T = f->block / 8;
     Tiling t;
-    /* QU rows per thread on the hot path: the family's default rounding */
+    /* QU rows per thread on the hot path (the family's default rounding) of
+     * large tensors; small ones need every thread they can get */
     int def = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY : BFP_ROUND_NEAREST_EVEN;
-    st = make_tiling(rows, cols, sz.blocks_per_row, T, (int)o.rounding == def ? QU : 1, &t);
+    int qu = (int)o.rounding == def && rows_per_thread_ok(rows, sz.blocks_per_row * T) ? QU : 1;
+    st = make_tiling(rows, cols, sz.blocks_per_row, T, qu, &t);
     if (st != BFP_OK)
         return st;
     QParams P;
@@ -264,7 +278,8 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, siz
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
     Tiling t;
-    st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, QU, &t);
+    int qu = rows_per_thread_ok(rows, sz.blocks_per_row * (size_t)(f->block / 8)) ? QU : 1;
+    st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, qu, &t);
     if (st != BFP_OK)
         return st;
     DParams P;

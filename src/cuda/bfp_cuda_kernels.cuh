@@ -733,19 +733,22 @@ __device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(F
          * RN(2^k x) = 2^k RN(x) while the results stay normal */
         float d1 = __fdiv_rn(sb, s_enc), d3 = __fdiv_rn(__fmul_rn(1.5f, sb), s_enc);
         bool fast = d1 >= 2.350988701644575e-38f; /* 2^-125: 0.5 d1 is normal */
+        if (fast) { /* one branch per block, not per element */
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            uint32_t c = (codes >> (4 * j)) & 0xFu, mag = c & 7u;
-            float q;
-            if (fast) {
+            for (int j = 0; j < 8; j++) {
+                uint32_t c = (codes >> (4 * j)) & 0xFu, mag = c & 7u;
                 float base = (mag & 1u) && mag > 1u ? d3 : d1;
                 int k = mag < 2u ? -1 : (int)(mag >> 1) - 1;
-                q = mag ? __fmul_rn(base, pow2f(k)) : 0.0f;
-                q = u2f(f2u(q) | (c & 8u) << 28);
-            } else {
-                q = __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, false>(c), sb), s_enc);
+                float q = mag ? __fmul_rn(base, pow2f(k)) : 0.0f;
+                v[j] = bad ? qnan : u2f(f2u(q) | (c & 8u) << 28);
             }
-            v[j] = bad ? qnan : q;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                uint32_t c = (codes >> (4 * j)) & 0xFu;
+                float q = __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, false>(c), sb), s_enc);
+                v[j] = bad ? qnan : q;
+            }
         }
         if (PLUS && bm / 8 == (uint32_t)sub) { /* the block max, E0M3 with exponent 2 */
             int jb = (int)(bm % 8);
@@ -759,8 +762,8 @@ __device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(F
     }
 }
 
-template <int FMT>
-__global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
+template <int FMT, int NU>
+__device__ __forceinline__ void dequant_body(const DParams &P)
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
@@ -773,10 +776,10 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
     size_t off = col0 / 8 * W;
     int nb = n > 0 ? (int)min(P.crb - off, (size_t)W) : 0;
     /* all loads first */
-    PackT<W> codes[QU];
-    uint32_t aux[QU];
+    PackT<W> codes[NU];
+    uint32_t aux[NU];
 #pragma unroll
-    for (int u = 0; u < QU; u++) {
+    for (int u = 0; u < NU; u++) {
         size_t row = row0 + u;
         bool valid = g < P.L.gpr && row < P.L.rows;
         codes[u] = valid && nb > 0 ? (PackT<W>)load_codes<W>(P.codes + row * P.crb + off, nb, P.vec_in)
@@ -787,7 +790,7 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
     if (F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS)
         s_enc = __ldg(P.tscale);
 #pragma unroll
-    for (int u = 0; u < QU; u++) {
+    for (int u = 0; u < NU; u++) {
         size_t row = row0 + u;
         bool valid = g < P.L.gpr && row < P.L.rows;
         float v[8];
@@ -795,6 +798,15 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
         if (valid && n > 0)
             store8(P.dst, P.dt, row * P.L.cols + col0, n, P.vec_out, v);
     }
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
+{
+    if (P.L.qu == QU)
+        dequant_body<FMT, QU>(P);
+    else
+        dequant_body<FMT, 1>(P);
 }
 
 /* CTA tiling for one thread per 8 elements and T threads per block. */
