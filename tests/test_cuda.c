@@ -382,7 +382,8 @@ static void run_big(bfp_format fmt, bfp_dtype dt, const bfp_options *o, const vo
     CU(cudaMemcpy(&tsv, dts, 4, cudaMemcpyDeviceToHost));
     size_t checked = 0;
     int bad = 0;
-    for (size_t r0 = 0; r0 + tile <= rows && bad < 3; r0 += step) {
+    size_t last = (rows - tile) / tile * tile; /* the last whole tile is checked too */
+    for (size_t r0 = 0; r0 + tile <= rows && bad < 3; r0 = r0 < last && r0 + step > last ? last : r0 + step) {
         memcpy(sub, (const unsigned char *)src + r0 * cols * es, tile * cols * es);
         if (has_ts) { /* a row holding only the tensor's amax keeps s_enc */
             memset(sub + tile * cols * es, 0, cols * es);
@@ -424,6 +425,32 @@ static void run_big(bfp_format fmt, bfp_dtype dt, const bfp_options *o, const vo
     for (int i = 0; i < 5; i++)
         CU(cudaFree(b[i]));
     CU(cudaFree(bq));
+}
+
+/* 4099 x 8200: large enough that each GPU thread takes 4 rows, with a
+ * partial group of rows at the bottom and partial blocks at the right. */
+static void medium_tests(void)
+{
+    const size_t R = 4099, C = 8200, n = R * C;
+    printf("4099x8200 (every 97th row and the last):\n");
+    float *x = gen_tensor(R, C, 0, 4242);
+    uint16_t *bf = to_dtype(x, n, BFP_DTYPE_BF16);
+    free(x);
+    size_t amax_at = 0;
+    float amax = 0;
+    for (size_t i = 0; i < n; i++) {
+        float a = fabsf(bfp_bf16_to_f32(bf[i]));
+        if (isfinite(a) && a > amax) {
+            amax = a;
+            amax_at = i;
+        }
+    }
+    for (int i = 0; i < bfp_format_count(); i++) {
+        bfp_options o;
+        bfp_options_init(&o);
+        run_big(bfp_format_at(i)->id, BFP_DTYPE_BF16, &o, bf, NULL, R, C, amax, amax_at);
+    }
+    free(bf);
 }
 
 static void big_tests(void)
@@ -619,8 +646,10 @@ int main(void)
     quick = getenv("BFP_TEST_QUICK") && atoi(getenv("BFP_TEST_QUICK")) > 0;
     arg_tests();
     small_tests();
-    if (!quick)
+    if (!quick) {
+        medium_tests();
         big_tests();
+    }
 #endif
     return check_summary("test_cuda");
 }
