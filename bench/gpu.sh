@@ -89,6 +89,8 @@ COPY=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['copy_gbp
 say "peer: torch.compile MXFP4 / NVFP4 (bench/peer_torch.py)"
 timeout 240 python3 bench/peer_torch.py "$OUT/peer.json" "$COPY" 2>&1 | tail -n 8 | tee -a "$OUT/bench.log"
 
+BFP_CODE=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no .git on this machine)")
+export BFP_CODE
 python3 - "$OUT" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
@@ -98,6 +100,7 @@ p = os.path.join(out, "peer.json")
 if os.path.exists(p):
     peer = json.load(open(p))
 doc = {"date": b["date"], "command": "bash bench/gpu.sh", "gpu": b["gpu"],
+       "code": os.environ.get("BFP_CODE", "unknown"),
        "copy_gbps": b["copy_gbps"], "results": b["results"], "peer": peer}
 json.dump(doc, open(os.path.join(out, "h200-quant.json"), "w"), indent=1)
 # summary against the issue's targets at 16384x16384
