@@ -89,7 +89,7 @@ bfp_status bfp_nvfp4_quantize_ref(const bfp_qjob *j)
                                     BFP_ROUND_NEAREST_EVEN, 0);
             for (size_t k = 0; k < h; k++) {
                 size_t idx = (r0 + k) * bpr + b;
-                uint8_t *meta = j->out->meta ? j->out->meta + idx : NULL;
+                uint8_t *meta = impl->bm_elem && j->out->meta ? j->out->meta + idx : NULL;
                 j->out->scales[idx] = (uint8_t)sc;
                 if (!finite) {
                     if (meta)
