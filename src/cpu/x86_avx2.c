@@ -75,32 +75,33 @@ A2 __m256 nan_scaled(__m256 v)
     return _mm256_blendv_ps(nan, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 
-/* 4-bit element values times s: a table of the 16 codes in two halves
- * (codes 0-7, 8-15), looked up with permutes. */
+/* 4-bit element values times s, in the output's form (out_form8): a table
+ * of the 16 codes in two halves (codes 0-7, 8-15), looked up with permutes. */
 typedef struct {
-    __m256 lo, hi;
+    __m256i lo, hi;
 } tab16;
 
-A2 tab16 tab16_scaled(ks_elem e, __m256 s)
+A2 tab16 tab16_scaled(ks_elem e, bfp_dtype dt, __m256 s)
 {
     tab16 t;
     if (e.kind == BFP_GRID_INT) {
-        t.lo = _mm256_mul_ps(_mm256_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f), s);
-        t.hi = _mm256_mul_ps(_mm256_setr_ps(-2, -1.75f, -1.5f, -1.25f, -1, -.75f, -.5f, -.25f), s);
+        t.lo = out_form8(dt, _mm256_mul_ps(_mm256_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f), s));
+        t.hi = out_form8(dt, _mm256_mul_ps(_mm256_setr_ps(-2, -1.75f, -1.5f, -1.25f, -1, -.75f, -.5f, -.25f), s));
     } else { /* E2M1: sign-magnitude, the sign is or-ed in */
-        t.lo = _mm256_mul_ps(_mm256_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6), s);
+        t.lo = out_form8(dt, _mm256_mul_ps(_mm256_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6), s));
         t.hi = t.lo;
     }
     return t;
 }
 
-A2 __m256 look16(ks_elem e, tab16 t, __m256i c)
+A2 __m256i look16(ks_elem e, bfp_dtype dt, tab16 t, __m256i c)
 {
-    __m256 lo = _mm256_permutevar8x32_ps(t.lo, c);
+    __m256i lo = _mm256_permutevar8x32_epi32(t.lo, c);
     if (e.kind == BFP_GRID_INT)
-        return _mm256_blendv_ps(lo, _mm256_permutevar8x32_ps(t.hi, c),
-                                _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
-    return _mm256_or_ps(lo, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), 28)));
+        return _mm256_blendv_epi8(lo, _mm256_permutevar8x32_epi32(t.hi, c),
+                                  _mm256_srai_epi32(_mm256_slli_epi32(c, 28), 31));
+    __m256i sign = _mm256_and_si256(c, _mm256_set1_epi32(8));
+    return _mm256_or_si256(lo, _mm256_slli_epi32(sign, dt == BFP_DTYPE_F32 ? 28 : 12));
 }
 
 /* ---- MX ------------------------------------------------------------------------ */
@@ -109,6 +110,16 @@ A2 __m256 look16(ks_elem e, tab16 t, __m256i c)
 A2 __m256i block32_absmax(bfp_dtype dt, const unsigned char *s)
 {
     const size_t es = esz(dt);
+    if (dt != BFP_DTYPE_F32) { /* 16-bit magnitudes order as their values: max first */
+        const __m256i abs16 = _mm256_set1_epi16(0x7FFF);
+        __m256i h = _mm256_max_epu16(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)s), abs16),
+                                     _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(s + 32)), abs16));
+        h = _mm256_max_epu16(h, _mm256_srli_epi32(h, 16)); /* low half of each lane */
+        if (dt == BFP_DTYPE_BF16)
+            return _mm256_slli_epi32(h, 16);
+        h = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0xFFFF)), h), 0x08);
+        return _mm256_castps_si256(_mm256_cvtph_ps(_mm256_castsi256_si128(h)));
+    }
     __m256i m0 = _mm256_max_epi32(abs8(ld8(dt, s)), abs8(ld8(dt, s + 8 * es)));
     __m256i m1 = _mm256_max_epi32(abs8(ld8(dt, s + 16 * es)), abs8(ld8(dt, s + 24 * es)));
     return _mm256_max_epi32(m0, m1);
@@ -178,15 +189,22 @@ A2 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes
     const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 31) == 0;
-    const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
     for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
         unsigned sc = scales[b];
         __m256 v[4];
         if (w == 4) { /* no NaN codes: a NaN scale makes every value +NaN */
-            tab16 t = tab16_scaled(e, _mm256_set1_ps(ks_pow2((int)sc - 127)));
+            __m256i o[4];
+            if (sc == 0xFF) {
+                o[0] = o[1] = o[2] = o[3] = out_form8(dt, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
+            } else {
+                tab16 t = tab16_scaled(e, dt, _mm256_set1_ps(ks_pow2((int)sc - 127)));
 #pragma GCC unroll 4
-            for (int k = 0; k < 4; k++)
-                v[k] = sc == 0xFF ? qnan : look16(e, t, nib8(codes + 4 * k));
+                for (int k = 0; k < 4; k++)
+                    o[k] = look16(e, dt, t, nib8(codes + 4 * k));
+            }
+            st16_lanes(dt, d, o[0], o[1], stream);
+            st16_lanes(dt, d + ob / 2, o[2], o[3], stream);
+            continue;
         } else if (sc == 0xFF) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
@@ -209,75 +227,102 @@ A2 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes
 A2 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
-    const bfp_elem_desc *ext = p->impl->bm_elem;
-    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP;
-    const size_t es = esz(dt), cb = (size_t)(4 * e.bits);
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP, xmb = e.bits - 1;
+    const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
     size_t nonfinite = 0, flushed = 0;
-    for (size_t b = 0; b < nb; b++, codes += cb, s += 32 * es) {
-        __m256i x[4], a[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            x[k] = ld8(dt, s + (size_t)k * 8 * es);
-            a[k] = abs8(x[k]);
-        }
-        uint32_t amax = hmax(_mm256_max_epi32(_mm256_max_epi32(a[0], a[1]),
-                                              _mm256_max_epi32(a[2], a[3])));
-        if (amax >= 0x7F800000u || amax == 0 || ks_flog2(amax) - e.emax <= -127) {
-            int nf = amax >= 0x7F800000u;
-            scales[b] = nf ? 0xFF : 0x00; /* NaN or flushed: codes and meta 0 */
-            meta[b] = 0;
-            memset(codes, 0, cb);
-            nonfinite += (size_t)nf;
-            flushed += (size_t)!nf;
-            continue;
-        }
-        __m256i am = _mm256_set1_epi32((int)amax);
-        uint32_t eq = 0;
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            eq |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[k], am)))
-                  << (8 * k);
-        int bm = ks_ctz32(eq); /* ties go to the lowest index */
-        int se = ks_flog2(amax) - e.emax, nbm = se;
-        if (pp) {
-            __m256i m2 = _mm256_setzero_si256(), bmv = _mm256_set1_epi32(bm);
+    for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
+        const size_t g = nb - b < 8 ? nb - b : 8;
+        /* eight blocks' maxima, shared exponents and block-max codes at once */
+        __m256i pm[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            pm[j] = (size_t)j < g ? block32_absmax(dt, s + (size_t)j * sbytes) : _mm256_setzero_si256();
+        __m256i amax = hmax_8x8(pm);
+        __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
+        __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
+        __m256i empty = _mm256_or_si256(nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */
+        se = _mm256_max_epi32(_mm256_min_epi32(se, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+        __m256i sc = _mm256_or_si256(_mm256_andnot_si256(empty, _mm256_add_epi32(se, _mm256_set1_epi32(127))),
+                                     _mm256_and_si256(nf, _mm256_set1_epi32(0xFF)));
+        __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(amax), pow2neg_8(se)); /* in [2^emax, 2^(emax+1)) */
+        __m256i xq = _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps(ks_pow2(xmb - e.emax)))),
+                                      _mm256_set1_epi32(1 << xmb));
+        xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
+        int sev[8], xqv[8];
+        uint32_t amv[8];
+        uint8_t sc8[8];
+        _mm256_storeu_si256((__m256i *)sev, se);
+        _mm256_storeu_si256((__m256i *)xqv, xq);
+        _mm256_storeu_si256((__m256i *)amv, amax);
+        store8_bytes(sc8, sc);
+        memcpy(scales + b, sc8, g);
+        const unsigned emptym = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(empty));
+        const unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
+        for (size_t j = 0; j < g; j++) {
+            uint8_t *cj = codes + j * cb;
+            if (emptym >> j & 1) { /* codes and meta 0 */
+                meta[b + j] = 0;
+                memset(cj, 0, cb);
+                nonfinite += nfm >> j & 1;
+                flushed += !(nfm >> j & 1);
+                continue;
+            }
+            const unsigned char *sj = s + j * sbytes;
+            __m256i x[4], a[4], is_max[4];
+            uint32_t eq = 0, neg = 0;
+            __m256i am = _mm256_set1_epi32((int)amv[j]);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                __m256i is_bm = _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv);
-                m2 = _mm256_max_epi32(m2, _mm256_andnot_si256(is_bm, a[k]));
+                x[k] = ld8(dt, sj + (size_t)k * 8 * es);
+                a[k] = abs8(x[k]);
+                is_max[k] = _mm256_cmpeq_epi32(a[k], am);
+                eq |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(is_max[k])) << (8 * k);
+                neg |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(x[k])) << (8 * k);
             }
-            nbm = ks_mxpp_nbm_exp(hmax(m2), se, e.emax);
-        }
-        scales[b] = (uint8_t)(se + 127);
-        meta[b] = (uint8_t)(bm | (se - nbm) << 5);
-        __m256i c[4];
-        if (-nbm <= 127) {
-            __m256 f = _mm256_set1_ps(ks_pow2(-nbm));
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++)
-                c[k] = enc8(e, x[k], a[k], f);
-        } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
-            __m256 f = _mm256_set1_ps(ks_pow2(-nbm - 64));
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                __m256i a64 = _mm256_castps_si256(
-                    _mm256_mul_ps(_mm256_castsi256_ps(a[k]), _mm256_set1_ps(0x1p64f)));
-                c[k] = enc8(e, x[k], a64, f);
+            int bm = ks_ctz32(eq); /* ties go to the lowest index */
+            int sej = sev[j], nbm = sej;
+            if (pp) { /* the others' max: the block max again if it repeats */
+                uint32_t max2 = amv[j];
+                if ((eq & (eq - 1)) == 0) {
+                    __m256i m2 = _mm256_max_epi32(_mm256_andnot_si256(is_max[0], a[0]),
+                                                  _mm256_andnot_si256(is_max[1], a[1]));
+                    m2 = _mm256_max_epi32(m2, _mm256_max_epi32(_mm256_andnot_si256(is_max[2], a[2]),
+                                                               _mm256_andnot_si256(is_max[3], a[3])));
+                    max2 = hmax(m2);
+                }
+                nbm = ks_mxpp_nbm_exp(max2, sej, e.emax);
             }
-        }
-        /* the block max: sign and extended mantissa */
-        unsigned bmc = ks_enc_ext(ext, ks_float(amax) * ks_pow2(-se));
-        uint32_t xbm = (uint32_t)_mm256_cvtsi256_si32(
-            _mm256_permutevar8x32_epi32(x[bm >> 3], _mm256_set1_epi32(bm & 7)));
-        bmc = ks_make_code(ext, xbm >> 31, bmc);
-        __m256i bmv = _mm256_set1_epi32(bm);
+            meta[b + j] = (uint8_t)(bm | (sej - nbm) << 5);
+            __m256i c[4];
+            if (-nbm <= 127) {
+                __m256 f = _mm256_set1_ps(ks_pow2(-nbm));
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            c[k] = _mm256_blendv_epi8(c[k], _mm256_set1_epi32((int)bmc),
-                                      _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv));
-        store_codes(e.bits, codes_to_bytes(c[0], c[1], c[2], c[3]), codes);
+                for (int k = 0; k < 4; k++)
+                    c[k] = enc8(e, x[k], a[k], f);
+            } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
+                __m256 f = _mm256_set1_ps(ks_pow2(-nbm - 64));
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    __m256i a64 = _mm256_castps_si256(
+                        _mm256_mul_ps(_mm256_castsi256_ps(a[k]), _mm256_set1_ps(0x1p64f)));
+                    c[k] = enc8(e, x[k], a64, f);
+                }
+            }
+            /* the block max: sign and extended mantissa */
+            unsigned bmc = (unsigned)xqv[j] | ((neg >> bm) & 1u) << xmb;
+            if (e.bits != 4) {
+                const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                const __m256i bmv = _mm256_set1_epi32(bm), bmcv = _mm256_set1_epi32((int)bmc);
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++)
+                    c[k] = _mm256_blendv_epi8(c[k], bmcv, _mm256_cmpeq_epi32(
+                                                              _mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv));
+            }
+            store_codes(e.bits, codes_to_bytes(c[0], c[1], c[2], c[3]), cj);
+            if (e.bits == 4)
+                bfp_put_code(cj, (size_t)bm, 4, bmc);
+        }
     }
     st->nonfinite_blocks += nonfinite;
     st->flushed_blocks += flushed;
@@ -315,24 +360,26 @@ A2 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
             }
         }
         bad |= (empty && !_mm256_testz_si256(any, any)) || !_mm256_testz_si256(spec, spec);
-        __m256 v[4];
+        __m256i v[4];
         if (sc == 0xFF || bad || sc == 0) {
-            __m256 fill = _mm256_castsi256_ps(_mm256_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000));
+            __m256i fill = out_form8(dt, _mm256_castsi256_ps(_mm256_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000)));
             v[0] = v[1] = v[2] = v[3] = fill;
         } else {
             int se = (int)sc - 127;
             __m256 s = _mm256_set1_ps(ks_pow2(se - (int)delta));
-            __m256 vbm = _mm256_set1_ps(xlut[bfp_get_code(codes, idx, w)] * ks_pow2(se));
-            tab16 t = tab16_scaled(e, s);
+            unsigned bmcode = (unsigned)_mm256_cvtsi256_si32(
+                _mm256_permutevar8x32_epi32(c[idx >> 3], _mm256_set1_epi32((int)(idx & 7))));
+            __m256i vbm = out_form8(dt, _mm256_set1_ps(xlut[bmcode] * ks_pow2(se)));
+            tab16 t = tab16_scaled(e, dt, s);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                v[k] = w == 4 ? look16(e, t, c[k]) : _mm256_mul_ps(val8(e, c[k]), s);
+                v[k] = w == 4 ? look16(e, dt, t, c[k]) : out_form8(dt, _mm256_mul_ps(val8(e, c[k]), s));
                 __m256i is_bm = _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)), bmv);
-                v[k] = _mm256_blendv_ps(v[k], vbm, _mm256_castsi256_ps(is_bm));
+                v[k] = _mm256_blendv_epi8(v[k], vbm, is_bm);
             }
         }
-        st16(dt, d, v[0], v[1], stream);
-        st16(dt, d + ob / 2, v[2], v[3], stream);
+        st16_lanes(dt, d, v[0], v[1], stream);
+        st16_lanes(dt, d + ob / 2, v[2], v[3], stream);
     }
     if (stream)
         _mm_sfence();
@@ -481,15 +528,21 @@ A2 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
                 const uint8_t *meta, size_t nb, size_t last_len, void *dst)
 {
     const int plus = p->impl->bm_elem != NULL;
-    const float *xlut = bfp_cpu_elem_lut(&bfp_ext_e2m1);
-    const float s_enc = p->s_enc;
     const int s_enc_ok = p->s_enc_ok;
     const __m256 mags = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-    const __m256 senc = _mm256_set1_ps(s_enc);
+    const __m256 xmags = _mm256_setr_ps(4.0f, 4.5f, 5.0f, 5.5f, 6.0f, 6.5f, 7.0f, 7.5f);
+    const __m256 senc = _mm256_set1_ps(p->s_enc);
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i qnan = out_form8(dt, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
+    const int sign_shift = dt == BFP_DTYPE_F32 ? 28 : 12; /* code bit 3 to the sign */
     const size_t ob = 16 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 31) == 0;
+    /* (q * sb) / s_enc for the 8 magnitudes (and the block-max ones) of each
+     * scale code met: one division per scale code, not per block */
+    __m256i rows[0x7F], xrows[0x7F];
+    uint8_t have[0x7F];
+    memset(have, 0, sizeof have);
     for (size_t b = 0; b < nb; b++, codes += 8, d += ob) {
         size_t n = b + 1 == nb ? last_len : 16;
         unsigned sc = scales[b];
@@ -501,28 +554,29 @@ A2 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
             else if (sc > KS_NV_PLAIN_MAX)
                 bm = (int)m;
         }
-        __m256 v[2];
         if (bad) {
-            v[0] = v[1] = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
-        } else {
-            float sb = ks_e4m3_value(sc);
-            /* (q * sb) / s_enc for the 8 magnitudes: the reference's two fp32 steps */
-            __m256 tab = _mm256_div_ps(_mm256_mul_ps(mags, _mm256_set1_ps(sb)), senc);
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
-                __m256i c = nib8(codes + 4 * k);
-                __m256 t = _mm256_permutevar8x32_ps(tab, c);
-                __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), 28);
-                v[k] = _mm256_or_ps(t, _mm256_castsi256_ps(sign));
-            }
-            if (bm >= 0) {
-                unsigned code = bfp_get_code(codes, (size_t)bm, 4);
-                __m256 vb = _mm256_set1_ps((xlut[code] * sb) / s_enc);
-                __m256i is_bm = _mm256_cmpeq_epi32(iota, _mm256_set1_epi32(bm & 7));
-                v[bm >> 3] = _mm256_blendv_ps(v[bm >> 3], vb, _mm256_castsi256_ps(is_bm));
-            }
+            st16_lanes(dt, d, qnan, qnan, stream);
+            continue;
         }
-        st16(dt, d, v[0], v[1], stream);
+        if (!have[sc]) {
+            __m256 sb = _mm256_set1_ps(ks_e4m3_value(sc));
+            rows[sc] = out_form8(dt, _mm256_div_ps(_mm256_mul_ps(mags, sb), senc));
+            xrows[sc] = plus ? out_form8(dt, _mm256_div_ps(_mm256_mul_ps(xmags, sb), senc)) : rows[sc];
+            have[sc] = 1;
+        }
+        __m256i v[2];
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            __m256i c = nib8(codes + 4 * k);
+            __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), sign_shift);
+            __m256i t = _mm256_permutevar8x32_epi32(rows[sc], c);
+            if (plus) /* bm = -1 matches no lane */
+                t = _mm256_blendv_epi8(t, _mm256_permutevar8x32_epi32(xrows[sc], c),
+                                       _mm256_cmpeq_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32(8 * k)),
+                                                          _mm256_set1_epi32(bm)));
+            v[k] = _mm256_or_si256(t, sign);
+        }
+        st16_lanes(dt, d, v[0], v[1], stream);
     }
     if (stream)
         _mm_sfence();
@@ -540,26 +594,34 @@ A2 __m256 ge_exact(__m256 pr, __m256 er, __m256 th)
     return _mm256_or_ps(gt, eq);
 }
 
+/* Bit i of m (i < 4) to bit 2i. */
+static const uint8_t spread4[16] = {0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15,
+                                    0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55};
+
 A2 void q_hif4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
                uint8_t *scales, bfp_stats *st)
 {
-    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF);
     const __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f);
     const __m256 half = _mm256_set1_ps(0.5f), eight = _mm256_set1_ps(8.0f);
     const unsigned char *s = (const unsigned char *)src;
     const size_t es = esz(dt);
     for (size_t b = 0; b < nb; b++, codes += 32, s += 64 * es) {
-        __m256i x[8], a[8], v16[8], v8[8], m = _mm256_setzero_si256();
+        /* group maxima, compact: vector h holds groups 8h + {0,2,4,6 | 1,3,5,7} */
+        __m256i x[8], a[8], g[8], v16[2], v8[2];
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             x[k] = ld8(dt, s + (size_t)k * 8 * es);
-            a[k] = _mm256_and_si256(x[k], absm);
+            a[k] = abs8(x[k]);
             __m256i t = _mm256_max_epi32(a[k], _mm256_shuffle_epi32(a[k], 0xB1));
-            v16[k] = _mm256_max_epi32(t, _mm256_shuffle_epi32(t, 0x4E)); /* max of 4 */
-            v8[k] = _mm256_max_epi32(v16[k], _mm256_permute2x128_si256(v16[k], v16[k], 1));
-            m = _mm256_max_epi32(m, v8[k]);
+            g[k] = _mm256_max_epi32(t, _mm256_shuffle_epi32(t, 0x4E)); /* max of 4 */
         }
-        uint32_t vmax = (uint32_t)_mm256_cvtsi256_si32(m);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            v16[h] = _mm256_unpacklo_epi64(_mm256_unpacklo_epi32(g[4 * h], g[4 * h + 1]),
+                                           _mm256_unpacklo_epi32(g[4 * h + 2], g[4 * h + 3]));
+            v8[h] = _mm256_max_epi32(v16[h], _mm256_permute2x128_si256(v16[h], v16[h], 1));
+        }
+        uint32_t vmax = hmax(_mm256_max_epi32(v8[0], v8[1]));
         if (vmax >= 0x7F800000u) {
             ks_store_le32(scales + 4 * b, 0xFFu);
             memset(codes, 0, 32);
@@ -570,32 +632,38 @@ A2 void q_hif4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, u
         float rec = ks_hif4_rec(code);
         const __m256 r = _mm256_set1_ps(rec);
         const __m256i r4 = _mm256_set1_epi32((int)ks_bits(rec * 4.0f));
+        /* exact flags per group, and R' = 4 REC / 2^(E1_8 + E1_16) per group */
         uint32_t e1_8 = 0, e1_16 = 0;
-        __m256i c[8];
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            __m256 f8 = _mm256_castsi256_ps(v8[k]), f16 = _mm256_castsi256_ps(v16[k]);
+        __m256 rtab[2];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256 f8 = _mm256_castsi256_ps(v8[h]), f16 = _mm256_castsi256_ps(v16[h]);
             __m256 p8 = _mm256_mul_ps(f8, r), p16 = _mm256_mul_ps(f16, r);
             __m256 g8 = ge_exact(p8, _mm256_fmsub_ps(f8, r, p8), four);
             __m256 g16 = ge_exact(p16, _mm256_fmsub_ps(f16, r, p16), _mm256_blendv_ps(two, four, g8));
-            int m8 = _mm256_movemask_ps(g8), m16 = _mm256_movemask_ps(g16);
-            e1_8 |= (uint32_t)(m8 & 1) << k;
-            e1_16 |= (uint32_t)((m16 & 1) | ((m16 >> 4) & 1) << 1) << (2 * k);
-            /* R' = REC * 2^(2 - E1_8 - E1_16): lower the exponent of 4*REC */
-            __m256i shift = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(g8), _mm256_set1_epi32(1 << 23)),
-                                             _mm256_and_si256(_mm256_castps_si256(g16), _mm256_set1_epi32(1 << 23)));
-            __m256 rk = _mm256_castsi256_ps(_mm256_sub_epi32(r4, shift));
+            unsigned m16 = (unsigned)_mm256_movemask_ps(g16);
+            e1_8 |= ((unsigned)_mm256_movemask_ps(g8) & 15u) << (4 * h);
+            e1_16 |= (uint32_t)(spread4[m16 & 15] | spread4[m16 >> 4] << 1) << (8 * h);
+            __m256i drop = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(g8), _mm256_set1_epi32(1 << 23)),
+                                            _mm256_and_si256(_mm256_castps_si256(g16), _mm256_set1_epi32(1 << 23)));
+            rtab[h] = _mm256_castsi256_ps(_mm256_sub_epi32(r4, drop));
+        }
+        ks_store_le32(scales + 4 * b, code | e1_8 << 8 | e1_16 << 16);
+        __m256i c[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const int i = k % 4; /* groups 2k, 2k+1 sit in lanes i and 4 + i */
+            __m256 rk = _mm256_permutevar8x32_ps(rtab[k / 4], _mm256_setr_epi32(i, i, i, i, 4 + i, 4 + i, 4 + i, 4 + i));
             __m256 af = _mm256_castsi256_ps(a[k]);
             __m256 t = _mm256_mul_ps(af, rk), err = _mm256_fmsub_ps(af, rk, t);
-            /* k = floor(t + 1/2) exactly: integer part, then the half decided with err */
+            /* floor(t + 1/2) exactly: integer part, then the half decided with err */
             __m256 tc = _mm256_min_ps(t, eight);
             __m256i n = _mm256_cvttps_epi32(tc);
             __m256 frac = _mm256_sub_ps(tc, _mm256_cvtepi32_ps(n));
             __m256 up = ge_exact(frac, err, half);
             n = _mm256_min_epi32(_mm256_sub_epi32(n, _mm256_castps_si256(up)), _mm256_set1_epi32(7));
-            c[k] = _mm256_or_si256(n, _mm256_slli_epi32(_mm256_srli_epi32(x[k], 31), 3));
+            c[k] = _mm256_or_si256(n, _mm256_and_si256(_mm256_srai_epi32(x[k], 28), _mm256_set1_epi32(8)));
         }
-        ks_store_le32(scales + 4 * b, code | e1_8 << 8 | e1_16 << 16);
         store_codes(4, codes_to_bytes(c[0], c[1], c[2], c[3]), codes);
         store_codes(4, codes_to_bytes(c[4], c[5], c[6], c[7]), codes + 16);
     }

@@ -119,6 +119,27 @@ A2 void st16(bfp_dtype dt, unsigned char *p, __m256 a, __m256 b, int stream)
         _mm256_storeu_si256((__m256i *)p, h);
 }
 
+/* Float32 values in the output's form: float32 bits, or bfloat16 bits in
+ * the low half of each lane. */
+A2 __m256i out_form8(bfp_dtype dt, __m256 v)
+{
+    return dt == BFP_DTYPE_F32 ? _mm256_castps_si256(v) : bf16_lanes(v);
+}
+
+/* 16 output values in the output's form (two vectors) to p. */
+A2 void st16_lanes(bfp_dtype dt, unsigned char *p, __m256i a, __m256i b, int stream)
+{
+    if (dt == BFP_DTYPE_F32) {
+        st16(dt, p, _mm256_castsi256_ps(a), _mm256_castsi256_ps(b), stream);
+        return;
+    }
+    __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+    if (stream)
+        _mm256_stream_si256((__m256i *)p, h);
+    else
+        _mm256_storeu_si256((__m256i *)p, h);
+}
+
 /* ---- code streams ------------------------------------------------------------ */
 
 /* 32 codes (four vectors of dword codes 0..255) as 32 bytes in order. */

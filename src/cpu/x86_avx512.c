@@ -48,27 +48,52 @@ A5 __m512i iota16(void)
     return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 
-/* 16 float32 values to dtype at p (bfloat16 as bfp_f32_to_bf16); stream:
- * non-temporal, p aligned to the store size. */
-A5 void st16z(bfp_dtype dt, unsigned char *p, __m512 v, int stream)
+/* bfloat16 bits (low half of each lane) of 16 float32 values, as
+ * bfp_f32_to_bf16: RNE, NaN kept quiet. */
+A5 __m512i bf16_bits16(__m512 v)
 {
-    if (dt == BFP_DTYPE_F32) {
-        if (stream)
-            _mm512_stream_ps((float *)p, v);
-        else
-            _mm512_storeu_ps((float *)p, v);
-        return;
-    }
     __m512i b = _mm512_castps_si512(v);
     __mmask16 nan = _mm512_cmpgt_epi32_mask(abs16(b), _mm512_set1_epi32(0x7F800000));
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
-    __m256i h = _mm512_cvtepi32_epi16(r);
+    return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+}
+
+/* 16 output values already in the output's form (float32 bits, or
+ * bfloat16 bits in the low half of each lane) to p; stream: non-temporal,
+ * p aligned to the store size. */
+A5 void st_lanes(bfp_dtype dt, unsigned char *p, __m512i v, int stream)
+{
+    if (dt == BFP_DTYPE_F32) {
+        if (stream)
+            _mm512_stream_si512((__m512i *)p, v);
+        else
+            _mm512_storeu_si512(p, v);
+        return;
+    }
+    __m256i h = _mm512_cvtepi32_epi16(v);
     if (stream)
         _mm256_stream_si256((__m256i *)p, h);
     else
         _mm256_storeu_si256((__m256i *)p, h);
+}
+
+/* Float32 values in the output's form. */
+A5 __m512i out_form(bfp_dtype dt, __m512 v)
+{
+    return dt == BFP_DTYPE_F32 ? _mm512_castps_si512(v) : bf16_bits16(v);
+}
+
+A5 void st16z(bfp_dtype dt, unsigned char *p, __m512 v, int stream)
+{
+    st_lanes(dt, p, out_form(dt, v), stream);
+}
+
+/* The sign bit of the output form from a code's sign bit at `bit`. */
+A5 __m512i out_sign(bfp_dtype dt, __m512i c, int bit)
+{
+    __m512i s = _mm512_and_si512(c, _mm512_set1_epi32(1 << bit));
+    return dt == BFP_DTYPE_F32 ? _mm512_slli_epi32(s, 31 - bit) : _mm512_slli_epi32(s, 15 - bit);
 }
 
 /* ---- code streams -------------------------------------------------------------- */
@@ -167,13 +192,13 @@ A5 __m512 nan_scaled16(__m512 v)
     return _mm512_mask_mov_ps(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)), isnan, v);
 }
 
-/* Values of the codes of a 4- or 6-bit type times s, as register tables:
- * 4-bit: all 16 signed values; 6-bit: the 32 magnitudes (sign or-ed in). */
+/* Values of the codes of a 4- or 6-bit type at scale 1 (4-bit: all 16
+ * signed values; 6-bit: the 32 magnitudes, the sign is or-ed in). */
 typedef struct {
     __m512 a, b;
 } ztab;
 
-A5 ztab ztab_scaled(ks_elem e, __m512 s)
+A5 ztab ztab_base(ks_elem e)
 {
     ztab t;
     if (e.bits == 4) {
@@ -181,22 +206,33 @@ A5 ztab ztab_scaled(ks_elem e, __m512 s)
                   ? _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -2, -1.75f, -1.5f,
                                    -1.25f, -1, -.75f, -.5f, -.25f)
                   : _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
-        t.a = _mm512_mul_ps(t.a, s);
         t.b = t.a;
-    } else { /* magnitudes 0..31 from the exact value decoder */
-        t.a = _mm512_mul_ps(val16(e, iota16()), s);
-        t.b = _mm512_mul_ps(val16(e, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))), s);
+    } else {
+        t.a = val16(e, iota16());
+        t.b = val16(e, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16)));
     }
     return t;
 }
 
-A5 __m512 zlook(ks_elem e, ztab t, __m512i c)
+/* The table times s, in the output's form. */
+typedef struct {
+    __m512i a, b;
+} otab;
+
+A5 otab otab_scaled(bfp_dtype dt, ztab base, __m512 s)
+{
+    otab t;
+    t.a = out_form(dt, _mm512_mul_ps(base.a, s));
+    t.b = out_form(dt, _mm512_mul_ps(base.b, s));
+    return t;
+}
+
+/* Output lanes of 16 codes from a scaled table. */
+A5 __m512i olook(ks_elem e, bfp_dtype dt, otab t, __m512i c)
 {
     if (e.bits == 4)
-        return _mm512_permutexvar_ps(c, t.a);
-    __m512 v = _mm512_permutex2var_ps(t.a, c, t.b); /* index bits 4:0 */
-    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x20)), 26);
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+        return _mm512_permutexvar_epi32(c, t.a);
+    return _mm512_or_si512(_mm512_permutex2var_epi32(t.a, c, t.b), out_sign(dt, c, 5));
 }
 
 /* ---- MX -------------------------------------------------------------------------- */
@@ -209,6 +245,13 @@ A5 void mx_encode16(ks_elem e, bfp_dtype dt, const unsigned char *s, __m512 f, u
 
 A5 __m512i block32_absmax16(bfp_dtype dt, const unsigned char *s)
 {
+    if (dt != BFP_DTYPE_F32) { /* 16-bit magnitudes order as their values: max first */
+        __m512i h = _mm512_and_si512(_mm512_loadu_si512(s), _mm512_set1_epi16(0x7FFF));
+        h = _mm512_max_epu16(h, _mm512_srli_epi32(h, 16)); /* low half of each lane */
+        if (dt == BFP_DTYPE_BF16)
+            return _mm512_slli_epi32(h, 16);
+        return _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+    }
     return _mm512_max_epi32(abs16(ld16(dt, s)), abs16(ld16(dt, s + 16 * esz(dt))));
 }
 
@@ -263,25 +306,24 @@ A5 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes
     const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+    const __m512i qnan = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+    const ztab base = ztab_base(e);
     for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
         unsigned sc = scales[b];
-        __m512 v[2];
         __m512 s = _mm512_set1_ps(ks_pow2((int)sc - 127));
         if (w <= 6) { /* no NaN codes: a NaN scale makes every value +NaN */
-            ztab t = ztab_scaled(e, s);
+            otab t = otab_scaled(dt, base, s);
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++)
-                v[k] = sc == 0xFF ? qnan : zlook(e, t, codes16(w, codes, k));
+                st_lanes(dt, d + (size_t)k * ob / 2, sc == 0xFF ? qnan : olook(e, dt, t, codes16(w, codes, k)),
+                         stream);
         } else {
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
                 __m512 x = val16(e, codes16(w, codes, k));
-                v[k] = sc == 0xFF ? nan_scaled16(x) : _mm512_mul_ps(x, s);
+                st16z(dt, d + (size_t)k * ob / 2, sc == 0xFF ? nan_scaled16(x) : _mm512_mul_ps(x, s), stream);
             }
         }
-        st16z(dt, d, v[0], stream);
-        st16z(dt, d + ob / 2, v[1], stream);
     }
     if (stream)
         _mm_sfence();
@@ -292,54 +334,81 @@ A5 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
-    const bfp_elem_desc *ext = p->impl->bm_elem;
-    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP;
-    const size_t es = esz(dt), cb = (size_t)(4 * e.bits);
+    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP, xmb = e.bits - 1;
+    const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
     size_t nonfinite = 0, flushed = 0;
-    for (size_t b = 0; b < nb; b++, codes += cb, s += 32 * es) {
-        __m512i x0 = ld16(dt, s), x1 = ld16(dt, s + 16 * es);
-        __m512i a0 = abs16(x0), a1 = abs16(x1);
-        uint32_t amax = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(a0, a1));
-        if (amax >= 0x7F800000u || amax == 0 || ks_flog2(amax) - e.emax <= -127) {
-            int nf = amax >= 0x7F800000u;
-            scales[b] = nf ? 0xFF : 0x00;
-            meta[b] = 0;
-            memset(codes, 0, cb);
-            nonfinite += (size_t)nf;
-            flushed += (size_t)!nf;
-            continue;
+    for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
+        const size_t g = nb - b < 8 ? nb - b : 8;
+        /* eight blocks' maxima, shared exponents and block-max codes at once */
+        __m256i pm[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++)
+            pm[j] = (size_t)j < g ? fold16(block32_absmax16(dt, s + (size_t)j * sbytes)) : _mm256_setzero_si256();
+        __m256i amax = hmax_8x8(pm);
+        __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
+        __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
+        __m256i empty = _mm256_or_si256(nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */
+        se = _mm256_max_epi32(_mm256_min_epi32(se, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+        __m256i sc = _mm256_or_si256(_mm256_andnot_si256(empty, _mm256_add_epi32(se, _mm256_set1_epi32(127))),
+                                     _mm256_and_si256(nf, _mm256_set1_epi32(0xFF)));
+        __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(amax), pow2neg_8(se)); /* in [2^emax, 2^(emax+1)) */
+        __m256i xq = _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps(ks_pow2(xmb - e.emax)))),
+                                      _mm256_set1_epi32(1 << xmb));
+        xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
+        int sev[8], xqv[8];
+        uint32_t amv[8];
+        uint8_t sc8[8];
+        _mm256_storeu_si256((__m256i *)sev, se);
+        _mm256_storeu_si256((__m256i *)xqv, xq);
+        _mm256_storeu_si256((__m256i *)amv, amax);
+        store8_bytes(sc8, sc);
+        memcpy(scales + b, sc8, g);
+        const unsigned emptym = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(empty));
+        const unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
+        for (size_t j = 0; j < g; j++) {
+            uint8_t *cj = codes + j * cb;
+            if (emptym >> j & 1) { /* codes and meta 0 */
+                meta[b + j] = 0;
+                memset(cj, 0, cb);
+                nonfinite += nfm >> j & 1;
+                flushed += !(nfm >> j & 1);
+                continue;
+            }
+            const unsigned char *sj = s + j * sbytes;
+            __m512i x0 = ld16(dt, sj), x1 = ld16(dt, sj + 16 * es);
+            __m512i a0 = abs16(x0), a1 = abs16(x1), am = _mm512_set1_epi32((int)amv[j]);
+            __mmask16 q0 = _mm512_cmpeq_epi32_mask(a0, am), q1 = _mm512_cmpeq_epi32_mask(a1, am);
+            uint32_t eq = (uint32_t)q0 | (uint32_t)q1 << 16;
+            int bm = ks_ctz32(eq); /* ties go to the lowest index */
+            int sej = sev[j], nbm = sej;
+            if (pp) { /* the others' max: the block max again if it repeats */
+                uint32_t max2 = amv[j];
+                if ((eq & (eq - 1)) == 0)
+                    max2 = (uint32_t)_mm512_reduce_max_epi32(
+                        _mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)~q0, a0),
+                                         _mm512_maskz_mov_epi32((__mmask16)~q1, a1)));
+                nbm = ks_mxpp_nbm_exp(max2, sej, e.emax);
+            }
+            meta[b + j] = (uint8_t)(bm | (sej - nbm) << 5);
+            __m512i c0, c1;
+            if (-nbm <= 127) {
+                __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
+                c0 = enc16(e, x0, a0, f);
+                c1 = enc16(e, x1, a1, f);
+            } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
+                __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
+                c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
+                c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
+            }
+            /* the block max: sign and extended mantissa */
+            uint32_t neg = (uint32_t)_mm512_cmplt_epi32_mask(x0, _mm512_setzero_si512()) |
+                           (uint32_t)_mm512_cmplt_epi32_mask(x1, _mm512_setzero_si512()) << 16;
+            __m512i bmv = _mm512_set1_epi32(xqv[j] | (int)((neg >> bm) & 1u) << xmb);
+            c0 = _mm512_mask_mov_epi32(c0, (__mmask16)(1u << bm), bmv);
+            c1 = _mm512_mask_mov_epi32(c1, (__mmask16)((1u << bm) >> 16), bmv);
+            store_codes32(e.bits, c0, c1, cj);
         }
-        __m512i am = _mm512_set1_epi32((int)amax);
-        uint32_t eq = (uint32_t)_mm512_cmpeq_epi32_mask(a0, am) |
-                      (uint32_t)_mm512_cmpeq_epi32_mask(a1, am) << 16;
-        int bm = ks_ctz32(eq); /* ties go to the lowest index */
-        int se = ks_flog2(amax) - e.emax, nbm = se;
-        uint32_t notbm = ~(1u << bm);
-        if (pp) {
-            __m512i m2 = _mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)notbm, a0),
-                                          _mm512_maskz_mov_epi32((__mmask16)(notbm >> 16), a1));
-            nbm = ks_mxpp_nbm_exp((uint32_t)_mm512_reduce_max_epi32(m2), se, e.emax);
-        }
-        scales[b] = (uint8_t)(se + 127);
-        meta[b] = (uint8_t)(bm | (se - nbm) << 5);
-        __m512i c0, c1;
-        if (-nbm <= 127) {
-            __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
-            c0 = enc16(e, x0, a0, f);
-            c1 = enc16(e, x1, a1, f);
-        } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
-            __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
-            c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
-            c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
-        }
-        unsigned bmc = ks_enc_ext(ext, ks_float(amax) * ks_pow2(-se));
-        uint32_t neg = (uint32_t)_mm512_cmplt_epi32_mask(x0, _mm512_setzero_si512()) |
-                       (uint32_t)_mm512_cmplt_epi32_mask(x1, _mm512_setzero_si512()) << 16;
-        __m512i bmv = _mm512_set1_epi32((int)ks_make_code(ext, (neg >> bm) & 1u, bmc));
-        c0 = _mm512_mask_mov_epi32(c0, (__mmask16)~notbm, bmv);
-        c1 = _mm512_mask_mov_epi32(c1, (__mmask16)(~notbm >> 16), bmv);
-        store_codes32(e.bits, c0, c1, codes);
     }
     st->nonfinite_blocks += nonfinite;
     st->flushed_blocks += flushed;
@@ -355,6 +424,7 @@ A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
     const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const ztab base = ztab_base(e);
     for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
         size_t n = b + 1 == nb ? last_len : 32;
         unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
@@ -373,22 +443,24 @@ A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
                                                           _mm512_set1_epi32(e.max_mag)) << (16 * k);
         }
         bad |= (empty && any) || (spec & ~(1u << idx)) != 0;
-        __m512 v[2];
+        __m512i v[2];
         if (sc == 0xFF || bad || sc == 0) {
-            v[0] = v[1] = _mm512_castsi512_ps(_mm512_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000));
+            v[0] = v[1] = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000)));
         } else {
             int se = (int)sc - 127;
             __m512 s = _mm512_set1_ps(ks_pow2(se - (int)delta));
-            __m512 vbm = _mm512_set1_ps(xlut[bfp_get_code(codes, idx, w)] * ks_pow2(se));
-            ztab t = ztab_scaled(e, s);
+            unsigned bmcode = (unsigned)_mm_cvtsi128_si32(_mm512_castsi512_si128(
+                _mm512_permutexvar_epi32(_mm512_set1_epi32((int)(idx & 15)), c[idx >> 4])));
+            __m512i vbm = out_form(dt, _mm512_set1_ps(xlut[bmcode] * ks_pow2(se)));
+            otab t = otab_scaled(dt, base, s);
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
-                v[k] = w <= 6 ? zlook(e, t, c[k]) : _mm512_mul_ps(val16(e, c[k]), s);
-                v[k] = _mm512_mask_mov_ps(v[k], (__mmask16)((1u << idx) >> (16 * k)), vbm);
+                v[k] = w <= 6 ? olook(e, dt, t, c[k]) : out_form(dt, _mm512_mul_ps(val16(e, c[k]), s));
+                v[k] = _mm512_mask_mov_epi32(v[k], (__mmask16)((1u << idx) >> (16 * k)), vbm);
             }
         }
-        st16z(dt, d, v[0], stream);
-        st16z(dt, d + ob / 2, v[1], stream);
+        st_lanes(dt, d, v[0], stream);
+        st_lanes(dt, d + ob / 2, v[1], stream);
     }
     if (stream)
         _mm_sfence();
@@ -503,14 +575,19 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
                 const uint8_t *meta, size_t nb, size_t last_len, void *dst)
 {
     const int plus = p->impl->bm_elem != NULL;
-    const float *xlut = bfp_cpu_elem_lut(&bfp_ext_e2m1);
-    const float s_enc = p->s_enc;
     const int s_enc_ok = p->s_enc_ok;
     const __m512 base = _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
-    const __m512 senc = _mm512_set1_ps(s_enc);
+    const __m512 xbase = _mm512_setr_ps(4, 4.5f, 5, 5.5f, 6, 6.5f, 7, 7.5f, -4, -4.5f, -5, -5.5f, -6, -6.5f, -7, -7.5f);
+    const __m512 senc = _mm512_set1_ps(p->s_enc);
+    const __m512i qnan = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
     const size_t ob = 16 * esz(dt);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & (dt == BFP_DTYPE_F32 ? 63 : 31)) == 0;
+    /* (q * sb) / s_enc for the 16 codes (and the block-max codes) of each
+     * scale code met: one division per scale code, not per block */
+    __m512i rows[0x7F], xrows[0x7F];
+    uint8_t have[0x7F];
+    memset(have, 0, sizeof have);
     for (size_t b = 0; b < nb; b++, codes += 8, d += ob) {
         size_t n = b + 1 == nb ? last_len : 16;
         unsigned sc = scales[b];
@@ -522,20 +599,22 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
             else if (sc > KS_NV_PLAIN_MAX)
                 bm = (int)m;
         }
-        __m512 v;
         if (bad) {
-            v = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
-        } else {
-            float sb = ks_e4m3_value(sc);
-            /* (q * sb) / s_enc for all 16 codes: the reference's two fp32 steps */
-            __m512 tab = _mm512_div_ps(_mm512_mul_ps(base, _mm512_set1_ps(sb)), senc);
-            v = _mm512_permutexvar_ps(nib16(codes), tab);
-            if (bm >= 0) {
-                unsigned code = bfp_get_code(codes, (size_t)bm, 4);
-                v = _mm512_mask_mov_ps(v, (__mmask16)(1u << bm), _mm512_set1_ps((xlut[code] * sb) / s_enc));
-            }
+            st_lanes(dt, d, qnan, stream);
+            continue;
         }
-        st16z(dt, d, v, stream);
+        if (!have[sc]) {
+            __m512 sb = _mm512_set1_ps(ks_e4m3_value(sc));
+            rows[sc] = out_form(dt, _mm512_div_ps(_mm512_mul_ps(base, sb), senc));
+            if (plus)
+                xrows[sc] = out_form(dt, _mm512_div_ps(_mm512_mul_ps(xbase, sb), senc));
+            have[sc] = 1;
+        }
+        __m512i c = nib16(codes);
+        __m512i v = _mm512_permutexvar_epi32(c, rows[sc]);
+        if (bm >= 0)
+            v = _mm512_mask_mov_epi32(v, (__mmask16)(1u << bm), _mm512_permutexvar_epi32(c, xrows[sc]));
+        st_lanes(dt, d, v, stream);
     }
     if (stream)
         _mm_sfence();
@@ -552,72 +631,130 @@ A5 __mmask16 ge_exact16(__m512 pr, __m512 er, __m512 th)
 }
 
 
+/* UE6M2 codes of eight blocks from their max |x| (ks_hif4_code, in float64
+ * lanes: Vmax * BF16(1/7) is exact there). */
+A5 __m256i hif4_code8(__m256i vmax)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512d v = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(vmax)), _mm512_set1_pd(0.142578125));
+    __mmask8 small = _mm512_cmp_pd_mask(v, _mm512_set1_pd(0x1p-48), _CMP_LT_OQ); /* SF = 2^-48 */
+    __m512i b = _mm512_castpd_si512(v);
+    b = _mm512_add_epi64(b, _mm512_add_epi64(_mm512_set1_epi64(((int64_t)1 << 44) - 1),
+                                             _mm512_and_si512(_mm512_srli_epi64(b, 45), one)));
+    b = _mm512_and_si512(b, _mm512_set1_epi64(~(((int64_t)1 << 45) - 1))); /* BF16 */
+    b = _mm512_castpd_si512(_mm512_min_pd(_mm512_castsi512_pd(b), _mm512_set1_pd(49152.0)));
+    b = _mm512_add_epi64(b, _mm512_add_epi64(_mm512_set1_epi64(((int64_t)1 << 49) - 1),
+                                             _mm512_and_si512(_mm512_srli_epi64(b, 50), one))); /* E6M2 */
+    __m512i ex = _mm512_sub_epi64(_mm512_srli_epi64(b, 52), _mm512_set1_epi64(1023 - 48));
+    __m512i code = _mm512_or_si512(_mm512_slli_epi64(ex, 2), _mm512_and_si512(_mm512_srli_epi64(b, 50),
+                                                                               _mm512_set1_epi64(3)));
+    return _mm512_cvtepi64_epi32(_mm512_maskz_mov_epi64((__mmask8)~small, code));
+}
+
+/* REC = BF16(1 / E6M2) of eight UE6M2 codes (ks_hif4_rec). */
+A5 __m256 hif4_rec8(__m256i code)
+{
+    __m256 m = _mm256_permutevar8x32_ps(_mm256_setr_ps(1.0f, 0.80078125f, 0.66796875f, 0.5703125f, 0, 0, 0, 0),
+                                        _mm256_and_si256(code, _mm256_set1_epi32(3)));
+    __m256i e = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(127 + 48), _mm256_srli_epi32(code, 2)), 23);
+    return _mm256_mul_ps(m, _mm256_castsi256_ps(e));
+}
+
+/* The 16 group maxima of a 64-element block, in order, from its four vectors. */
+A5 __m512i hif4_v16(const __m512i *a)
+{
+    __m512i g[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m512i m = _mm512_max_epi32(a[k], _mm512_shuffle_epi32(a[k], (_MM_PERM_ENUM)0xB1));
+        g[k] = _mm512_max_epi32(m, _mm512_shuffle_epi32(m, (_MM_PERM_ENUM)0x4E)); /* max of 4 */
+    }
+    const __m512i lo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28);
+    return _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(g[0], lo, g[1]),
+                                   _mm512_permutex2var_epi32(g[2], hi, g[3]));
+}
+
 A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
                bfp_stats *st)
 {
-    const size_t es = esz(dt);
+    const size_t es = esz(dt), sbytes = 64 * es;
     const unsigned char *s = (const unsigned char *)src;
     const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
     const __m512 half = _mm512_set1_ps(0.5f), eight = _mm512_set1_ps(8.0f);
     size_t nonfinite = 0;
-    for (size_t b = 0; b < nb; b++, codes += 32, s += 64 * es) {
-        __m512i x[4], a[4], g[4];
+    for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * 32) {
+        const size_t g = nb - b < 8 ? nb - b : 8;
+        /* eight blocks' group maxima, scale codes and REC at once */
+        __m512i v16[8];
+        __m256i pm[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            if ((size_t)j < g) {
+                __m512i a[4];
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            x[k] = ld16(dt, s + (size_t)k * 16 * es);
-            a[k] = abs16(x[k]);
-            __m512i m = _mm512_max_epi32(a[k], _mm512_shuffle_epi32(a[k], (_MM_PERM_ENUM)0xB1));
-            g[k] = _mm512_max_epi32(m, _mm512_shuffle_epi32(m, (_MM_PERM_ENUM)0x4E)); /* max of 4 */
+                for (int k = 0; k < 4; k++)
+                    a[k] = abs16(ld16(dt, s + (size_t)j * sbytes + (size_t)k * 16 * es));
+                v16[j] = hif4_v16(a);
+                pm[j] = fold16(v16[j]);
+            } else {
+                v16[j] = _mm512_setzero_si512();
+                pm[j] = _mm256_setzero_si256();
+            }
         }
-        /* V16 of the 16 groups in order, V8 beside each */
-        const __m512i lo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
-        const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28);
-        __m512i v16 = _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(g[0], lo, g[1]),
-                                              _mm512_permutex2var_epi32(g[2], hi, g[3]));
-        __m512i v8 = _mm512_max_epi32(v16, _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)0xB1));
-        uint32_t vmax = (uint32_t)_mm512_reduce_max_epi32(v8);
-        if (vmax >= 0x7F800000u) {
-            ks_store_le32(scales + 4 * b, 0xFFu);
-            memset(codes, 0, 32);
-            nonfinite++;
-            continue;
-        }
-        unsigned code = ks_hif4_code(ks_float(vmax));
-        float rec = ks_hif4_rec(code);
-        const __m512 r = _mm512_set1_ps(rec);
-        __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16);
-        __m512 p8 = _mm512_mul_ps(f8, r), p16 = _mm512_mul_ps(f16, r);
-        __mmask16 g8 = ge_exact16(p8, _mm512_fmsub_ps(f8, r, p8), four);
-        __mmask16 g16 = ge_exact16(p16, _mm512_fmsub_ps(f16, r, p16), _mm512_mask_mov_ps(two, g8, four));
-        uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
-        m8 = (m8 | m8 >> 1) & 0x3333u;
-        m8 = (m8 | m8 >> 2) & 0x0F0Fu;
-        m8 = (m8 | m8 >> 4) & 0x00FFu;
-        ks_store_le32(scales + 4 * b, code | m8 << 8 | (uint32_t)g16 << 16);
-        /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
-        __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1)),
-                                        _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1)));
-        const __m512i r4 = _mm512_set1_epi32((int)ks_bits(rec * 4.0f));
-        __m512i c[4];
+        __m256i vmax = hmax_8x8(pm);
+        __m256i code8 = hif4_code8(vmax);
+        int codev[8];
+        float recv[8];
+        _mm256_storeu_si256((__m256i *)codev, code8);
+        _mm256_storeu_ps(recv, hif4_rec8(code8));
+        const unsigned nfm = (unsigned)_mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_cmpgt_epi32(vmax, _mm256_set1_epi32(0x7F7FFFFF))));
+        for (size_t j = 0; j < g; j++) {
+            uint8_t *cj = codes + 32 * j;
+            if (nfm >> j & 1) { /* NaN or Inf: NaN word, flags and codes 0 */
+                ks_store_le32(scales + 4 * (b + j), 0xFFu);
+                memset(cj, 0, 32);
+                nonfinite++;
+                continue;
+            }
+            const __m512 r = _mm512_set1_ps(recv[j]);
+            __m512i v8 = _mm512_max_epi32(v16[j], _mm512_shuffle_epi32(v16[j], (_MM_PERM_ENUM)0xB1));
+            __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16[j]);
+            __m512 p8 = _mm512_mul_ps(f8, r), p16 = _mm512_mul_ps(f16, r);
+            __mmask16 g8 = ge_exact16(p8, _mm512_fmsub_ps(f8, r, p8), four);
+            __mmask16 g16 = ge_exact16(p16, _mm512_fmsub_ps(f16, r, p16), _mm512_mask_mov_ps(two, g8, four));
+            uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
+            m8 = (m8 | m8 >> 1) & 0x3333u;
+            m8 = (m8 | m8 >> 2) & 0x0F0Fu;
+            m8 = (m8 | m8 >> 4) & 0x00FFu;
+            ks_store_le32(scales + 4 * (b + j), (uint32_t)codev[j] | m8 << 8 | (uint32_t)g16 << 16);
+            /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
+            __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1 << 23)),
+                                            _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1 << 23)));
+            __m512i rtab = _mm512_sub_epi32(_mm512_set1_epi32((int)ks_bits(recv[j] * 4.0f)), drop);
+            const unsigned char *sj = s + j * sbytes;
+            __m512i c[4];
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
-                                           4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
-                                           4 * k + 3, 4 * k + 3);
-            __m512i sh = _mm512_permutexvar_epi32(gi, drop);
-            __m512 rk = _mm512_castsi512_ps(_mm512_sub_epi32(r4, _mm512_slli_epi32(sh, 23)));
-            __m512 af = _mm512_castsi512_ps(a[k]);
-            __m512 t = _mm512_mul_ps(af, rk), err = _mm512_fmsub_ps(af, rk, t);
-            __m512 tc = _mm512_min_ps(t, eight);
-            __m512i n = _mm512_cvttps_epi32(tc);
-            __m512 frac = _mm512_sub_ps(tc, _mm512_cvtepi32_ps(n));
-            n = _mm512_mask_add_epi32(n, ge_exact16(frac, err, half), n, _mm512_set1_epi32(1));
-            n = _mm512_min_epi32(n, _mm512_set1_epi32(7));
-            c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x[k], _mm512_setzero_si512()), n,
-                                        _mm512_set1_epi32(8));
+            for (int k = 0; k < 4; k++) {
+                __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
+                                               4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
+                                               4 * k + 3, 4 * k + 3);
+                __m512i x = ld16(dt, sj + (size_t)k * 16 * es);
+                __m512 rk = _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, rtab));
+                __m512 af = _mm512_castsi512_ps(abs16(x));
+                __m512 t = _mm512_mul_ps(af, rk), err = _mm512_fmsub_ps(af, rk, t);
+                __m512 tc = _mm512_min_ps(t, eight);
+                __m512i n = _mm512_cvttps_epi32(tc);
+                __m512 frac = _mm512_sub_ps(tc, _mm512_cvtepi32_ps(n));
+                n = _mm512_mask_add_epi32(n, ge_exact16(frac, err, half), n, _mm512_set1_epi32(1));
+                n = _mm512_min_epi32(n, _mm512_set1_epi32(7));
+                c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), n,
+                                            _mm512_set1_epi32(8));
+            }
+            _mm_storeu_si128((__m128i *)cj, _mm_unpacklo_epi64(nib_bytes16(c[0]), nib_bytes16(c[1])));
+            _mm_storeu_si128((__m128i *)(cj + 16), _mm_unpacklo_epi64(nib_bytes16(c[2]), nib_bytes16(c[3])));
         }
-        _mm_storeu_si128((__m128i *)codes, _mm_unpacklo_epi64(nib_bytes16(c[0]), nib_bytes16(c[1])));
-        _mm_storeu_si128((__m128i *)(codes + 16), _mm_unpacklo_epi64(nib_bytes16(c[2]), nib_bytes16(c[3])));
     }
     st->nonfinite_blocks += nonfinite;
 }
