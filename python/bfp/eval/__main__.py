@@ -123,8 +123,10 @@ def render(data: Dict[str, Any], report_path: Path, img_dir: Path) -> None:
     ctx = data["ctx"]
     report_path.parent.mkdir(parents=True, exist_ok=True)
     img_dir.mkdir(parents=True, exist_ok=True)
-    if data.get("be") is not None:
-        report.plot_block_errors(img_dir / "error_vs_blockmax.png", data["be"], data["be_title"])
+    be = data.get("be")
+    if be is not None:
+        report.plot_block_errors(img_dir / "error_vs_blockmax.png", be, data["be_title"])
+    ctx["block_text"] = report.block_text(be) if be is not None else "SmolLM2 was not run."
     plots = []
     for key, title in (("smol_act", "SmolLM2 activations: SQNR per layer"),
                        ("mini_act", "MiniLM activations: SQNR per layer"),
@@ -138,7 +140,7 @@ def render(data: Dict[str, Any], report_path: Path, img_dir: Path) -> None:
 
 def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) -> Dict[str, Any]:
     """Run the models and collect everything the report needs."""
-    t_start, cpu_start = time.time(), time.process_time()
+    t_start, cpu_start, load_start = time.time(), time.process_time(), os.getloadavg()[0]
     log = print
     be_keep, be_title = None, ""
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
@@ -166,7 +168,6 @@ def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) ->
         ctx["bits_per_value"][f] = bfp.format_info(f)["bits_per_value"]
     ctx["sqnr_formats"] = ["bf16"] + formats
     timings = []
-    block_text = []
 
     # ------------------------------------------------------------ SmolLM2
     if "smollm2" in models:
@@ -214,25 +215,6 @@ def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) ->
         be_keep = be
         be_title = (f"SmolLM2-135M linear-layer inputs (first window), "
                     f"{len(be['bm'])} blocks of 32")
-        cf = be["bm"] / be["rms"]
-        hi = cf >= 8
-        energy = be["rms"] ** 2 * be["block"]
-        parts = []
-        for f in bf:
-            s_all = 10 * np.log10(energy.sum() / be["err"][f].sum())
-            s_hi = 10 * np.log10(energy[hi].sum() / be["err"][f][hi].sum()) if hi.any() else np.nan
-            parts.append(f"`{f}` {100 * be['bm_rel_err'][f].mean():.1f}% "
-                         f"(SQNR {s_all:.1f} dB overall, {s_hi:.1f} dB in blocks with crest "
-                         f"factor ≥ 8)")
-        block_text.append(
-            f"Measured over {len(be['bm'])} blocks of 32 consecutive K-elements of SmolLM2's "
-            f"linear-layer inputs ({100 * hi.mean():.1f}% of them have a max at least 8× their "
-            f"RMS). Mean relative error of the block-max element: " + "; ".join(parts) + ". "
-            "Left: error per block against the block max; middle: against the crest factor "
-            "(how far the max stands out: √32 ≈ 5.7 is the most a single element can); right: the "
-            "block max's own error against where it falls within its power-of-two binade "
-            "(MXFP4 stores it as 4 or 6 × 2^e, so values just under the next power of two lose up "
-            "to 25%; MX+ gives it three more mantissa bits).")
         timings.append(f"SmolLM2 {time.time() - t0:.0f} s")
         del m, acts
 
@@ -310,14 +292,14 @@ def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) ->
         f"{len(text.prose)} characters). SmolLM2 reads them as one text; MiniLM gets its "
         "sentences (split at . ! ? before a capital, 6–60 words).",
     ]
-    ctx["block_text"] = " ".join(block_text) or "SmolLM2 was not run."
     cmd = "bfp-eval" + ("" if argv is None and len(sys.argv) <= 1 else " " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)))
     ctx["command"] = cmd
     total, cpu = time.time() - t_start, time.process_time() - cpu_start
     ctx["runtime"] = (f"{total / 60:.1f} minutes wall clock ({', '.join(timings)}) and "
                       f"{cpu / 60:.1f} minutes of CPU time, on {os.cpu_count()} CPU(s) ({_cpu()}; "
-                      f"load average {os.getloadavg()[0]:.1f} at the end), Python "
+                      f"1-minute load average {load_start:.1f} at the start and "
+                      f"{os.getloadavg()[0]:.1f} at the end), Python "
                       f"{platform.python_version()}, numpy {np.__version__}, libbfp "
                       f"{bfp.library_version()} ({bfp.isa()} kernels).")
     return {"ctx": ctx, "be": be_keep, "be_title": be_title}

