@@ -674,36 +674,43 @@ A2 void d_hif4(const bfp_dparams *p, bfp_dtype dt, const uint8_t *codes, const u
 {
     const __m256 mags = _mm256_setr_ps(0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f);
     const size_t ob = 64 * esz(dt);
+    /* the output form's exponent field and sign bit */
+    const int ebit = dt == BFP_DTYPE_F32 ? 23 : 7, sbit = dt == BFP_DTYPE_F32 ? 31 : 15;
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 31) == 0;
     for (size_t b = 0; b < nb; b++, codes += 32, d += ob) {
         uint32_t w = ks_load_le32(scales + 4 * b);
-        __m256 v[8];
+        __m256i v[8];
         if ((w & 0xFF) == 0xFF) {
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++)
-                v[k] = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
+                v[k] = out_form8(dt, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
         } else {
-            __m256 tab = _mm256_mul_ps(mags, _mm256_set1_ps(ks_hif4_scale(w & 0xFF)));
+            /* k/4 * E6M2 for the 8 magnitudes, then times 2^(E1_8 + E1_16) per
+             * lane by adding to the exponent field: exact, and the same for the
+             * bfloat16 form since every value is normal (zero stays zero) */
+            __m256i tab = out_form8(dt, _mm256_mul_ps(mags, _mm256_set1_ps(ks_hif4_scale(w & 0xFF))));
             __m256i wv = _mm256_set1_epi32((int)w);
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
                 __m256i c = nib8(codes + 4 * k);
-                /* 2^(E1_8 + E1_16) per lane: bit 8+k, and bit 16+2k (lanes 0-3) or 17+2k */
+                /* E1_8 is bit 8+k; E1_16 bit 16+2k (lanes 0-3) or 17+2k (lanes 4-7) */
                 __m256i sh = _mm256_add_epi32(
                     _mm256_and_si256(_mm256_srli_epi32(wv, 8 + k), _mm256_set1_epi32(1)),
                     _mm256_and_si256(_mm256_srlv_epi32(wv, _mm256_setr_epi32(16 + 2 * k, 16 + 2 * k, 16 + 2 * k, 16 + 2 * k,
                                                                             17 + 2 * k, 17 + 2 * k, 17 + 2 * k, 17 + 2 * k)),
                                      _mm256_set1_epi32(1)));
-                __m256 mult = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(sh, _mm256_set1_epi32(127)), 23));
-                __m256 t = _mm256_mul_ps(_mm256_permutevar8x32_ps(tab, c), mult); /* exact */
-                __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), 28);
-                v[k] = _mm256_or_ps(t, _mm256_castsi256_ps(sign));
+                __m256i mag = _mm256_and_si256(c, _mm256_set1_epi32(7));
+                __m256i nz = _mm256_cmpgt_epi32(mag, _mm256_setzero_si256());
+                __m256i t = _mm256_add_epi32(_mm256_permutevar8x32_epi32(tab, c),
+                                             _mm256_and_si256(_mm256_slli_epi32(sh, ebit), nz));
+                __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(8)), sbit - 3);
+                v[k] = _mm256_or_si256(t, sign);
             }
         }
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k += 2)
-            st16(dt, d + (size_t)k * 8 * esz(dt), v[k], v[k + 1], stream);
+            st16_lanes(dt, d + (size_t)k * 8 * esz(dt), v[k], v[k + 1], stream);
     }
     if (stream)
         _mm_sfence();

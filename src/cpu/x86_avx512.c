@@ -765,34 +765,39 @@ A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const u
     const __m512 base = _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -0.0f, -.25f,
                                        -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f);
     const size_t ob = 64 * esz(dt);
+    const int ebit = dt == BFP_DTYPE_F32 ? 23 : 7; /* the output form's exponent field */
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 63) == 0;
     for (size_t b = 0; b < nb; b++, codes += 32, d += ob) {
         uint32_t w = ks_load_le32(scales + 4 * b);
-        __m512 v[4];
+        __m512i v[4];
         if ((w & 0xFF) == 0xFF) {
-            v[0] = v[1] = v[2] = v[3] = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+            v[0] = v[1] = v[2] = v[3] = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
         } else {
-            __m512 tab = _mm512_mul_ps(base, _mm512_set1_ps(ks_hif4_scale(w & 0xFF)));
-            /* per group g: 2^(E1_8[g/2] + E1_16[g]) as float bits */
+            /* k/4 * E6M2 for the 16 codes, then times 2^(E1_8 + E1_16) per lane
+             * by adding to the exponent field: exact, and the same for the
+             * bfloat16 form since every value is normal (zeros stay zero) */
+            __m512i tab = out_form(dt, _mm512_mul_ps(base, _mm512_set1_ps(ks_hif4_scale(w & 0xFF))));
             __m512i gv = _mm512_set1_epi32((int)w);
             __m512i e8 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)),
                                           _mm512_set1_epi32(1));
             __m512i e16 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))),
                                            _mm512_set1_epi32(1));
-            __m512i mult = _mm512_slli_epi32(_mm512_add_epi32(_mm512_add_epi32(e8, e16), _mm512_set1_epi32(127)), 23);
+            __m512i add = _mm512_slli_epi32(_mm512_add_epi32(e8, e16), ebit); /* per group */
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
                                                4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
                                                4 * k + 3, 4 * k + 3);
-                v[k] = _mm512_mul_ps(_mm512_permutexvar_ps(nib16(codes + 8 * k), tab),
-                                     _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, mult))); /* exact */
+                __m512i c = nib16(codes + 8 * k);
+                __mmask16 nz = _mm512_test_epi32_mask(c, _mm512_set1_epi32(7));
+                v[k] = _mm512_mask_add_epi32(_mm512_permutexvar_epi32(c, tab), nz,
+                                             _mm512_permutexvar_epi32(c, tab), _mm512_permutexvar_epi32(gi, add));
             }
         }
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
-            st16z(dt, d + (size_t)k * 16 * esz(dt), v[k], stream);
+            st_lanes(dt, d + (size_t)k * 16 * esz(dt), v[k], stream);
     }
     if (stream)
         _mm_sfence();

@@ -193,10 +193,14 @@ static int run(bench *b, const bfp_format *formats, int nformats, int json)
         return CLI_EXIT_ERR;
     size_t nrec = 0;
     if (!json) {
-        printf("bfp bench: %zu x %zu values (%zu MiB float32), %d thread%s per call, "
-               "kernels %s, best of %d\n",
-               b->rows, b->cols, b->n * 4 >> 20, b->threads, b->threads == 1 ? "" : "s",
-               bfp_isa(), b->reps);
+        char th[32];
+        if (b->threads > 0)
+            snprintf(th, sizeof th, "%d thread%s", b->threads, b->threads == 1 ? "" : "s");
+        else
+            snprintf(th, sizeof th, "automatic threads");
+        printf("bfp bench: %zu x %zu values (%zu MiB float32), %s per call, kernels %s, "
+               "best of %d\n",
+               b->rows, b->cols, b->n * 4 >> 20, th, bfp_isa(), b->reps);
         printf("%-14s %-10s %-5s %7s %8s %8s %7s\n", "format", "op", "dtype", "threads",
                "GB/s", "memcpy", "ratio");
     }
