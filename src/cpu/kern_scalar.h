@@ -270,6 +270,20 @@ static inline uint32_t ks_load_le32(const uint8_t *p)
            (uint32_t)p[3] << 24;
 }
 
+/* Code i of a block's LSB-first code stream of w-bit codes (w = 4, 6, 8),
+ * reading only the block's bytes. */
+static inline unsigned ks_get_code(const uint8_t *blk, unsigned i, int w)
+{
+    if (w == 8)
+        return blk[i];
+    if (w == 4)
+        return (unsigned)(blk[i >> 1] >> ((i & 1) * 4)) & 0x0Fu;
+    unsigned bit = 6 * i, v = blk[bit >> 3];
+    if ((bit & 7) > 2) /* the code crosses into the next byte */
+        v |= (unsigned)blk[(bit >> 3) + 1] << 8;
+    return (v >> (bit & 7)) & 0x3Fu;
+}
+
 /* ---- conversions ---------------------------------------------------------- */
 
 /* float16 bits to float32, exact (as bfp_f16_to_f32). */
@@ -288,6 +302,12 @@ static inline uint16_t ks_bf16(uint32_t b)
         return (uint16_t)((b >> 16) | 0x0040u);
     b += 0x7FFFu + ((b >> 16) & 1u);
     return (uint16_t)(b >> 16);
+}
+
+/* Float32 value v in a decoder's output form: its bits, or its bfloat16 bits. */
+static inline uint32_t ks_out_bits(bfp_dtype dt, float v)
+{
+    return dt == BFP_DTYPE_F32 ? ks_bits(v) : ks_bf16(ks_bits(v));
 }
 
 /* Result of decoding a code whose float value is v at a NaN scale: the

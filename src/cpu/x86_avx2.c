@@ -367,9 +367,8 @@ A2 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
         } else {
             int se = (int)sc - 127;
             __m256 s = _mm256_set1_ps(ks_pow2(se - (int)delta));
-            unsigned bmcode = (unsigned)_mm256_cvtsi256_si32(
-                _mm256_permutevar8x32_epi32(c[idx >> 3], _mm256_set1_epi32((int)(idx & 7))));
-            __m256i vbm = out_form8(dt, _mm256_set1_ps(xlut[bmcode] * ks_pow2(se)));
+            __m256i vbm = _mm256_set1_epi32(
+                (int)ks_out_bits(dt, xlut[ks_get_code(codes, idx, w)] * ks_pow2(se)));
             tab16 t = tab16_scaled(e, dt, s);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {

@@ -449,9 +449,8 @@ A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
         } else {
             int se = (int)sc - 127;
             __m512 s = _mm512_set1_ps(ks_pow2(se - (int)delta));
-            unsigned bmcode = (unsigned)_mm_cvtsi128_si32(_mm512_castsi512_si128(
-                _mm512_permutexvar_epi32(_mm512_set1_epi32((int)(idx & 15)), c[idx >> 4])));
-            __m512i vbm = out_form(dt, _mm512_set1_ps(xlut[bmcode] * ks_pow2(se)));
+            __m512i vbm = _mm512_set1_epi32(
+                (int)ks_out_bits(dt, xlut[ks_get_code(codes, idx, w)] * ks_pow2(se)));
             otab t = otab_scaled(dt, base, s);
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
