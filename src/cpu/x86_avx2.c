@@ -145,6 +145,8 @@ A2 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
     size_t b = 0, nonfinite = 0;
     for (; b + 8 <= nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         /* the eight shared exponents at once */
+        if (dt == BFP_DTYPE_F32)
+            prefetch_span(s, 8 * sbytes);
         __m256i pm[8];
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
@@ -234,6 +236,8 @@ A2 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         const size_t g = nb - b < 8 ? nb - b : 8;
         /* eight blocks' maxima, shared exponents and block-max codes at once */
+        if (dt == BFP_DTYPE_F32)
+            prefetch_span(s, g * sbytes);
         __m256i pm[8];
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
@@ -423,6 +427,8 @@ A2 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
     const size_t es = esz(dt);
     const __m256 senc = _mm256_set1_ps(p->s_enc);
     float tb[8 * 16] __attribute__((aligned(32))), thr[7 * 8];
+    if (dt == BFP_DTYPE_F32)
+        prefetch_span(s, g * 16 * es);
     int scv[8], xmag[8];
     uint32_t tmv[8];
     __m256i pm[8];
@@ -605,6 +611,8 @@ A2 void q_hif4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, u
     const unsigned char *s = (const unsigned char *)src;
     const size_t es = esz(dt);
     for (size_t b = 0; b < nb; b++, codes += 32, s += 64 * es) {
+        if (dt == BFP_DTYPE_F32)
+            prefetch_span(s, 64 * es);
         /* group maxima, compact: vector h holds groups 8h + {0,2,4,6 | 1,3,5,7} */
         __m256i x[8], a[8], g[8], v16[2], v8[2];
 #pragma GCC unroll 8
@@ -725,6 +733,8 @@ A2 float amax_any(bfp_dtype dt, const void *src, size_t n)
     __m256i m0 = _mm256_setzero_si256(), m1 = m0;
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        if (dt == BFP_DTYPE_F32 && i % 32 == 0)
+            prefetch_span(s + i * es, 32 * es);
         __m256i a0 = _mm256_and_si256(ld8(dt, s + i * es), absm);
         __m256i a1 = _mm256_and_si256(ld8(dt, s + (i + 8) * es), absm);
         m0 = _mm256_max_epi32(m0, _mm256_and_si256(a0, _mm256_cmpgt_epi32(inf, a0)));

@@ -140,6 +140,18 @@ A2 void st16_lanes(bfp_dtype dt, unsigned char *p, __m256i a, __m256i b, int str
         _mm256_storeu_si256((__m256i *)p, h);
 }
 
+/* Software prefetch of the bytes a loop will read PREFETCH_AHEAD bytes from
+ * now: on the VMs measured, the hardware prefetcher alone left float32
+ * quantization 30-40% short of what it reaches with it (bfloat16 input,
+ * half the bytes per value, did not gain). Prefetches never fault. */
+#define PREFETCH_AHEAD 2048
+
+A2 void prefetch_span(const void *p, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + o, _MM_HINT_T0);
+}
+
 /* ---- code streams ------------------------------------------------------------ */
 
 /* 32 codes (four vectors of dword codes 0..255) as 32 bytes in order. */
