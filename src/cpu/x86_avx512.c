@@ -528,7 +528,7 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
         __m256 a = _mm256_castsi256_ps(tmax);
 #pragma GCC unroll 7
         for (int k = 0; k < 7; k++)
-            q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, xt[k], (k & 1) ? _CMP_GE_OQ : _CMP_GT_OQ)));
+            q = _mm256_sub_epi32(q, _mm256_castps_si256((k & 1) ? _mm256_cmp_ps(a, xt[k], _CMP_GE_OQ) : _mm256_cmp_ps(a, xt[k], _CMP_GT_OQ)));
         _mm256_storeu_si256((__m256i *)xmag, q);
     }
     uint8_t sc8[8];
