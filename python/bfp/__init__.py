@@ -10,12 +10,14 @@ MXINT8/4, NVFP4, HiF4, MX+/MX++ and NVFP4+ (docs/formats.md)::
     y = bfp.fake_quant(w, "nvfp4")          # same dtype and shape as w
     bfp.error(w, "mxfp4")["sqnr_db"]        # the statistics of `bfp compare`
     bfp.save(q, "w.safetensors")            # `bfp dequantize` reads it
+    bfp.verify(w, "mxfp4", kernel_planes)   # golden-model check (docs/verify.md)
 
 See docs/python.md in the repository.
 """
 from ._api import (BfpError, QTensor, cuda_available, error, fake_quant, format_info,
                    formats, isa, library_version, quantize)
 from ._container import load, save
+from ._verify import VerifyResult, verify
 
 __version__ = "0.1.0"
 
@@ -25,6 +27,8 @@ __all__ = [
     "quantize",
     "fake_quant",
     "error",
+    "verify",
+    "VerifyResult",
     "formats",
     "format_info",
     "save",

@@ -494,6 +494,167 @@ static PyObject *py_error_stats(PyObject *self, PyObject *args)
                          es.max_abs_err, "bm_share", share);
 }
 
+/* ------------------------------------------------------------- verify */
+
+static PyObject *error_stats_dict(const bfp_error_stats *es)
+{
+    return Py_BuildValue("{s:n,s:n,s:d,s:d,s:d,s:d,s:d}", "count",
+                         (Py_ssize_t)es->count, "nonzero", (Py_ssize_t)es->nonzero,
+                         "rmse", es->rmse, "sqnr_db", es->sqnr_db, "max_rel_err",
+                         es->nonzero ? es->max_rel_err : NAN, "mean_rel_err",
+                         es->nonzero ? es->mean_rel_err : NAN, "max_abs_err",
+                         es->max_abs_err);
+}
+
+/* One mismatch as a tuple: (plane, row, block, elem|None, col|None,
+ * input|None, expected, received, expected_value, received_value, cause). */
+static PyObject *mismatch_tuple(const bfp_verify_mismatch *m)
+{
+    int codes = m->plane == BFP_PLANE_CODES;
+    PyObject *elem = codes ? PyLong_FromSize_t(m->elem) : Py_NewRef(Py_None);
+    PyObject *col = codes ? PyLong_FromSize_t(m->col) : Py_NewRef(Py_None);
+    PyObject *input = codes ? PyFloat_FromDouble((double)m->input) : Py_NewRef(Py_None);
+    PyObject *t = NULL;
+    if (elem && col && input)
+        t = Py_BuildValue("(snnOOOkkdds)", bfp_plane_name(m->plane), (Py_ssize_t)m->row,
+                          (Py_ssize_t)m->block, elem, col, input,
+                          (unsigned long)m->expected, (unsigned long)m->received,
+                          m->expected_value, m->received_value,
+                          bfp_verify_cause_name(m->cause));
+    Py_XDECREF(elem);
+    Py_XDECREF(col);
+    Py_XDECREF(input);
+    return t;
+}
+
+static PyObject *verify_result(const bfp_verify_report *r,
+                               const bfp_verify_mismatch *mm)
+{
+    PyObject *causes = PyDict_New(), *list = PyList_New((Py_ssize_t)r->recorded);
+    PyObject *ref_err = NULL, *dut_err = NULL, *out = NULL;
+    if (!causes || !list)
+        goto done;
+    for (int c = 0; c < BFP_VERIFY_NCAUSES; c++) {
+        if (!r->cause_count[c])
+            continue;
+        PyObject *v = Py_BuildValue("(ns)", (Py_ssize_t)r->cause_count[c],
+                                    bfp_verify_cause_hint((bfp_verify_cause)c));
+        if (!v || PyDict_SetItemString(causes, bfp_verify_cause_name((bfp_verify_cause)c),
+                                       v) < 0) {
+            Py_XDECREF(v);
+            goto done;
+        }
+        Py_DECREF(v);
+    }
+    for (size_t i = 0; i < r->recorded; i++) {
+        PyObject *t = mismatch_tuple(&mm[i]);
+        if (!t)
+            goto done;
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    ref_err = r->have_error_stats ? error_stats_dict(&r->ref_error) : Py_NewRef(Py_None);
+    dut_err = r->have_error_stats ? error_stats_dict(&r->dut_error) : Py_NewRef(Py_None);
+    if (!ref_err || !dut_err)
+        goto done;
+    out = Py_BuildValue(
+        "{s:O,s:n,s:n,s:n,s:n,s:n,s:n,s:O,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:O,s:O,s:O,s:O}",
+        "identical", r->identical ? Py_True : Py_False,
+        "codes_total", (Py_ssize_t)r->codes_total, "codes_differ", (Py_ssize_t)r->codes_differ,
+        "scales_total", (Py_ssize_t)r->scales_total,
+        "scales_differ", (Py_ssize_t)r->scales_differ,
+        "meta_total", (Py_ssize_t)r->meta_total, "meta_differ", (Py_ssize_t)r->meta_differ,
+        "tensor_scale_differs", r->tensor_scale_differs ? Py_True : Py_False,
+        "blocks_total", (Py_ssize_t)r->blocks_total,
+        "blocks_differ", (Py_ssize_t)r->blocks_differ,
+        "padding_rows_differ", (Py_ssize_t)r->padding_rows_differ,
+        "mismatch_count", (Py_ssize_t)r->mismatches, "recorded", (Py_ssize_t)r->recorded,
+        "ref_nan_blocks", (Py_ssize_t)r->ref_nan_blocks,
+        "dut_nan_blocks", (Py_ssize_t)r->dut_nan_blocks, "causes", causes,
+        "mismatches", list, "ref_error", ref_err, "dut_error", dut_err);
+done:
+    Py_XDECREF(causes);
+    Py_XDECREF(list);
+    Py_XDECREF(ref_err);
+    Py_XDECREF(dut_err);
+    return out;
+}
+
+/* verify(fmt, dtype, src, rows, cols, opts, codes, scales, meta, tscale,
+ * max_mismatches) -> dict. Quantizes src with bfp_quantize_ref() and
+ * compares the DUT planes (read-only buffers of the plane sizes; meta /
+ * tscale None when the format has none) with bfp_verify(). */
+static PyObject *py_verify(PyObject *self, PyObject *args)
+{
+    int fmt, dtype;
+    Py_ssize_t rows, cols, maxm;
+    PyObject *src_o, *opts_o, *codes_o, *scales_o, *meta_o, *ts_o;
+    bfp_options o;
+    bfp_plane_sizes sz;
+    bufset s = {.n = 0};
+    void *src, *codes, *scales, *meta, *ts;
+
+    if (!PyArg_ParseTuple(args, "iiOnnOOOOOn", &fmt, &dtype, &src_o, &rows, &cols,
+                          &opts_o, &codes_o, &scales_o, &meta_o, &ts_o, &maxm))
+        return NULL;
+    const bfp_format_info *f = get_info(fmt);
+    if (!f || check_dtype(dtype) < 0 || parse_opts(opts_o, &o) < 0 ||
+        sizes_for(fmt, rows, cols, &sz, "verify") < 0)
+        return NULL;
+    if (maxm < 0) {
+        PyErr_SetString(PyExc_ValueError, "verify: max_mismatches must be >= 0");
+        return NULL;
+    }
+    size_t nsrc = (size_t)rows * (size_t)cols * bfp_dtype_size((bfp_dtype)dtype);
+    if (get_buf(&s, src_o, 0, nsrc, "source", 0, &src) < 0 ||
+        get_buf(&s, codes_o, 0, sz.codes, "DUT codes plane", 0, &codes) < 0 ||
+        get_buf(&s, scales_o, 0, sz.scales, "DUT scales plane", 0, &scales) < 0 ||
+        get_buf(&s, meta_o, 0, sz.meta, "DUT meta plane", sz.meta == 0, &meta) < 0 ||
+        get_buf(&s, ts_o, 0, 4, "DUT tensor_scale", !f->has_tensor_scale, &ts) < 0) {
+        bufset_release(&s);
+        return NULL;
+    }
+    /* No more recorded mismatches than there are entries. */
+    size_t entries = sz.codes * 8 / (f->elem_bits ? (size_t)f->elem_bits : 1) +
+                     sz.scales + sz.meta + 1;
+    size_t nmm = (size_t)maxm < entries ? (size_t)maxm : entries;
+    bfp_status st = BFP_ERR_NOMEM;
+    float ref_ts = 1.0f;
+    uint8_t *rc, *rs, *rm = NULL;
+    bfp_verify_mismatch *mm;
+    bfp_verify_report rep;
+    memset(&rep, 0, sizeof rep);
+    Py_BEGIN_ALLOW_THREADS
+    rc = malloc(sz.codes ? sz.codes : 1);
+    rs = malloc(sz.scales ? sz.scales : 1);
+    if (sz.meta)
+        rm = malloc(sz.meta);
+    mm = malloc((nmm ? nmm : 1) * sizeof *mm);
+    if (rc && rs && (rm || !sz.meta) && mm) {
+        bfp_planes ref = {rc, rs, rm, &ref_ts};
+        st = bfp_quantize_ref(f->id, (bfp_dtype)dtype, src, (size_t)rows, (size_t)cols,
+                              &o, &ref, NULL);
+        if (st == BFP_OK) {
+            bfp_const_planes cref = {rc, rs, rm, f->has_tensor_scale ? &ref_ts : NULL};
+            bfp_const_planes dut = {codes, scales, meta, ts};
+            st = bfp_verify(f->id, (size_t)rows, (size_t)cols, (bfp_dtype)dtype, src,
+                            &cref, &dut, mm, nmm, &rep);
+        }
+    }
+    free(rc);
+    free(rs);
+    free(rm);
+    Py_END_ALLOW_THREADS
+    bufset_release(&s);
+    if (st != BFP_OK) {
+        free(mm);
+        return raise_status(st, "%s: verify %zd x %zd %s", f->name, rows, cols,
+                            bfp_dtype_name((bfp_dtype)dtype));
+    }
+    PyObject *res = verify_result(&rep, mm);
+    free(mm);
+    return res;
+}
+
 /* ------------------------------------------------------------- GPU */
 
 /* cuda_quantize(fmt, dtype, src_ptr, rows, cols, opts, codes_ptr, scales_ptr,
@@ -595,6 +756,9 @@ static PyMethodDef methods[] = {
      "validate(fmt, codes, scales, meta, tscale, rows, cols) -> (bad_blocks, first_bad)"},
     {"error_stats", py_error_stats, METH_VARARGS,
      "error_stats(x, y, rows, cols, block) -> dict (bfp_error_stats_f32 + bm_share)"},
+    {"verify", py_verify, METH_VARARGS,
+     "verify(fmt, dtype, src, rows, cols, opts, codes, scales, meta, tscale, "
+     "max_mismatches) -> dict (bfp_quantize_ref + bfp_verify)"},
     {"cuda_quantize", py_cuda_quantize, METH_VARARGS, "bfp_cuda_quantize on device pointers."},
     {"cuda_dequantize", py_cuda_dequantize, METH_VARARGS,
      "bfp_cuda_dequantize on device pointers."},
