@@ -771,9 +771,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_core",
-    "Low-level bindings of libbfp (use the bfp package, not this module).", -1,
-    methods,
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "_core",
+    .m_doc = "Low-level bindings of libbfp (use the bfp package, not this module).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC PyInit__core(void)
