@@ -19,5 +19,7 @@ extern const char cmd_compare_usage[];
 extern const char cmd_quantize_usage[];
 extern const char cmd_dequantize_usage[];
 extern const char cmd_verify_usage[];
+int cmd_bench(int argc, char **argv); /* cmd_bench.c */
+extern const char cmd_bench_usage[];
 
 #endif /* BFP_CLI_COMMANDS_H */

@@ -18,8 +18,6 @@ typedef struct {
     const char *summary;
 } command;
 
-int cmd_bench(int argc, char **argv); /* cmd_bench.c */
-extern const char cmd_bench_usage[];
 
 static const command commands[] = {
     {"formats", cmd_formats, cmd_formats_usage,
