@@ -38,6 +38,11 @@ typedef struct bfp_format_impl {
 
 const bfp_format_impl *bfp_impl_get(bfp_format id);
 
+/* Check options against the format and resolve DEFAULT rounding; the one
+ * rule every path (reference, CPU kernels, CUDA) applies. */
+bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
+                               bfp_options *out);
+
 /* Family entry points (mx.c, mxplus.c, nvfp4.c, hif4.c). */
 bfp_status bfp_mx_quantize_ref(const bfp_qjob *job);
 void bfp_mx_dequantize_row_ref(const bfp_format_impl *, const bfp_const_planes *,

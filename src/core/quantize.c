@@ -11,9 +11,8 @@ void bfp_options_init(bfp_options *o)
         memset(o, 0, sizeof *o);
 }
 
-/* Check options against the format; resolve DEFAULT rounding. */
-static bfp_status resolve_options(const bfp_format_info *f, const bfp_options *in,
-                                  bfp_options *out)
+bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
+                               bfp_options *out)
 {
     bfp_options o;
     bfp_options_init(&o);
@@ -53,7 +52,7 @@ bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src, si
         return BFP_ERR_ARG;
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
-    st = resolve_options(&impl->info, opts, &job.o);
+    st = bfp_resolve_options(&impl->info, opts, &job.o);
     if (st != BFP_OK)
         return st;
     bfp_stats local = {0};

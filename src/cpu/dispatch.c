@@ -70,27 +70,7 @@ const char *bfp_isa(void)
     return get_kernels()->name;
 }
 
-/* ---- argument checks (mirror src/core/quantize.c) -------------------------- */
-
-static bfp_status resolve_options(const bfp_format_info *f, const bfp_options *in,
-                                  bfp_options *out)
-{
-    bfp_options o;
-    bfp_options_init(&o);
-    if (in)
-        o = *in;
-    if ((unsigned)o.rounding > BFP_ROUND_STOCHASTIC || (unsigned)o.scale_mode > BFP_SCALE_RCEIL)
-        return BFP_ERR_ARG;
-    if (o.rounding == BFP_ROUND_DEFAULT)
-        o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
-                                                  : BFP_ROUND_NEAREST_EVEN;
-    if (o.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX)
-        return BFP_ERR_UNSUPPORTED;
-    if ((o.nvfp4_no_tensor_scale || o.nvfp4_2d) && !f->has_tensor_scale)
-        return BFP_ERR_UNSUPPORTED;
-    *out = o;
-    return BFP_OK;
-}
+/* ---- argument checks: bfp_resolve_options (src/core/quantize.c) ----------- */
 
 /* The kernels implement each format's default rounding, FLOOR scales, 1-D. */
 static int kernels_take(const bfp_format_info *f, const bfp_options *o)
@@ -187,7 +167,7 @@ bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
     bfp_options o;
-    st = resolve_options(&impl->info, opts, &o);
+    st = bfp_resolve_options(&impl->info, opts, &o);
     if (st != BFP_OK)
         return st;
     const bfp_kernels *k = get_kernels();

@@ -68,23 +68,9 @@ __global__ void one_kernel(float *ts) { *ts = 1.0f; }
 
 /* ---- host side ---------------------------------------------------------------------- */
 
-bfp_status resolve_options(const bfp_format_info *f, const bfp_options *in, bfp_options *out)
-{
-    bfp_options o;
-    bfp_options_init(&o);
-    if (in)
-        o = *in;
-    if ((unsigned)o.rounding > BFP_ROUND_STOCHASTIC || (unsigned)o.scale_mode > BFP_SCALE_RCEIL)
-        return BFP_ERR_ARG;
-    if (o.rounding == BFP_ROUND_DEFAULT)
-        o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY : BFP_ROUND_NEAREST_EVEN;
-    if (o.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX)
-        return BFP_ERR_UNSUPPORTED;
-    if ((o.nvfp4_no_tensor_scale || o.nvfp4_2d) && !f->has_tensor_scale)
-        return BFP_ERR_UNSUPPORTED;
-    *out = o;
-    return BFP_OK;
-}
+/* The options rule of the reference (src/core/quantize.c), shared by every path. */
+extern "C" bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
+                                          bfp_options *out);
 
 bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling *t)
 {
@@ -192,7 +178,7 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
     bfp_options o;
-    st = resolve_options(f, opts, &o);
+    st = bfp_resolve_options(f, opts, &o);
     if (st != BFP_OK)
         return st;
     if (swizzled_scales && f->scale_bytes != 1)
