@@ -380,6 +380,16 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in,
                                size_t rows, size_t cols, bfp_dtype dtype,
                                void *d_dst, void *stream);
 
+/**
+ * Share of the squared error sum (x - y)^2 that falls on each block's largest
+ * finite |x| (ties: lowest index), blocks of `block` values along each row of
+ * a rows x cols tensor; pairs with a non-finite side are skipped. This is the
+ * MX+ paper's Figure 5 question, the "BM share" of `bfp compare`.
+ * @return the share in [0, 1], or NaN when the error is zero
+ */
+double bfp_block_max_error_share(const float *x, const float *y, size_t rows,
+                                 size_t cols, size_t block);
+
 /* Scalar conversions used throughout (exact, round-to-nearest-even). */
 float bfp_bf16_to_f32(uint16_t h);
 uint16_t bfp_f32_to_bf16(float f);

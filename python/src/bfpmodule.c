@@ -427,35 +427,6 @@ static PyObject *py_validate(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------- error stats */
 
-/* Fraction of sum (x-y)^2 on each block's largest |x| (ties: lowest index),
- * exactly as `bfp compare` computes it (tools/bfp/cmd_compare.c). */
-static double bm_share(const float *x, const float *y, size_t rows, size_t cols,
-                       size_t block)
-{
-    double total = 0, on_bm = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * cols, *yr = y + r * cols;
-        for (size_t b0 = 0; b0 < cols; b0 += block) {
-            size_t end = b0 + block < cols ? b0 + block : cols;
-            size_t bm = SIZE_MAX;
-            float bm_abs = -1.0f;
-            for (size_t i = b0; i < end; i++)
-                if (isfinite(xr[i]) && fabsf(xr[i]) > bm_abs) {
-                    bm_abs = fabsf(xr[i]);
-                    bm = i;
-                }
-            for (size_t i = b0; i < end; i++) {
-                if (!isfinite(xr[i]) || !isfinite(yr[i]))
-                    continue;
-                double d = (double)xr[i] - (double)yr[i];
-                total += d * d;
-                if (i == bm)
-                    on_bm += d * d;
-            }
-        }
-    }
-    return total > 0 ? on_bm / total : NAN;
-}
 
 /* error_stats(x, y, rows, cols, block) -> dict. x, y: float32 buffers of
  * rows*cols values; block 0 skips bm_share (NaN). */
@@ -483,7 +454,7 @@ static PyObject *py_error_stats(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     bfp_error_stats_f32(x, y, n, &es);
     if (block > 0)
-        share = bm_share(x, y, (size_t)rows, (size_t)cols, (size_t)block);
+        share = bfp_block_max_error_share(x, y, (size_t)rows, (size_t)cols, (size_t)block);
     Py_END_ALLOW_THREADS
     bufset_release(&s);
     return Py_BuildValue("{s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d}", "count",

@@ -100,3 +100,31 @@ void bfp_error_stats_f32(const float *x, const float *y, size_t n,
     if (out)
         *out = s;
 }
+
+double bfp_block_max_error_share(const float *x, const float *y, size_t rows,
+                                 size_t cols, size_t block)
+{
+    double total = 0, on_bm = 0;
+    for (size_t r = 0; x && y && block && r < rows; r++) {
+        const float *xr = x + r * cols, *yr = y + r * cols;
+        for (size_t b0 = 0; b0 < cols; b0 += block) {
+            size_t end = cols - b0 > block ? b0 + block : cols;
+            size_t bm = SIZE_MAX; /* the block's largest finite |x|, lowest index */
+            float bm_abs = -1.0f;
+            for (size_t i = b0; i < end; i++)
+                if (isfinite(xr[i]) && fabsf(xr[i]) > bm_abs) {
+                    bm_abs = fabsf(xr[i]);
+                    bm = i;
+                }
+            for (size_t i = b0; i < end; i++) {
+                if (!isfinite(xr[i]) || !isfinite(yr[i]))
+                    continue;
+                double d = (double)xr[i] - (double)yr[i];
+                total += d * d;
+                if (i == bm)
+                    on_bm += d * d;
+            }
+        }
+    }
+    return total > 0 ? on_bm / total : NAN;
+}

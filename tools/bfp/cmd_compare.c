@@ -62,34 +62,6 @@ typedef struct {
     bfp_dtype raw_dtype;
 } compare_args;
 
-/* Fraction of sum (x-y)^2 that falls on each block's largest |x|. */
-static double bm_share(const float *x, const float *y, size_t rows,
-                       size_t cols, size_t block)
-{
-    double total = 0, on_bm = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * cols, *yr = y + r * cols;
-        for (size_t b0 = 0; b0 < cols; b0 += block) {
-            size_t end = b0 + block < cols ? b0 + block : cols;
-            size_t bm = SIZE_MAX;
-            float bm_abs = -1.0f;
-            for (size_t i = b0; i < end; i++)
-                if (isfinite(xr[i]) && fabsf(xr[i]) > bm_abs) {
-                    bm_abs = fabsf(xr[i]);
-                    bm = i;
-                }
-            for (size_t i = b0; i < end; i++) {
-                if (!isfinite(xr[i]) || !isfinite(yr[i]))
-                    continue;
-                double d = (double)xr[i] - (double)yr[i];
-                total += d * d;
-                if (i == bm)
-                    on_bm += d * d;
-            }
-        }
-    }
-    return total > 0 ? on_bm / total : NAN;
-}
 
 /* Load FILE as a tensor; raw files need the shape from -s. */
 static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
@@ -148,7 +120,7 @@ static int run_formats(const bfp_tensor *t, const float *x,
                  (y = cli_dequantize_f32(&q)) != NULL;
         ok = ok && cli_error_stats(x, y, rows * cols, &res[k].es) == 0;
         if (ok)
-            res[k].bm_share = bm_share(x, y, rows, cols, (size_t)f->block);
+            res[k].bm_share = bfp_block_max_error_share(x, y, rows, cols, (size_t)f->block);
         free(y);
         bfp_qtensor_free(&q);
         if (!ok)
