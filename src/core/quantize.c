@@ -32,29 +32,57 @@ bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
     return BFP_OK;
 }
 
-bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
-                            size_t cols, const bfp_options *opts, const bfp_planes *out,
-                            bfp_stats *stats)
+bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
+                                   size_t rows, size_t cols, const bfp_options *opts,
+                                   const bfp_planes *out, bfp_plane_sizes *sz,
+                                   bfp_options *resolved)
 {
-    const bfp_format_impl *impl = bfp_impl_get(fmt);
-    if (!impl)
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (!f)
         return BFP_ERR_FORMAT;
-    bfp_qjob job;
-    memset(&job, 0, sizeof job);
-    job.f = &impl->info;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &job.sz);
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, sz);
     if (st != BFP_OK)
         return st;
     size_t esize = bfp_dtype_size(dtype);
     if (esize == 0 || !src || !out || !out->codes || !out->scales ||
-        (impl->info.meta_bytes && !out->meta) ||
-        (impl->info.has_tensor_scale && !out->tensor_scale))
+        (f->meta_bytes && !out->meta) || (f->has_tensor_scale && !out->tensor_scale))
         return BFP_ERR_ARG;
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
-    st = bfp_resolve_options(&impl->info, opts, &job.o);
+    return bfp_resolve_options(f, opts, resolved);
+}
+
+bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
+                                     size_t rows, size_t cols, bfp_dtype dtype,
+                                     const void *dst, bfp_plane_sizes *sz)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (!f)
+        return BFP_ERR_FORMAT;
+    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, sz);
     if (st != BFP_OK)
         return st;
+    size_t esize = bfp_dtype_size(dtype);
+    if (esize == 0 || !dst || !in || !in->codes || !in->scales ||
+        (f->meta_bytes && !in->meta) || (f->has_tensor_scale && !in->tensor_scale))
+        return BFP_ERR_ARG;
+    if (rows * cols > SIZE_MAX / esize)
+        return BFP_ERR_SHAPE;
+    return BFP_OK;
+}
+
+bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
+                            size_t cols, const bfp_options *opts, const bfp_planes *out,
+                            bfp_stats *stats)
+{
+    bfp_qjob job;
+    memset(&job, 0, sizeof job);
+    bfp_status st = bfp_check_quantize_args(fmt, dtype, src, rows, cols, opts, out, &job.sz,
+                                            &job.o);
+    if (st != BFP_OK)
+        return st;
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    job.f = &impl->info;
     bfp_stats local = {0};
     job.dtype = dtype;
     job.src = src;
@@ -103,18 +131,12 @@ static bfp_status check_planes(const bfp_format_impl *impl, const bfp_const_plan
 bfp_status bfp_dequantize_ref(bfp_format fmt, const bfp_const_planes *in, size_t rows,
                               size_t cols, bfp_dtype dtype, void *dst)
 {
-    const bfp_format_impl *impl = bfp_impl_get(fmt);
-    if (!impl)
-        return BFP_ERR_FORMAT;
     bfp_plane_sizes sz;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    bfp_status st = bfp_check_dequantize_args(fmt, in, rows, cols, dtype, dst, &sz);
     if (st != BFP_OK)
         return st;
-    size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !dst || check_planes(impl, in) != BFP_OK)
-        return BFP_ERR_ARG;
-    if (rows * cols > SIZE_MAX / esize)
-        return BFP_ERR_SHAPE;
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    const size_t esize = bfp_dtype_size(dtype);
     float *row = malloc(cols * sizeof *row); /* dst may be unaligned */
     if (!row)
         return BFP_ERR_NOMEM;

@@ -70,7 +70,7 @@ const char *bfp_isa(void)
     return get_kernels()->name;
 }
 
-/* ---- argument checks: bfp_resolve_options (src/core/quantize.c) ----------- */
+/* ---- argument checks: bfp_check_quantize_args (src/core/quantize.c) ------ */
 
 /* The kernels implement each format's default rounding, FLOOR scales, 1-D. */
 static int kernels_take(const bfp_format_info *f, const bfp_options *o)
@@ -152,24 +152,13 @@ bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t
                         size_t cols, const bfp_options *opts, const bfp_planes *out,
                         bfp_stats *stats)
 {
-    const bfp_format_impl *impl = bfp_impl_get(fmt);
-    if (!impl)
-        return BFP_ERR_FORMAT;
     bfp_plane_sizes sz;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
-    if (st != BFP_OK)
-        return st;
-    size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !src || !out || !out->codes || !out->scales ||
-        (impl->info.meta_bytes && !out->meta) ||
-        (impl->info.has_tensor_scale && !out->tensor_scale))
-        return BFP_ERR_ARG;
-    if (rows * cols > SIZE_MAX / esize)
-        return BFP_ERR_SHAPE;
     bfp_options o;
-    st = bfp_resolve_options(&impl->info, opts, &o);
+    bfp_status st = bfp_check_quantize_args(fmt, dtype, src, rows, cols, opts, out, &sz, &o);
     if (st != BFP_OK)
         return st;
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    const size_t esize = bfp_dtype_size(dtype);
     const bfp_kernels *k = get_kernels();
     bfp_qkernel fn = k->quant[fmt][dtype - 1], fn_f32 = k->quant[fmt][0];
     if (!kernels_take(&impl->info, &o) || !fn || !fn_f32)
@@ -293,20 +282,12 @@ static void d_task(void *ctx, int t, int n)
 bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t rows,
                           size_t cols, bfp_dtype dtype, void *dst)
 {
-    const bfp_format_impl *impl = bfp_impl_get(fmt);
-    if (!impl)
-        return BFP_ERR_FORMAT;
     bfp_plane_sizes sz;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    bfp_status st = bfp_check_dequantize_args(fmt, in, rows, cols, dtype, dst, &sz);
     if (st != BFP_OK)
         return st;
-    size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !dst || !in || !in->codes || !in->scales ||
-        (impl->info.meta_bytes && !in->meta) ||
-        (impl->info.has_tensor_scale && !in->tensor_scale))
-        return BFP_ERR_ARG;
-    if (rows * cols > SIZE_MAX / esize)
-        return BFP_ERR_SHAPE;
+    const bfp_format_impl *impl = bfp_impl_get(fmt);
+    const size_t esize = bfp_dtype_size(dtype);
     const bfp_kernels *k = get_kernels();
     if (dtype == BFP_DTYPE_F16 || !k->dequant[fmt][dtype - 1] || !k->dequant[fmt][0])
         return bfp_dequantize_ref(fmt, in, rows, cols, dtype, dst);

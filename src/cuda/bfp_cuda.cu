@@ -68,9 +68,14 @@ __global__ void one_kernel(float *ts) { *ts = 1.0f; }
 
 /* ---- host side ---------------------------------------------------------------------- */
 
-/* The options rule of the reference (src/core/quantize.c), shared by every path. */
-extern "C" bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
-                                          bfp_options *out);
+/* The argument checks of the reference (src/core/quantize.c), shared by every path. */
+extern "C" bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
+                                              size_t rows, size_t cols, const bfp_options *opts,
+                                              const bfp_planes *out, bfp_plane_sizes *sz,
+                                              bfp_options *resolved);
+extern "C" bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
+                                                size_t rows, size_t cols, bfp_dtype dtype,
+                                                const void *dst, bfp_plane_sizes *sz);
 
 bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling *t)
 {
@@ -164,23 +169,12 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
                              const bfp_planes *d_out, unsigned long long *d_nonfinite_blocks,
                              void *stream)
 {
-    const bfp_format_info *f = bfp_format_get(fmt);
-    if (!f)
-        return BFP_ERR_FORMAT;
     bfp_plane_sizes sz;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
-    if (st != BFP_OK)
-        return st;
-    size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !d_src || !d_out || !d_out->codes || !d_out->scales ||
-        (f->meta_bytes && !d_out->meta) || (f->has_tensor_scale && !d_out->tensor_scale))
-        return BFP_ERR_ARG;
-    if (rows * cols > SIZE_MAX / esize)
-        return BFP_ERR_SHAPE;
     bfp_options o;
-    st = bfp_resolve_options(f, opts, &o);
+    bfp_status st = bfp_check_quantize_args(fmt, dtype, d_src, rows, cols, opts, d_out, &sz, &o);
     if (st != BFP_OK)
         return st;
+    const bfp_format_info *f = bfp_format_get(fmt);
     if (swizzled_scales && f->scale_bytes != 1)
         return BFP_ERR_UNSUPPORTED;
     size_t swz_bytes = 0;
@@ -250,19 +244,11 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
 bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, size_t rows,
                                size_t cols, bfp_dtype dtype, void *d_dst, void *stream)
 {
-    const bfp_format_info *f = bfp_format_get(fmt);
-    if (!f)
-        return BFP_ERR_FORMAT;
     bfp_plane_sizes sz;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, &sz);
+    bfp_status st = bfp_check_dequantize_args(fmt, d_in, rows, cols, dtype, d_dst, &sz);
     if (st != BFP_OK)
         return st;
-    size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !d_dst || !d_in || !d_in->codes || !d_in->scales ||
-        (f->meta_bytes && !d_in->meta) || (f->has_tensor_scale && !d_in->tensor_scale))
-        return BFP_ERR_ARG;
-    if (rows * cols > SIZE_MAX / esize)
-        return BFP_ERR_SHAPE;
+    const bfp_format_info *f = bfp_format_get(fmt);
     Tiling t;
     int qu = rows_per_thread_ok(rows, sz.blocks_per_row * (size_t)(f->block / 8)) ? QU : 1;
     st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, qu, &t);
