@@ -24,9 +24,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 say "build (cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release)"
 t0=$(date +%s)
 if cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
-    cmake --build $B --target test_cuda bfp_cuda -j "$JOBS" >>"$OUT/build.log" 2>&1; then
+    cmake --build $B --target test_cuda test_cuda_matmul bfp_cuda -j "$JOBS" >>"$OUT/build.log" 2>&1; then
     LIBS="$B/libbfp_cuda.a $B/libbfp.a"
     TEST=$B/test_cuda
+    TEST_MM=$B/test_cuda_matmul
 else
     # e.g. a machine without cJSON (only the io library needs it): build the
     # two libraries and the test directly, with the same flags
@@ -47,14 +48,22 @@ else
     ar rcs $D/libbfp.a $D/core/*.o && ar rcs $D/libbfp_cuda.a $D/cuda/*.o || status=1
     CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
     gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda.c \
-        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcudart_static -lstdc++ -lrt \
+        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
         -lpthread -ldl -lm -o $D/test_cuda || status=1
+    gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda_matmul.c \
+        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
+        -lpthread -ldl -lm -o $D/test_cuda_matmul || status=1
     LIBS="$D/libbfp_cuda.a $D/libbfp.a"
     TEST=$D/test_cuda
+    TEST_MM=$D/test_cuda_matmul
 fi
 echo "build took $(($(date +%s) - t0)) s"
 [ -x "$TEST" ] || { echo "no test binary"; exit 1; }
 
+PARTS=${PARTS:-quant gemm}
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if want quant; then
 # ---- bit-exactness ------------------------------------------------------------
 say "test_cuda (all formats, dtypes, options; 16384x16384 sampled)"
 t0=$(date +%s)
@@ -122,5 +131,33 @@ for r in peer:
         print("%-30s %-10s %8.1f %7.1f%%  (peer)" % ("torch.compile " + r["format"], r["op"], r["us"],
               100 * (r["ratio_to_copy"] or 0)))
 EOF
+fi
+
+# ---- matmul (issue #6) ----------------------------------------------------------
+if want gemm; then
+say "test_cuda_matmul (fused kernel and dequant+cuBLAS vs bfp_matmul_ref)"
+t0=$(date +%s)
+timeout 300 "$TEST_MM" >"$OUT/test_cuda_matmul.log" 2>&1
+rc=$?
+grep -E "FAIL|passed" "$OUT/test_cuda_matmul.log" | head -40
+echo "test_cuda_matmul exit $rc, $(($(date +%s) - t0)) s"
+[ $rc -eq 0 ] || status=1
+
+say "compute-sanitizer memcheck on the matmul test (quick)"
+BFP_TEST_QUICK=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$TEST_MM" \
+    >"$OUT/memcheck_matmul.log" 2>&1
+rc=$?
+echo "memcheck matmul: exit $rc; $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_matmul.log" | tail -1)"
+[ $rc -eq 0 ] || status=1
+
+say "matmul benchmark (bench/gpu_gemm.cu; torch.matmul peer in bench/peer_gemm_torch.py)"
+nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude bench/gpu_gemm.cu $LIBS \
+    -lcublas -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
+timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a "$OUT/gemm_bench.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
+    tee -a "$OUT/gemm_bench.log"
+fi
+
 say "done: status $status; results in $OUT/h200-quant.json"
 exit $status

@@ -412,6 +412,98 @@ unsigned bfp_elem_encode(bfp_elem_type t, double v);
  * the UE6M2 byte alone. */
 double bfp_scale_decode(bfp_scale_type t, unsigned code);
 
+/* ---- Matrix multiplication: y = x . W^T (+ bias) -------------------------
+ * x is bf16 [m, k] row-major, W a quantized [n, k] tensor in planar layout,
+ * y is [m, n]. Weight formats: mxfp4, mxfp4+, nvfp4, nvfp4+, hif4.
+ * docs/gemm.md describes the packed layout and the GPU kernels. */
+
+/**
+ * Reference matmul for checking: W dequantized by the reference decoder,
+ * products accumulated in float64, rounded once to float32. bias_bf16 may
+ * be NULL. Any format; NaN blocks of W give NaN outputs.
+ * @return BFP_OK, BFP_ERR_FORMAT, BFP_ERR_SHAPE, BFP_ERR_ARG, BFP_ERR_NOMEM
+ */
+bfp_status bfp_matmul_ref(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                          size_t k, const uint16_t *x_bf16, size_t m,
+                          const uint16_t *bias_bf16, float *y);
+
+/** 1 if the GPU matmul and the prepacked layout support this format. */
+int bfp_matmul_format_supported(bfp_format fmt);
+
+/* Sizes of the prepacked weight's three arrays (bytes). */
+typedef struct {
+    size_t codes;   /* ceil(n/16) * ceil(k/64) * 512 */
+    size_t scales;  /* ceil(n/16) * ceil(k/64) * (32 or 64) */
+    size_t corr;    /* block-max corrections, MX+/NVFP4+ only (else 0) */
+} bfp_packed_sizes;
+
+/**
+ * Sizes of the prepacked form of an n x k weight.
+ * @return BFP_OK, BFP_ERR_FORMAT, BFP_ERR_UNSUPPORTED (format not in the
+ *         matmul set), BFP_ERR_SHAPE
+ */
+bfp_status bfp_matmul_packed_sizes(bfp_format fmt, size_t n, size_t k,
+                                   bfp_packed_sizes *out);
+
+/**
+ * The offline "prepack" step: reorder planar planes into the GPU kernel's
+ * tiles (16 rows x 64 columns; each lane's 32 codes in one 16-byte vector,
+ * in mma.sync fragment order). Blocks whose bytes the reference decodes as
+ * NaN get a NaN scale; an MX+/NVFP4+ block max becomes an E2M1 code plus a
+ * one-byte correction. Unpacking gives back the reference values exactly.
+ * The tensor scale (NVFP4) is not part of the packed arrays.
+ */
+bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
+                              size_t n, size_t k, uint8_t *codes,
+                              uint8_t *scales, uint8_t *corr);
+
+/**
+ * Decode a prepacked weight to float32 [n, k], the values the GPU kernel
+ * multiplies (tensor_scale: NVFP4's s_enc, else ignored). Equal, bit for
+ * bit, to bfp_dequantize_ref() of the planes that were packed.
+ */
+bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
+                             const uint8_t *scales, const uint8_t *corr,
+                             float tensor_scale, size_t n, size_t k, float *w);
+
+/* A weight on the GPU: prepacked arrays, and for large m the planar planes
+ * (dequantized to bf16 and multiplied by cuBLAS). */
+typedef struct bfp_cuda_weight bfp_cuda_weight;
+
+/**
+ * Prepack host planes (bfp_matmul_prepack) and upload them. Allocates device
+ * memory and a cuBLAS handle: an offline step, not for the hot path.
+ * @return BFP_OK, BFP_ERR_UNSUPPORTED (format, or a build without CUDA),
+ *         BFP_ERR_DEVICE, BFP_ERR_NOMEM, or the argument errors above
+ */
+bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w,
+                                  size_t n, size_t k, bfp_cuda_weight **out);
+
+/** Free a weight (NULL-safe). */
+void bfp_cuda_weight_free(bfp_cuda_weight *w);
+
+/* How bfp_cuda_matmul computes. */
+typedef enum {
+    BFP_MATMUL_AUTO = 0,     /* FUSED for small m, DEQUANT_CUBLAS for large */
+    BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
+    BFP_MATMUL_DEQUANT_CUBLAS = 2 /* W to bf16 in the workspace, cuBLAS GEMM */
+} bfp_matmul_path;
+
+/** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path. */
+size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
+                                      bfp_matmul_path path);
+
+/**
+ * y = x . W^T (+ bias) on the GPU: d_x bf16 [m, k], d_bias bf16 [n] or
+ * NULL, d_y bf16 [m, n]; fp32 accumulation. d_workspace (device memory of
+ * bfp_cuda_matmul_workspace_size() bytes) must hold zeros before its first
+ * use; every call leaves it zeroed again. No allocation, no synchronization.
+ */
+bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
+                           const void *d_bias, void *d_y, void *d_workspace,
+                           size_t workspace_bytes, bfp_matmul_path path,
+                           void *stream);
+
 /* ---- Verification -------------------------------------------------------
  * Compare the planes another implementation wrote (the DUT: device or
  * kernel under test) with the reference planes of the same input, and

@@ -19,3 +19,26 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *in, size_
 {
     return BFP_ERR_UNSUPPORTED;
 }
+
+bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                  size_t k, bfp_cuda_weight **out)
+{
+    if (out)
+        *out = NULL;
+    return BFP_ERR_UNSUPPORTED;
+}
+
+void bfp_cuda_weight_free(bfp_cuda_weight *w) {}
+
+size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
+                                      bfp_matmul_path path)
+{
+    return 0;
+}
+
+bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
+                           const void *d_bias, void *d_y, void *d_workspace,
+                           size_t workspace_bytes, bfp_matmul_path path, void *stream)
+{
+    return BFP_ERR_UNSUPPORTED;
+}

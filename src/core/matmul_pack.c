@@ -1,0 +1,271 @@
+/* matmul_pack.c - the prepacked weight layout of the GPU matmul, and its
+ * exact inverse. A tile is 16 rows x 64 columns of W. Lane l of the warp
+ * that multiplies it (g = l / 4, t = l % 4) holds 32 codes in one 16-byte
+ * vector: four words j = 0..3 (one per mma k16 step), and in word j the
+ * nibble p = 0..7 is row g + 8 * (p & 1), column 16j + 2t + 8 * ((p >> 1) & 1)
+ * + (p >> 2): nibbles p and p + 4 are the two halves of one bf16x2 operand
+ * register, so the kernel decodes a register with two shifts and a mask.
+ * Scale records are per lane group g (docs/gemm.md); corrections hold an
+ * MX+/NVFP4+ block max's low bits, the block max itself being stored as the
+ * E2M1 code of its high part (SPEC 5, "BM split for matrix units"). */
+#include "internal.h"
+
+#include <math.h>
+
+#define TILE_N 16
+#define TILE_K 64
+#define CODE_TILE 512
+
+typedef struct {
+    const bfp_format_impl *impl;
+    int block;        /* 32, 16 or 64 */
+    int scale_rec;    /* bytes of scales per tile: 32 or 64 */
+    int corr_rec;     /* bytes of corrections per tile: 0, 32 or 64 */
+} pack_fmt;
+
+static bfp_status pack_fmt_get(bfp_format fmt, pack_fmt *pf)
+{
+    pf->impl = bfp_impl_get(fmt);
+    if (!pf->impl)
+        return BFP_ERR_FORMAT;
+    pf->block = pf->impl->info.block;
+    switch (fmt) {
+    case BFP_MXFP4: pf->scale_rec = 32; pf->corr_rec = 0; return BFP_OK;
+    case BFP_MXFP4_PLUS: pf->scale_rec = 32; pf->corr_rec = 32; return BFP_OK;
+    case BFP_NVFP4: pf->scale_rec = 64; pf->corr_rec = 0; return BFP_OK;
+    case BFP_NVFP4_PLUS: pf->scale_rec = 64; pf->corr_rec = 64; return BFP_OK;
+    case BFP_HIF4: pf->scale_rec = 64; pf->corr_rec = 0; return BFP_OK;
+    default: return BFP_ERR_UNSUPPORTED;
+    }
+}
+
+int bfp_matmul_format_supported(bfp_format fmt)
+{
+    pack_fmt pf;
+    return pack_fmt_get(fmt, &pf) == BFP_OK;
+}
+
+bfp_status bfp_matmul_packed_sizes(bfp_format fmt, size_t n, size_t k,
+                                   bfp_packed_sizes *out)
+{
+    pack_fmt pf;
+    bfp_status st = pack_fmt_get(fmt, &pf);
+    if (st != BFP_OK)
+        return st;
+    if (!out)
+        return BFP_ERR_ARG;
+    if (n == 0 || k == 0)
+        return BFP_ERR_SHAPE;
+    size_t tiles_n = (n + TILE_N - 1) / TILE_N, tiles_k = (k + TILE_K - 1) / TILE_K;
+    if (tiles_n > SIZE_MAX / CODE_TILE / tiles_k)
+        return BFP_ERR_SHAPE;
+    out->codes = tiles_n * tiles_k * CODE_TILE;
+    out->scales = tiles_n * tiles_k * (size_t)pf.scale_rec;
+    out->corr = tiles_n * tiles_k * (size_t)pf.corr_rec;
+    return BFP_OK;
+}
+
+/* Row and column (inside the tile) of nibble p of word j of lane l. */
+static void slot_pos(int l, int j, int p, int *row, int *col)
+{
+    int g = l >> 2, t = l & 3;
+    *row = g + 8 * (p & 1);
+    *col = 16 * j + 2 * t + 8 * ((p >> 1) & 1) + (p >> 2);
+}
+
+/* Offset of a block's scale in a tile's record: by lane group g = row % 8,
+ * then row / 8, then block; HiF4 stores 4-byte words. */
+static size_t scale_off(const pack_fmt *pf, int row, int b)
+{
+    int per_row = TILE_K / pf->block; /* 2, 4 or 1 */
+    int bytes = pf->block == 64 ? 4 : 1;
+    return (size_t)((row & 7) * 2 * per_row + (row >> 3) * per_row + b) * bytes;
+}
+
+/* Offset of a block's correction byte: lane i takes row i / 2 and the
+ * (i % 2)-th half of the row's blocks. */
+static size_t corr_off(const pack_fmt *pf, int row, int b)
+{
+    int per_row = TILE_K / pf->block;
+    return (size_t)row * per_row + b;
+}
+
+/* The value a scale byte (word for HiF4) stands for, NaN for NaN codes. */
+static double scale_value(const pack_fmt *pf, uint32_t s)
+{
+    switch (pf->impl->info.scale) {
+    case BFP_SCALE_E8M0: return s == 0xFF ? NAN : ldexp(1.0, (int)s - 127);
+    case BFP_SCALE_UE4M3: return s == 0x7F ? NAN : bfp_grid_value(&bfp_e4m3, s);
+    default: return bfp_scale_decode(BFP_SCALE_HIF4, s & 0xFF);
+    }
+}
+
+static uint32_t nan_scale(const pack_fmt *pf)
+{
+    return pf->impl->info.scale == BFP_SCALE_UE4M3 ? 0x7F : 0xFF;
+}
+
+/* Pack one block: its scale (or NaN code) and, for MX+/NVFP4+, the block
+ * max's index in the block, or -1. */
+static int pack_block(const pack_fmt *pf, const bfp_const_planes *w,
+                      const bfp_plane_sizes *sz, size_t r, size_t bk, size_t cols,
+                      uint32_t *scale)
+{
+    const bfp_format_impl *impl = pf->impl;
+    size_t idx = r * sz->blocks_per_row + bk;
+    if (pf->block == 64)
+        memcpy(scale, w->scales + 4 * idx, 4);
+    else
+        *scale = w->scales[idx];
+    int bad = impl->block_is_bad(impl, w, sz, r, bk, cols);
+    if (impl->info.scale == BFP_SCALE_E8M0 && *scale == 0xFF)
+        bad = 1;
+    if (impl->info.scale == BFP_SCALE_UE4M3 && (*scale & 0x80 || *scale == 0x7F))
+        bad = 1;
+    if (impl->info.scale == BFP_SCALE_HIF4 && (*scale & 0xFF) == 0xFF)
+        bad = 1;
+    if (bad) {
+        *scale = pf->block == 64 ? 0xFFu : nan_scale(pf);
+        return -2;
+    }
+    if (!impl->bm_elem)
+        return -1;
+    if (impl->info.family == BFP_FAMILY_MX_PLUS && *scale == 0x00)
+        return -1; /* flushed block: all codes zero */
+    if (impl->info.family == BFP_FAMILY_NVFP4_PLUS && *scale <= 0x02)
+        return -1; /* plain NVFP4 block */
+    return (int)(w->meta[idx] & (pf->block == 32 ? 0x1F : 0x0F));
+}
+
+bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
+                              size_t n, size_t k, uint8_t *codes,
+                              uint8_t *scales, uint8_t *corr)
+{
+    pack_fmt pf;
+    bfp_packed_sizes ps;
+    bfp_status st = bfp_matmul_packed_sizes(fmt, n, k, &ps);
+    if (st != BFP_OK)
+        return st;
+    pack_fmt_get(fmt, &pf);
+    if (!w || !w->codes || !w->scales || !codes || !scales ||
+        (pf.corr_rec && (!w->meta || !corr)))
+        return BFP_ERR_ARG;
+    bfp_plane_sizes sz;
+    bfp_plane_sizes_for(fmt, n, k, &sz);
+    size_t tiles_n = (n + TILE_N - 1) / TILE_N, tiles_k = (k + TILE_K - 1) / TILE_K;
+    const int per_row = TILE_K / pf.block;
+
+    for (size_t nt = 0; nt < tiles_n; nt++)
+        for (size_t kc = 0; kc < tiles_k; kc++) {
+            size_t tile = nt * tiles_k + kc;
+            uint8_t tcodes[TILE_N][TILE_K];
+            uint8_t *srec = scales + tile * (size_t)pf.scale_rec;
+            uint8_t *crec = pf.corr_rec ? corr + tile * (size_t)pf.corr_rec : NULL;
+            memset(tcodes, 0, sizeof tcodes);
+            memset(srec, 0, (size_t)pf.scale_rec);
+            if (crec)
+                memset(crec, 0, (size_t)pf.corr_rec);
+            for (int r = 0; r < TILE_N; r++) {
+                size_t row = nt * TILE_N + (size_t)r;
+                if (row >= n)
+                    break;
+                const uint8_t *crow = w->codes + row * sz.code_row_bytes;
+                for (int b = 0; b < per_row; b++) {
+                    size_t col0 = kc * TILE_K + (size_t)b * (size_t)pf.block;
+                    if (col0 >= k)
+                        break;
+                    uint32_t scale;
+                    int bm = pack_block(&pf, w, &sz, row, col0 / (size_t)pf.block, k, &scale);
+                    memcpy(srec + scale_off(&pf, r, b), &scale, pf.block == 64 ? 4 : 1);
+                    if (bm == -2)
+                        continue; /* NaN block: zero codes, NaN scale */
+                    for (int i = 0; i < pf.block && col0 + (size_t)i < k; i++) {
+                        unsigned c = bfp_get_code(crow, col0 + (size_t)i, 4);
+                        if (i == bm) { /* high part as E2M1, low bits aside */
+                            unsigned lo = c & 3;
+                            if (lo)
+                                crec[corr_off(&pf, r, b)] =
+                                    (uint8_t)((c & 8) << 4 | lo << 5 | (unsigned)i);
+                            c = (c & 8) | (6 + ((c & 7) >> 2));
+                        }
+                        tcodes[r][b * pf.block + i] = (uint8_t)c;
+                    }
+                }
+            }
+            uint8_t *cdst = codes + tile * CODE_TILE;
+            for (int l = 0; l < 32; l++)
+                for (int j = 0; j < 4; j++) {
+                    uint32_t word = 0;
+                    for (int p = 0; p < 8; p++) {
+                        int row, col;
+                        slot_pos(l, j, p, &row, &col);
+                        word |= (uint32_t)tcodes[row][col] << (4 * p);
+                    }
+                    for (int i = 0; i < 4; i++)
+                        cdst[l * 16 + j * 4 + i] = (uint8_t)(word >> (8 * i));
+                }
+        }
+    return BFP_OK;
+}
+
+bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
+                             const uint8_t *scales, const uint8_t *corr,
+                             float tensor_scale, size_t n, size_t k, float *w)
+{
+    pack_fmt pf;
+    bfp_packed_sizes ps;
+    bfp_status st = bfp_matmul_packed_sizes(fmt, n, k, &ps);
+    if (st != BFP_OK)
+        return st;
+    pack_fmt_get(fmt, &pf);
+    if (!codes || !scales || !w || (pf.corr_rec && !corr))
+        return BFP_ERR_ARG;
+    const bfp_elem_desc *elem = pf.block == 64 ? &bfp_e1m2 : &bfp_e2m1;
+    const int per_row = TILE_K / pf.block;
+    size_t tiles_n = (n + TILE_N - 1) / TILE_N, tiles_k = (k + TILE_K - 1) / TILE_K;
+
+    for (size_t nt = 0; nt < tiles_n; nt++)
+        for (size_t kc = 0; kc < tiles_k; kc++) {
+            size_t tile = nt * tiles_k + kc;
+            const uint8_t *cs = codes + tile * CODE_TILE;
+            const uint8_t *srec = scales + tile * (size_t)pf.scale_rec;
+            double val[TILE_N][TILE_K];
+            for (int l = 0; l < 32; l++)
+                for (int j = 0; j < 4; j++)
+                    for (int p = 0; p < 8; p++) {
+                        int row, col;
+                        slot_pos(l, j, p, &row, &col);
+                        unsigned c = (cs[l * 16 + j * 4 + p / 2] >> (4 * (p & 1))) & 0xF;
+                        val[row][col] = bfp_elem_code_value(elem, c);
+                    }
+            for (int r = 0; pf.corr_rec && r < TILE_N; r++)
+                for (int b = 0; b < per_row; b++) {
+                    uint8_t cb = corr[tile * (size_t)pf.corr_rec + corr_off(&pf, r, b)];
+                    double lo = 0.5 * ((cb >> 5) & 3);
+                    if (lo != 0.0) /* adding +0 would turn a -0 code into +0 */
+                        val[r][b * pf.block + (cb & 0x1F)] += cb & 0x80 ? -lo : lo;
+                }
+            for (int r = 0; r < TILE_N; r++) {
+                size_t row = nt * TILE_N + (size_t)r;
+                if (row >= n)
+                    break;
+                for (int col = 0; col < TILE_K; col++) {
+                    size_t kk = kc * TILE_K + (size_t)col;
+                    if (kk >= k)
+                        break;
+                    int b = col / pf.block;
+                    uint32_t s = 0;
+                    memcpy(&s, srec + scale_off(&pf, r, b), pf.block == 64 ? 4 : 1);
+                    double sv = scale_value(&pf, s);
+                    if (pf.block == 64) /* E1_8 and E1_16 flags of the column */
+                        sv = ldexp(sv, (int)((s >> (8 + col / 8)) & 1) +
+                                           (int)((s >> (16 + col / 4)) & 1));
+                    float v = (float)(val[r][col] * sv);
+                    if (pf.impl->info.has_tensor_scale)
+                        v = v / tensor_scale;
+                    w[row * k + kk] = v;
+                }
+            }
+        }
+    return BFP_OK;
+}

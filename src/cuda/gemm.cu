@@ -1,0 +1,288 @@
+/* gemm.cu - the GPU matmul API: weight upload (prepack on the host, copy to
+ * the device), the path choice, the split-K plan and the cuBLAS path for
+ * large m (W dequantized to bf16 in the workspace, then one bf16 GEMM). */
+#include "bfp.h"
+#include "gemm_internal.h"
+
+#include <cublas_v2.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+using namespace bfpgemm;
+
+struct bfp_cuda_weight {
+    bfp_format fmt;
+    int kind;                     /* FMT_* */
+    size_t n, k, tiles_n, tiles_k;
+    void *codes, *scales, *corr;  /* prepacked, device */
+    bfp_plane_sizes sz;
+    uint8_t *pl_codes, *pl_scales, *pl_meta; /* planar, device (cuBLAS path) */
+    float *pl_ts;
+    float ts;                     /* NVFP4 s_enc (host copy) */
+    int sms;
+    cublasHandle_t blas;
+};
+
+namespace {
+
+/* Rows of x above which AUTO dequantizes W and calls cuBLAS. */
+constexpr size_t FUSED_MAX_M = 256;
+constexpr size_t CUBLAS_WS = (size_t)32 << 20; /* cuBLAS's own workspace */
+constexpr size_t DEQ_CHUNK_BYTES = (size_t)256 << 20;
+
+int kind_of(bfp_format f)
+{
+    switch (f) {
+    case BFP_MXFP4: return FMT_MX;
+    case BFP_MXFP4_PLUS: return FMT_MXPLUS;
+    case BFP_NVFP4: return FMT_NV;
+    case BFP_NVFP4_PLUS: return FMT_NVPLUS;
+    default: return FMT_HIF4;
+    }
+}
+
+size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+struct FusedPlan {
+    int nt, mchunks, splits, tiles_per_split;
+    unsigned ctas_n;
+    size_t ws_bytes, ctr_offset;
+};
+
+FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
+{
+    FusedPlan P;
+    size_t mc = m < 128 ? m : 128;
+    P.nt = 1;
+    while ((size_t)P.nt * 8 < mc)
+        P.nt *= 2;
+    P.mchunks = (int)((m + 8 * P.nt - 1) / (8 * P.nt));
+    P.ctas_n = (unsigned)((w->tiles_n + WARPS - 1) / WARPS);
+    /* about 4 CTAs per SM; each split takes whole steps of 4 tiles */
+    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
+    size_t want = ((size_t)w->sms * 4 + ctas - 1) / ctas;
+    size_t steps = (w->tiles_k + 3) / 4;
+    if (want > steps)
+        want = steps;
+    if (want < 1)
+        want = 1;
+    size_t steps_per_split = (steps + want - 1) / want;
+    P.tiles_per_split = (int)(steps_per_split * 4);
+    P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
+    P.ctr_offset = align256(m * w->n * sizeof(float));
+    P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
+    return P;
+}
+
+size_t deq_chunk_rows(const bfp_cuda_weight *w)
+{
+    size_t rows = DEQ_CHUNK_BYTES / (2 * w->k);
+    rows &= ~(size_t)15;
+    if (rows < 16)
+        rows = 16;
+    return rows < w->n ? rows : w->n;
+}
+
+size_t deq_ws_bytes(const bfp_cuda_weight *w)
+{
+    return align256(deq_chunk_rows(w) * w->k * 2) + CUBLAS_WS;
+}
+
+__global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < m * n)
+        y[i] = bias[i % n];
+}
+
+bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
+                     void *y, void *ws, size_t ws_bytes, cudaStream_t s)
+{
+    FusedPlan P = plan_fused(w, m);
+    if (P.ws_bytes > ws_bytes || (P.ws_bytes && !ws))
+        return BFP_ERR_ARG;
+    Params p;
+    p.codes = static_cast<const uint4 *>(w->codes);
+    p.scales = static_cast<const uint8_t *>(w->scales);
+    p.corr = static_cast<const uint8_t *>(w->corr);
+    p.x = static_cast<const __nv_bfloat16 *>(x);
+    p.bias = static_cast<const __nv_bfloat16 *>(bias);
+    p.y = static_cast<__nv_bfloat16 *>(y);
+    p.ws = static_cast<float *>(ws);
+    p.counters = P.ws_bytes ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + P.ctr_offset)
+                            : nullptr;
+    p.ts = w->ts;
+    p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
+    p.n = (int)w->n;
+    p.k = (int)w->k;
+    p.m = (int)m;
+    p.tiles_n = (int)w->tiles_n;
+    p.tiles_k = (int)w->tiles_k;
+    p.tiles_per_split = P.tiles_per_split;
+    p.splits = P.splits;
+    p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
+    dim3 grid(P.ctas_n, (unsigned)P.splits, (unsigned)P.mchunks);
+    return launch_fused(w->kind, p, P.nt, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+}
+
+bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
+                      void *y, void *ws, size_t ws_bytes, cudaStream_t s)
+{
+    if (!ws || ws_bytes < deq_ws_bytes(w))
+        return BFP_ERR_ARG;
+    size_t chunk = deq_chunk_rows(w);
+    char *wbuf = static_cast<char *>(ws);
+    if (cublasSetStream(w->blas, s) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(w->blas, wbuf + align256(chunk * w->k * 2), CUBLAS_WS) !=
+            CUBLAS_STATUS_SUCCESS)
+        return BFP_ERR_DEVICE;
+    float alpha = 1.0f, beta = 0.0f;
+    if (bias) {
+        size_t total = m * w->n;
+        fill_bias<<<(unsigned)((total + 255) / 256), 256, 0, s>>>(
+            static_cast<__nv_bfloat16 *>(y), static_cast<const __nv_bfloat16 *>(bias), m, w->n);
+        if (cudaGetLastError() != cudaSuccess)
+            return BFP_ERR_DEVICE;
+        beta = 1.0f;
+    }
+    const bfp_format_info *f = bfp_format_get(w->fmt);
+    for (size_t r0 = 0; r0 < w->n; r0 += chunk) {
+        size_t rows = w->n - r0 < chunk ? w->n - r0 : chunk;
+        size_t b0 = r0 * w->sz.blocks_per_row;
+        bfp_const_planes pl = {w->pl_codes + r0 * w->sz.code_row_bytes,
+                               w->pl_scales + b0 * (size_t)f->scale_bytes,
+                               w->pl_meta ? w->pl_meta + b0 * (size_t)f->meta_bytes : nullptr,
+                               w->pl_ts};
+        bfp_status st = bfp_cuda_dequantize(w->fmt, &pl, rows, w->k, BFP_DTYPE_BF16, wbuf, s);
+        if (st != BFP_OK)
+            return st;
+        /* column-major view: y^T[n, m] = W[n, k] . x^T[k, m] */
+        cublasStatus_t cs = cublasGemmEx(
+            w->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)m, (int)w->k, &alpha, wbuf,
+            CUDA_R_16BF, (int)w->k, x, CUDA_R_16BF, (int)w->k, &beta,
+            static_cast<__nv_bfloat16 *>(y) + r0, CUDA_R_16BF, (int)w->n, CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT);
+        if (cs != CUBLAS_STATUS_SUCCESS)
+            return BFP_ERR_DEVICE;
+    }
+    return BFP_OK;
+}
+
+void weight_release(bfp_cuda_weight *w)
+{
+    if (!w)
+        return;
+    cudaFree(w->codes);
+    cudaFree(w->scales);
+    cudaFree(w->corr);
+    cudaFree(w->pl_codes);
+    cudaFree(w->pl_scales);
+    cudaFree(w->pl_meta);
+    cudaFree(w->pl_ts);
+    if (w->blas)
+        cublasDestroy(w->blas);
+    free(w);
+}
+
+/* cudaMalloc + copy of n host bytes (n may be 0: no buffer) */
+bool upload(void **dst, const void *src, size_t n)
+{
+    *dst = nullptr;
+    if (n == 0)
+        return true;
+    if (cudaMalloc(dst, n) != cudaSuccess)
+        return false;
+    return cudaMemcpy(*dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess;
+}
+
+} // namespace
+
+extern "C" {
+
+bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                  size_t k, bfp_cuda_weight **out)
+{
+    bfp_packed_sizes ps;
+    bfp_status st = bfp_matmul_packed_sizes(fmt, n, k, &ps);
+    if (st != BFP_OK)
+        return st;
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (!out || !w || !w->codes || !w->scales || (f->meta_bytes && !w->meta) ||
+        (f->has_tensor_scale && !w->tensor_scale))
+        return BFP_ERR_ARG;
+    *out = nullptr;
+    if (n > INT_MAX || k > INT_MAX)
+        return BFP_ERR_SHAPE;
+    if (!bfp_cuda_available())
+        return BFP_ERR_DEVICE;
+
+    bfp_cuda_weight *h = static_cast<bfp_cuda_weight *>(calloc(1, sizeof *h));
+    uint8_t *hc = static_cast<uint8_t *>(malloc(ps.codes));
+    uint8_t *hs = static_cast<uint8_t *>(malloc(ps.scales));
+    uint8_t *hr = static_cast<uint8_t *>(malloc(ps.corr ? ps.corr : 1));
+    if (!h || !hc || !hs || !hr) {
+        free(h), free(hc), free(hs), free(hr);
+        return BFP_ERR_NOMEM;
+    }
+    h->fmt = fmt;
+    h->kind = kind_of(fmt);
+    h->n = n;
+    h->k = k;
+    h->tiles_n = (n + 15) / 16;
+    h->tiles_k = (k + 63) / 64;
+    h->ts = f->has_tensor_scale ? *w->tensor_scale : 1.0f;
+    bfp_plane_sizes_for(fmt, n, k, &h->sz);
+    st = bfp_matmul_prepack(fmt, w, n, k, hc, hs, ps.corr ? hr : nullptr);
+    int dev = 0;
+    bool ok = st == BFP_OK && upload(&h->codes, hc, ps.codes) &&
+              upload(&h->scales, hs, ps.scales) && upload(&h->corr, hr, ps.corr) &&
+              upload(reinterpret_cast<void **>(&h->pl_codes), w->codes, h->sz.codes) &&
+              upload(reinterpret_cast<void **>(&h->pl_scales), w->scales, h->sz.scales) &&
+              upload(reinterpret_cast<void **>(&h->pl_meta), w->meta, h->sz.meta) &&
+              upload(reinterpret_cast<void **>(&h->pl_ts), w->tensor_scale,
+                     f->has_tensor_scale ? 4 : 0) &&
+              cudaGetDevice(&dev) == cudaSuccess &&
+              cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
+                  cudaSuccess &&
+              cublasCreate(&h->blas) == CUBLAS_STATUS_SUCCESS;
+    free(hc), free(hs), free(hr);
+    if (!ok) {
+        weight_release(h);
+        return st != BFP_OK ? st : BFP_ERR_DEVICE;
+    }
+    *out = h;
+    return BFP_OK;
+}
+
+void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
+
+size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
+                                      bfp_matmul_path path)
+{
+    if (!w || m == 0)
+        return 0;
+    if (path == BFP_MATMUL_AUTO)
+        path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
+    return path == BFP_MATMUL_FUSED ? plan_fused(w, m).ws_bytes : deq_ws_bytes(w);
+}
+
+bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
+                           const void *d_bias, void *d_y, void *d_workspace,
+                           size_t workspace_bytes, bfp_matmul_path path, void *stream)
+{
+    if (!w || !d_x || !d_y)
+        return BFP_ERR_ARG;
+    if (m == 0 || m > INT_MAX || m > SIZE_MAX / 4 / w->n)
+        return BFP_ERR_SHAPE;
+    if (path == BFP_MATMUL_AUTO)
+        path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (path == BFP_MATMUL_FUSED)
+        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, s);
+    if (path == BFP_MATMUL_DEQUANT_CUBLAS)
+        return run_cublas(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, s);
+    return BFP_ERR_ARG;
+}
+
+} /* extern "C" */

@@ -1,0 +1,99 @@
+/* gemm_fused.cuh - y = x . W^T with W prepacked (src/core/matmul_pack.c),
+ * decoded to bf16 in registers and multiplied with mma.sync m16n8k16
+ * (bf16 in, fp32 accumulate). W is the A operand (16 rows of W per warp), x
+ * the B operand (8 rows of x per n8 tile, NT tiles). A CTA of 4 warps takes
+ * 4 row tiles of W and shares a 256-column slice of x in shared memory;
+ * the grid's y dimension splits K, and split partial sums meet in an fp32
+ * workspace, the last CTA of a tile writing bf16 and zeroing it again. */
+#pragma once
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace bfpgemm {
+
+enum { FMT_MX = 0, FMT_MXPLUS = 1, FMT_NV = 2, FMT_NVPLUS = 3, FMT_HIF4 = 4 };
+
+constexpr int WARPS = 4;
+constexpr int KC = 256;          /* columns of x staged per step (4 tiles) */
+constexpr int XS_LD = KC + 8;    /* row pitch (bf16) of staged x: no bank conflicts */
+
+struct Params {
+    const uint4 *codes;          /* [tiles_n][tiles_k][32] */
+    const uint8_t *scales;       /* [tiles_n][tiles_k][32 or 64] */
+    const uint8_t *corr;         /* [tiles_n][tiles_k][32 or 64] or NULL */
+    const __nv_bfloat16 *x;      /* [m][k] */
+    const __nv_bfloat16 *bias;   /* [n] or NULL */
+    __nv_bfloat16 *y;            /* [m][n] */
+    float *ws;                   /* [m][n] fp32 partial sums (split K) */
+    unsigned *counters;          /* one per (CTA column, m chunk) */
+    float ts;                    /* NVFP4: s_enc, sums are divided by it */
+    int use_ts;
+    int n, k, m;
+    int tiles_n, tiles_k;
+    int tiles_per_split;         /* multiple of 4 */
+    int splits;
+    int x_vec;                   /* x 16-byte aligned and k % 8 == 0 */
+};
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b)
+{
+    __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
+                               *reinterpret_cast<__nv_bfloat162 *>(&b));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
+
+/* Two 4-bit codes (nibbles p and p + 4 of w) as bf16x2 bit patterns whose
+ * value times 2^126 is the code's value: the code's 3 magnitude bits land in
+ * the exponent's low bits and the mantissa's top (E2M1: 2 + 1, E1M2: 1 + 2),
+ * so E2M1 0.5 and E1M2 0.25..0.75 are bf16 subnormals; one exact multiply by
+ * 2^126 (bf16 keeps subnormals) gives the values. */
+template <int P, bool E1M2>
+__device__ __forceinline__ uint32_t code_pair(uint32_t w)
+{
+    uint32_t v = w >> (4 * P);
+    uint32_t mag = E1M2 ? (v << 5) & 0x00E000E0u : (v << 6) & 0x01C001C0u;
+    return mag | ((v << 12) & 0x80008000u);
+}
+
+constexpr uint32_t K126 = 0x7E807E80u; /* bf16x2 (2^126, 2^126) */
+
+__device__ __forceinline__ uint32_t bf16x2_splat(uint32_t h) { return h * 0x10001u; }
+
+/* E8M0 code -> bf16 bits of 2^(s-127); 0xFF -> NaN */
+__device__ __forceinline__ uint32_t e8m0_bf16(uint32_t s)
+{
+    return s == 0xFFu ? 0x7FC0u : s == 0 ? 0x0040u : s << 7;
+}
+
+/* UE4M3 code -> bf16 bits (exact); 0x7F -> NaN */
+__device__ __forceinline__ uint32_t ue4m3_bf16(uint32_t b)
+{
+    if (b == 0x7Fu)
+        return 0x7FC0u;
+    if (b >> 3)
+        return (b << 4) + (120u << 7);
+    float f = (float)(b & 7u) * 0.001953125f; /* m * 2^-9, exact */
+    return __float_as_uint(f) >> 16;
+}
+
+__device__ __forceinline__ float ue4m3_f32(uint32_t b)
+{
+    return __uint_as_float(ue4m3_bf16(b) << 16);
+}
+
+/* UE6M2 byte -> bf16 bits of 2^(e-48) (1 + m/4); 0xFF -> NaN */
+__device__ __forceinline__ uint32_t ue6m2_bf16(uint32_t b)
+{
+    return b == 0xFFu ? 0x7FC0u : (b << 5) + (79u << 7);
+}
+
+} // namespace bfpgemm

@@ -1,0 +1,244 @@
+/* test_cuda_matmul.c - the GPU matmul (fused kernel and dequantize + cuBLAS
+ * path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
+ * 300 and 4096, n and k that are not multiples of the tiles, random and
+ * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
+ * every output written (y is poisoned with NaN first), the workspace left
+ * zeroed (a second call gives identical bits), NaN weight blocks giving NaN
+ * columns. Without a GPU it prints "skipped: no GPU" and passes. */
+#include "bfp.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef BFP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define CU(call)                                                                       \
+    do {                                                                               \
+        cudaError_t e_ = (call);                                                       \
+        if (e_ != cudaSuccess) {                                                       \
+            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_),        \
+                    __FILE__, __LINE__);                                               \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static uint64_t rng = 42;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
+
+static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
+                                  BFP_HIF4};
+
+typedef struct {
+    bfp_plane_sizes sz;
+    uint8_t *codes, *scales, *meta;
+    float ts;
+} hplanes;
+
+/* Quantize a random n x k weight (outlier rows/blocks when heavy). */
+static void make_weight(bfp_format f, size_t n, size_t k, int heavy, int nan_row,
+                        hplanes *w)
+{
+    float *x = malloc(n * k * sizeof *x);
+    for (size_t r = 0; r < n; r++) {
+        double rs = heavy && r % 5 == 0 ? 50.0 : 1.0;
+        for (size_t c = 0; c < k; c++) {
+            double v = gauss() * rs * 0.05;
+            if (heavy && unif() < 0.01)
+                v *= 40.0;
+            x[r * k + c] = (float)v;
+        }
+    }
+    if (nan_row >= 0)
+        x[(size_t)nan_row * k + k / 2] = NAN;
+    bfp_plane_sizes_for(f, n, k, &w->sz);
+    w->codes = malloc(w->sz.codes);
+    w->scales = malloc(w->sz.scales);
+    w->meta = malloc(w->sz.meta + 1);
+    bfp_planes out = {w->codes, w->scales, w->meta, &w->ts};
+    CHECK(bfp_quantize(f, BFP_DTYPE_F32, x, n, k, NULL, &out, NULL) == BFP_OK, "quantize");
+    free(x);
+}
+
+static void free_weight(hplanes *w) { free(w->codes), free(w->scales), free(w->meta); }
+
+/* One case: returns nothing, CHECKs inside. */
+static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
+                     int unaligned, bfp_matmul_path path)
+{
+    const char *name = bfp_format_get(f)->name;
+    hplanes w;
+    make_weight(f, n, k, heavy, -1, &w);
+    uint16_t *x = malloc((m * k + 1) * 2), *bias = malloc(n * 2), *y = malloc(m * n * 2);
+    uint16_t *y2 = malloc(m * n * 2);
+    float *ref = malloc(m * n * sizeof *ref);
+    for (size_t i = 0; i < m * k; i++) {
+        double v = gauss();
+        if (heavy && (i % k) % 37 == 5)
+            v *= 30.0; /* outlier channels of x */
+        x[i] = bfp_f32_to_bf16((float)v);
+    }
+    for (size_t i = 0; i < n; i++)
+        bias[i] = bfp_f32_to_bf16((float)gauss());
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    CHECK(bfp_matmul_ref(f, &cw, n, k, x, m, bias_on ? bias : NULL, ref) == BFP_OK, "ref");
+
+    bfp_cuda_weight *dw = NULL;
+    bfp_status st = bfp_cuda_weight_upload(f, &cw, n, k, &dw);
+    CHECK(st == BFP_OK, "%s upload: %s", name, bfp_status_str(st));
+    if (st != BFP_OK)
+        goto out;
+    void *dx, *dbias, *dy, *dws = NULL;
+    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, path);
+    CU(cudaMalloc(&dx, (m * k + 8) * 2));
+    CU(cudaMalloc(&dbias, n * 2));
+    CU(cudaMalloc(&dy, m * n * 2));
+    if (wsb) {
+        CU(cudaMalloc(&dws, wsb));
+        CU(cudaMemset(dws, 0, wsb));
+    }
+    char *xp = (char *)dx + (unaligned ? 2 : 0);
+    CU(cudaMemcpy(xp, x, m * k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
+    for (int rep = 0; rep < 2; rep++) {
+        CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN poison: unwritten tiles show */
+        st = bfp_cuda_matmul(dw, xp, m, bias_on ? dbias : NULL, dy, dws, wsb, path, NULL);
+        CHECK(st == BFP_OK, "%s matmul: %s", name, bfp_status_str(st));
+        CU(cudaDeviceSynchronize());
+        CU(cudaMemcpy(rep ? y2 : y, dy, m * n * 2, cudaMemcpyDeviceToHost));
+    }
+    double num = 0, den = 0;
+    size_t nans = 0;
+    for (size_t i = 0; i < m * n; i++) {
+        double v = bfp_bf16_to_f32(y[i]), d = v - ref[i];
+        nans += isnan(v) != 0;
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    CHECK(nans == 0 && rel < 5e-3,
+          "%s path %d m=%zu n=%zu k=%zu heavy=%d bias=%d unaligned=%d: rel err %.3g, %zu NaN",
+          name, (int)path, m, n, k, heavy, bias_on, unaligned, rel, nans);
+    CHECK(memcmp(y, y2, m * n * 2) == 0, "%s path %d m=%zu n=%zu k=%zu: second call differs",
+          name, (int)path, m, n, k);
+    if (wsb) {
+        /* the fused path's split-K workspace must be zero again */
+        if (path == BFP_MATMUL_FUSED || (path == BFP_MATMUL_AUTO && m <= 256)) {
+            uint8_t *h = malloc(wsb);
+            CU(cudaMemcpy(h, dws, wsb, cudaMemcpyDeviceToHost));
+            size_t nz = 0;
+            for (size_t i = 0; i < wsb; i++)
+                nz += h[i] != 0;
+            CHECK(nz == 0, "%s m=%zu n=%zu k=%zu: %zu workspace bytes left nonzero", name, m,
+                  n, k, nz);
+            free(h);
+        }
+        CU(cudaFree(dws));
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dbias));
+    CU(cudaFree(dy));
+    bfp_cuda_weight_free(dw);
+out:
+    free(x), free(bias), free(y), free(y2), free(ref);
+    free_weight(&w);
+}
+
+/* A NaN in W makes its block NaN: that column of y is NaN, the others not. */
+static void nan_case(bfp_format f)
+{
+    size_t m = 3, n = 40, k = 200;
+    hplanes w;
+    make_weight(f, n, k, 0, 17, &w);
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    uint16_t x[3 * 200], y[3 * 40];
+    for (size_t i = 0; i < m * k; i++)
+        x[i] = bfp_f32_to_bf16((float)gauss());
+    bfp_cuda_weight *dw;
+    CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &dw) == BFP_OK, "upload");
+    void *dx, *dy, *dws;
+    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, BFP_MATMUL_FUSED);
+    CU(cudaMalloc(&dx, sizeof x));
+    CU(cudaMalloc(&dy, sizeof y));
+    CU(cudaMalloc(&dws, wsb + 1));
+    CU(cudaMemset(dws, 0, wsb + 1));
+    CU(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
+    CHECK(bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_FUSED, NULL) == BFP_OK,
+          "matmul");
+    CU(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
+    int good = 1;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++)
+            good &= (j == 17) == (isnan(bfp_bf16_to_f32(y[i * n + j])) != 0);
+    CHECK(good, "%s: NaN block must give a NaN column 17 and nothing else",
+          bfp_format_get(f)->name);
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(dws));
+    bfp_cuda_weight_free(dw);
+    free_weight(&w);
+}
+
+static void errors(void)
+{
+    hplanes w;
+    make_weight(BFP_MXFP6_E2M3, 16, 64, 0, -1, &w);
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    bfp_cuda_weight *dw = (bfp_cuda_weight *)&w;
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP6_E2M3, &cw, 16, 64, &dw) == BFP_ERR_UNSUPPORTED,
+          "mxfp6 weights are not supported");
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, NULL, 16, 64, &dw) == BFP_ERR_ARG, "NULL planes");
+    CHECK(bfp_cuda_matmul(NULL, &w, 1, NULL, &w, NULL, 0, BFP_MATMUL_AUTO, NULL) ==
+              BFP_ERR_ARG, "NULL weight");
+    free_weight(&w);
+}
+
+int main(void)
+{
+    if (!bfp_cuda_available()) {
+        printf("test_cuda_matmul: skipped: no GPU\n");
+        return 0;
+    }
+    static const size_t shapes[][3] = {/* m, n, k */
+        {1, 256, 4096}, {3, 100, 640}, {16, 17, 1000}, {17, 300, 333}, {128, 512, 1024},
+        {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
+    const char *q = getenv("BFP_TEST_QUICK");
+    int quick = q && *q && *q != '0'; /* memcheck: a few shapes */
+    size_t nshapes = quick ? 3 : sizeof shapes / sizeof shapes[0];
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+        bfp_format f = fmts[fi];
+        for (size_t si = 0; si < nshapes; si++) {
+            size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+            run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 == 0), 0, BFP_MATMUL_FUSED);
+            run_case(f, m, n, k, 1, 1, 0, BFP_MATMUL_DEQUANT_CUBLAS);
+        }
+        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_FUSED);   /* unaligned x */
+        if (quick)
+            continue;
+        run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */
+        run_case(f, 600, 80, 320, 0, 0, 0, BFP_MATMUL_FUSED); /* several m chunks */
+        nan_case(f);
+    }
+    errors();
+    return check_summary("test_cuda_matmul");
+}
+
+#else
+int main(void)
+{
+    printf("test_cuda_matmul: skipped: no GPU (built without CUDA)\n");
+    return 0;
+}
+#endif
