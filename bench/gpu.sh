@@ -60,10 +60,10 @@ fi
 echo "build took $(($(date +%s) - t0)) s"
 [ -x "$TEST" ] || { echo "no test binary"; exit 1; }
 
-PARTS=${PARTS:-quant gemm}
+PARTS=${PARTS:-test qbench gemm}   # test: test_cuda + memcheck; qbench: quantize benchmark
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-if want quant; then
+if want test; then
 # ---- bit-exactness ------------------------------------------------------------
 say "test_cuda (all formats, dtypes, options; 16384x16384 sampled)"
 t0=$(date +%s)
@@ -86,6 +86,9 @@ for f in nvfp4+ mxfp6_e3m2++ hif4; do
 done
 echo "memcheck took $(($(date +%s) - t0)) s"
 
+fi
+
+if want qbench; then
 # ---- benchmark ----------------------------------------------------------------
 say "benchmark (bf16, 16384x16384 and 16x8192)"
 CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
@@ -159,5 +162,7 @@ timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gem
     tee -a "$OUT/gemm_bench.log"
 fi
 
+# at most 8 files come back from the GPU machine: logs go in one archive
+(cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log peer.json)
 say "done: status $status; results in $OUT/h200-quant.json"
 exit $status

@@ -5,9 +5,11 @@
  * nibble p = 0..7 is row g + 8 * (p & 1), column 16j + 2t + 8 * ((p >> 1) & 1)
  * + (p >> 2): nibbles p and p + 4 are the two halves of one bf16x2 operand
  * register, so the kernel decodes a register with two shifts and a mask.
- * Scale records are per lane group g (docs/gemm.md); corrections hold an
- * MX+/NVFP4+ block max's low bits, the block max itself being stored as the
- * E2M1 code of its high part (SPEC 5, "BM split for matrix units"). */
+ * Scale records are per lane group g (docs/gemm.md). An MX+/NVFP4+ block
+ * max 4 * (1 + m/8) is stored as the E2M1 code of its high part (4 or 6,
+ * SPEC 5 "BM split for matrix units") and a correction byte with its index
+ * and the two low mantissa bits, which the kernel ORs into the decoded bf16
+ * (bits 5:4 under E2M1's one mantissa bit), making the value exact again. */
 #include "internal.h"
 
 #include <math.h>
@@ -82,12 +84,12 @@ static size_t scale_off(const pack_fmt *pf, int row, int b)
     return (size_t)((row & 7) * 2 * per_row + (row >> 3) * per_row + b) * bytes;
 }
 
-/* Offset of a block's correction byte: lane i takes row i / 2 and the
- * (i % 2)-th half of the row's blocks. */
+/* Offset of a block's correction byte: laid out like the one-byte scales,
+ * so a lane loads the corrections of its rows with one word per tile. */
 static size_t corr_off(const pack_fmt *pf, int row, int b)
 {
     int per_row = TILE_K / pf->block;
-    return (size_t)row * per_row + b;
+    return (size_t)((row & 7) * 2 * per_row + (row >> 3) * per_row + b);
 }
 
 /* The value a scale byte (word for HiF4) stands for, NaN for NaN codes. */

@@ -27,7 +27,7 @@ struct bfp_cuda_weight {
 namespace {
 
 /* Rows of x above which AUTO dequantizes W and calls cuBLAS. */
-constexpr size_t FUSED_MAX_M = 256;
+constexpr size_t FUSED_MAX_M = 32; /* measured: see docs/gemm.md */
 constexpr size_t CUBLAS_WS = (size_t)32 << 20; /* cuBLAS's own workspace */
 constexpr size_t DEQ_CHUNK_BYTES = (size_t)256 << 20;
 
@@ -45,7 +45,7 @@ int kind_of(bfp_format f)
 size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
 struct FusedPlan {
-    int nt, mchunks, splits, tiles_per_split;
+    int nt, mchunks, splits, tiles_per_split, chunk_tiles;
     unsigned ctas_n;
     size_t ws_bytes, ctr_offset;
 };
@@ -59,17 +59,23 @@ FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
         P.nt *= 2;
     P.mchunks = (int)((m + 8 * P.nt - 1) / (8 * P.nt));
     P.ctas_n = (unsigned)((w->tiles_n + WARPS - 1) / WARPS);
-    /* about 4 CTAs per SM; each split takes whole steps of 4 tiles */
+    /* split K so that the grid fills about 8 CTAs per SM in whole waves;
+     * each split takes whole groups of 4 tiles */
     size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
-    size_t want = ((size_t)w->sms * 4 + ctas - 1) / ctas;
-    size_t steps = (w->tiles_k + 3) / 4;
-    if (want > steps)
-        want = steps;
+    size_t want = (size_t)w->sms * 8 / ctas;
+    size_t groups = (w->tiles_k + 3) / 4;
+    if (want > groups)
+        want = groups;
     if (want < 1)
         want = 1;
-    size_t steps_per_split = (steps + want - 1) / want;
-    P.tiles_per_split = (int)(steps_per_split * 4);
+    size_t groups_per_split = (groups + want - 1) / want;
+    P.tiles_per_split = (int)(groups_per_split * 4);
     P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
+    /* stage x's columns of a split at once when they fit the budget */
+    size_t fit = (size_t)SMEM_X_BUDGET / ((size_t)8 * P.nt * 64 * 2) / 4 * 4;
+    if (fit < 4)
+        fit = 4;
+    P.chunk_tiles = (int)(fit < (size_t)P.tiles_per_split ? fit : (size_t)P.tiles_per_split);
     P.ctr_offset = align256(m * w->n * sizeof(float));
     P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
     return P;
@@ -121,6 +127,8 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.tiles_k = (int)w->tiles_k;
     p.tiles_per_split = P.tiles_per_split;
     p.splits = P.splits;
+    p.chunk_tiles = P.chunk_tiles;
+    p.xs_ld = P.chunk_tiles * 64 + 8;
     p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
     dim3 grid(P.ctas_n, (unsigned)P.splits, (unsigned)P.mchunks);
     return launch_fused(w->kind, p, P.nt, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;

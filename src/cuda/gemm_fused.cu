@@ -6,16 +6,122 @@
 
 namespace bfpgemm {
 
+/* W tiles kt .. kt+3 of row tile nt (those below kt_end): codes, scale
+ * record and correction record of this lane's group. */
+template <int F>
+__device__ __forceinline__ void load_group(const Params &p, int nt, bool tile_ok, int kt,
+                                           int kt_end, int lane, uint4 (&wc)[4],
+                                           uint2 (&sc)[4], uint2 (&cr)[4])
+{
+    constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
+    const int g = lane >> 2;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        bool ok = tile_ok && kt + u < kt_end;
+        size_t tile = (size_t)nt * p.tiles_k + (size_t)(kt + u);
+        wc[u] = ok ? __ldg(p.codes + tile * 32 + lane) : make_uint4(0, 0, 0, 0);
+        sc[u] = make_uint2(0, 0);
+        cr[u] = make_uint2(0, 0);
+        if (WIDE)
+            sc[u] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.scales + tile * 64) + g)
+                       : make_uint2(0, 0);
+        else
+            sc[u].x = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.scales + tile * 32) + g)
+                         : 0u;
+        if (F == FMT_MXPLUS)
+            cr[u].x = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.corr + tile * 32) + g)
+                         : 0u;
+        if (F == FMT_NVPLUS)
+            cr[u] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.corr + tile * 64) + g)
+                       : make_uint2(0, 0);
+    }
+}
+
+/* A correction byte (index, two low mantissa bits of a block max) as seen by
+ * lane t: *code says which of the block's candidate registers of this lane
+ * holds the block max (7: none), *bits what to OR into its bf16 pattern. */
+template <int F>
+__device__ __forceinline__ void corr_target(uint32_t byte, int t, uint32_t *code,
+                                            uint32_t *bits)
+{
+    uint32_t idx = byte & (F == FMT_MXPLUS ? 31u : 15u), lo = (byte >> 5) & 3u;
+    bool own = lo && ((idx >> 1) & 3u) == (uint32_t)t;
+    uint32_t c = F == FMT_MXPLUS ? (idx >> 4) * 2 + ((idx >> 3) & 1u) : (idx >> 3) & 1u;
+    *code = own ? c : 7u;
+    *bits = lo << (4 + 16 * (idx & 1u));
+}
+
+/* Multiply 4 tiles (the group at column kl of staged x) into acc. */
 template <int F, int NT>
-__global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
+__device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)[4],
+                                          const uint2 (&sc)[4], const uint2 (&cr)[4],
+                                          const __nv_bfloat16 *xs, int ld, int kl, int ngood,
+                                          int g, int t)
 {
     constexpr bool HIF = F == FMT_HIF4;
     constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
-    constexpr bool PLUS = F == FMT_MXPLUS || F == FMT_NVPLUS;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        if (u >= ngood)
+            break;
+        /* scale operands (bf16x2) and block-max targets: [row half][block] */
+        uint32_t s2[2][4], cc[2][4], cb[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                uint32_t word = h ? sc[u].y : sc[u].x;
+                if (NVF)
+                    s2[h][b] = bf16x2_splat(ue4m3_bf16((word >> (8 * b)) & 0xFFu));
+                else if (!HIF && b < 2)
+                    s2[h][b] = bf16x2_splat(e8m0_bf16((sc[u].x >> (8 * (2 * h + b))) & 0xFFu));
+                if (F == FMT_MXPLUS && b < 2)
+                    corr_target<F>((cr[u].x >> (8 * (2 * h + b))) & 0xFFu, t, &cc[h][b], &cb[h][b]);
+                if (F == FMT_NVPLUS)
+                    corr_target<F>(((h ? cr[u].y : cr[u].x) >> (8 * b)) & 0xFFu, t, &cc[h][b],
+                                   &cb[h][b]);
+            }
+        const uint32_t words[4] = {wc[u].x, wc[u].y, wc[u].z, wc[u].w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint32_t a[4];
+#pragma unroll
+            for (int pp = 0; pp < 4; pp++) {
+                const int h = pp & 1, kh = pp >> 1;
+                uint32_t extra = 0;
+                if (F == FMT_MXPLUS)
+                    extra = cc[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) ? cb[h][j >> 1] : 0u;
+                if (F == FMT_NVPLUS)
+                    extra = cc[h][j] == (uint32_t)kh ? cb[h][j] : 0u;
+                uint32_t c = bmul2(code_pair<HIF>(words[j], pp, extra), K126);
+                uint32_t s;
+                if (HIF) {
+                    uint32_t wd = h ? sc[u].y : sc[u].x;
+                    uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
+                                 ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
+                    s = bf16x2_splat(ue6m2_bf16(wd & 0xFFu) + (f << 7));
+                } else {
+                    s = s2[h][NVF ? j : j >> 1];
+                }
+                a[pp] = bmul2(c, s);
+            }
+#pragma unroll
+            for (int q = 0; q < NT; q++) {
+                const __nv_bfloat16 *xb = xs + (q * 8 + g) * ld + kl + u * 64 + 16 * j + 2 * t;
+                uint32_t b0 = *reinterpret_cast<const uint32_t *>(xb);
+                uint32_t b1 = *reinterpret_cast<const uint32_t *>(xb + 8);
+                mma_bf16(acc[q], a, b0, b1);
+            }
+        }
+    }
+}
+
+template <int F, int NT>
+__global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
+{
     constexpr int MC = 8 * NT;
     extern __shared__ __align__(16) unsigned char smem[];
-    __nv_bfloat16 *xs = reinterpret_cast<__nv_bfloat16 *>(smem);       /* [MC][XS_LD] */
-    float *cs = reinterpret_cast<float *>(smem + MC * XS_LD * 2);        /* [WARPS][16][MC] */
+    __nv_bfloat16 *xs = reinterpret_cast<__nv_bfloat16 *>(smem); /* [MC][xs_ld] */
     __shared__ unsigned last_cta;
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -26,42 +132,22 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
     const int mvalid = min(MC, p.m - m0);
     const int kt0 = blockIdx.y * p.tiles_per_split;
     const int kt1 = min(kt0 + p.tiles_per_split, p.tiles_k);
-    float *csw = cs + warp * 16 * MC;
+    const int ld = p.xs_ld;
 
     float acc[NT][4];
 #pragma unroll
     for (int q = 0; q < NT; q++)
         acc[q][0] = acc[q][1] = acc[q][2] = acc[q][3] = 0.0f;
-    if (PLUS)
-        for (int i = lane; i < 16 * MC; i += 32)
-            csw[i] = 0.0f;
 
-    for (int kt = kt0; kt < kt1; kt += 4) {
-        /* this warp's 4 tiles of W first, so their loads fly while x is staged */
-        uint4 wc[4];
-        uint2 sc[4];
-        uint32_t cr[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            bool ok = tile_ok && kt + u < kt1;
-            size_t tile = (size_t)nt * p.tiles_k + (size_t)(kt + u);
-            wc[u] = ok ? __ldg(p.codes + tile * 32 + lane) : make_uint4(0, 0, 0, 0);
-            if (NVF || HIF)
-                sc[u] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.scales + tile * 64) + g)
-                           : make_uint2(0, 0);
-            else
-                sc[u].x = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.scales + tile * 32) + g)
-                             : 0u;
-            if (F == FMT_MXPLUS)
-                cr[u] = ok ? p.corr[tile * 32 + lane] : 0u;
-            if (F == FMT_NVPLUS)
-                cr[u] = ok ? reinterpret_cast<const uint16_t *>(p.corr + tile * 64)[lane] : 0u;
-        }
-
-        __syncthreads(); /* the previous step is done with xs */
-        const int kbase = kt * 64;
-        for (int v = threadIdx.x; v < MC * (KC / 8); v += WARPS * 32) {
-            int r = v / (KC / 8), c8 = (v % (KC / 8)) * 8;
+    uint4 wc[4], wn[4];
+    uint2 sc[4], sn[4], cr[4], rn[4];
+    for (int c0 = kt0; c0 < kt1; c0 += p.chunk_tiles) {
+        const int c1 = min(c0 + p.chunk_tiles, kt1);
+        load_group<F>(p, nt, tile_ok, c0, c1, lane, wc, sc, cr); /* flies while x is staged */
+        __syncthreads(); /* the previous chunk is done with xs */
+        const int kbase = c0 * 64, ncols = (c1 - c0) * 64, vecs_per_row = ncols / 8;
+        for (int v = threadIdx.x; v < MC * vecs_per_row; v += WARPS * 32) {
+            int r = v / vecs_per_row, c8 = (v % vecs_per_row) * 8;
             int gm = m0 + r, gk = kbase + c8;
             uint4 val = make_uint4(0, 0, 0, 0);
             if (gm < p.m && gk < p.k) {
@@ -78,109 +164,20 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
                                      h[4] | (uint32_t)h[5] << 16, h[6] | (uint32_t)h[7] << 16);
                 }
             }
-            *reinterpret_cast<uint4 *>(xs + r * XS_LD + c8) = val;
+            *reinterpret_cast<uint4 *>(xs + r * ld + c8) = val;
         }
         __syncthreads();
 
+        for (int kt = c0; kt < c1; kt += 4) {
+            const bool more = kt + 4 < c1;
+            if (more)
+                load_group<F>(p, nt, tile_ok, kt + 4, c1, lane, wn, sn, rn);
+            mma_group<F, NT>(acc, wc, sc, cr, xs, ld, (kt - c0) * 64, c1 - kt, g, t);
+            if (more) {
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            if (kt + u >= kt1)
-                break;
-            /* per-tile scale operands, bf16x2: [row half][block] */
-            uint32_t s2[2][4];
-            if (F == FMT_MX || F == FMT_MXPLUS) {
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-#pragma unroll
-                    for (int b = 0; b < 2; b++)
-                        s2[h][b] = bf16x2_splat(e8m0_bf16((sc[u].x >> (8 * (2 * h + b))) & 0xFFu));
-            } else if (NVF) {
-#pragma unroll
-                for (int b = 0; b < 4; b++) {
-                    s2[0][b] = bf16x2_splat(ue4m3_bf16((sc[u].x >> (8 * b)) & 0xFFu));
-                    s2[1][b] = bf16x2_splat(ue4m3_bf16((sc[u].y >> (8 * b)) & 0xFFu));
-                }
+                for (int u = 0; u < 4; u++)
+                    wc[u] = wn[u], sc[u] = sn[u], cr[u] = rn[u];
             }
-            const uint32_t hw[2] = {sc[u].x, sc[u].y};
-            const uint32_t words[4] = {wc[u].x, wc[u].y, wc[u].z, wc[u].w};
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                uint32_t a[4];
-#pragma unroll
-                for (int pp = 0; pp < 4; pp++) {
-                    uint32_t c;
-                    switch (pp) {
-                    case 0: c = code_pair<0, HIF>(words[j]); break;
-                    case 1: c = code_pair<1, HIF>(words[j]); break;
-                    case 2: c = code_pair<2, HIF>(words[j]); break;
-                    default: c = code_pair<3, HIF>(words[j]); break;
-                    }
-                    c = bmul2(c, K126);
-                    const int h = pp & 1, kh = pp >> 1;
-                    uint32_t s;
-                    if (HIF) {
-                        uint32_t wd = hw[h];
-                        uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
-                                     ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
-                        s = bf16x2_splat(ue6m2_bf16(wd & 0xFFu) + (f << 7));
-                    } else if (NVF) {
-                        s = s2[h][j];
-                    } else {
-                        s = s2[h][j >> 1];
-                    }
-                    a[pp] = bmul2(c, s);
-                }
-#pragma unroll
-                for (int q = 0; q < NT; q++) {
-                    const __nv_bfloat16 *xb = xs + (q * 8 + g) * XS_LD + u * 64 + 16 * j + 2 * t;
-                    uint32_t b0 = *reinterpret_cast<const uint32_t *>(xb);
-                    uint32_t b1 = *reinterpret_cast<const uint32_t *>(xb + 8);
-                    mma_bf16(acc[q], a, b0, b1);
-                }
-            }
-            if (PLUS) {
-                /* lane i corrects the block max of row i/2, block(s) by i%2 */
-                const int r = lane >> 1;
-                uint32_t wx = __shfl_sync(0xFFFFFFFFu, sc[u].x, 4 * (r & 7));
-                uint32_t wy = __shfl_sync(0xFFFFFFFFu, sc[u].y, 4 * (r & 7));
-                const int nb = F == FMT_NVPLUS ? 2 : 1;
-#pragma unroll
-                for (int e = 0; e < nb; e++) {
-                    uint32_t cb = (cr[u] >> (8 * e)) & 0xFFu;
-                    if (!(cb & 0x60u))
-                        continue;
-                    float scale;
-                    int kl;
-                    if (F == FMT_MXPLUS) {
-                        int b = lane & 1;
-                        uint32_t sb = (wx >> (8 * (2 * (r >> 3) + b))) & 0xFFu;
-                        scale = sb ? __uint_as_float(sb << 23) : __uint_as_float(0x00400000u);
-                        kl = u * 64 + b * 32 + (int)(cb & 31u);
-                    } else {
-                        int b = 2 * (lane & 1) + e;
-                        uint32_t sb = (((r >> 3) ? wy : wx) >> (8 * b)) & 0xFFu;
-                        scale = ue4m3_f32(sb);
-                        kl = u * 64 + b * 16 + (int)(cb & 15u);
-                    }
-                    float v = 0.5f * (float)((cb >> 5) & 3u) * scale;
-                    if (cb & 0x80u)
-                        v = -v;
-                    for (int mm = 0; mm < mvalid; mm++)
-                        atomicAdd(&csw[r * MC + mm], v * __bfloat162float(xs[mm * XS_LD + kl]));
-                }
-            }
-        }
-    }
-
-    if (PLUS) {
-        __syncwarp();
-#pragma unroll
-        for (int q = 0; q < NT; q++) {
-            int mc = q * 8 + 2 * t;
-            acc[q][0] += csw[g * MC + mc];
-            acc[q][1] += csw[g * MC + mc + 1];
-            acc[q][2] += csw[(g + 8) * MC + mc];
-            acc[q][3] += csw[(g + 8) * MC + mc + 1];
         }
     }
 
@@ -240,8 +237,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
 template <int F, int NT>
 static cudaError_t launch_nt(const Params &p, dim3 grid, cudaStream_t s)
 {
-    constexpr bool PLUS = F == FMT_MXPLUS || F == FMT_NVPLUS;
-    size_t smem = (size_t)8 * NT * XS_LD * 2 + (PLUS ? (size_t)WARPS * 16 * 8 * NT * 4 : 0);
+    size_t smem = (size_t)8 * NT * (size_t)p.xs_ld * 2;
     cudaError_t e = cudaFuncSetAttribute(gemm_fused_kernel<F, NT>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess)

@@ -2,7 +2,9 @@
  * decoded to bf16 in registers and multiplied with mma.sync m16n8k16
  * (bf16 in, fp32 accumulate). W is the A operand (16 rows of W per warp), x
  * the B operand (8 rows of x per n8 tile, NT tiles). A CTA of 4 warps takes
- * 4 row tiles of W and shares a 256-column slice of x in shared memory;
+ * 4 row tiles of W and shares x's columns of its K range in shared memory
+ * (staged once when they fit, else in chunks); each warp streams its tiles
+ * of W four at a time with the next four already in flight;
  * the grid's y dimension splits K, and split partial sums meet in an fp32
  * workspace, the last CTA of a tile writing bf16 and zeroing it again. */
 #pragma once
@@ -14,13 +16,13 @@ namespace bfpgemm {
 enum { FMT_MX = 0, FMT_MXPLUS = 1, FMT_NV = 2, FMT_NVPLUS = 3, FMT_HIF4 = 4 };
 
 constexpr int WARPS = 4;
-constexpr int KC = 256;          /* columns of x staged per step (4 tiles) */
-constexpr int XS_LD = KC + 8;    /* row pitch (bf16) of staged x: no bank conflicts */
+constexpr int SMEM_X_BUDGET = 64 << 10; /* bytes of staged x per CTA */
 
 struct Params {
     const uint4 *codes;          /* [tiles_n][tiles_k][32] */
     const uint8_t *scales;       /* [tiles_n][tiles_k][32 or 64] */
-    const uint8_t *corr;         /* [tiles_n][tiles_k][32 or 64] or NULL */
+    const uint8_t *corr;         /* [tiles_n][tiles_k][32 or 64] or NULL, laid out
+                                    like the scales */
     const __nv_bfloat16 *x;      /* [m][k] */
     const __nv_bfloat16 *bias;   /* [n] or NULL */
     __nv_bfloat16 *y;            /* [m][n] */
@@ -31,6 +33,9 @@ struct Params {
     int n, k, m;
     int tiles_n, tiles_k;
     int tiles_per_split;         /* multiple of 4 */
+    int chunk_tiles;             /* tiles of x staged at once, multiple of 4 */
+    int xs_ld;                   /* row pitch of staged x: chunk_tiles * 64 + 8
+                                    (bf16), so B-fragment loads hit 32 banks */
     int splits;
     int x_vec;                   /* x 16-byte aligned and k % 8 == 0 */
 };
@@ -56,12 +61,12 @@ __device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b)
  * the exponent's low bits and the mantissa's top (E2M1: 2 + 1, E1M2: 1 + 2),
  * so E2M1 0.5 and E1M2 0.25..0.75 are bf16 subnormals; one exact multiply by
  * 2^126 (bf16 keeps subnormals) gives the values. */
-template <int P, bool E1M2>
-__device__ __forceinline__ uint32_t code_pair(uint32_t w)
+template <bool E1M2>
+__device__ __forceinline__ uint32_t code_pair(uint32_t w, int p, uint32_t extra)
 {
-    uint32_t v = w >> (4 * P);
+    uint32_t v = w >> (4 * p);
     uint32_t mag = E1M2 ? (v << 5) & 0x00E000E0u : (v << 6) & 0x01C001C0u;
-    return mag | ((v << 12) & 0x80008000u);
+    return mag | ((v << 12) & 0x80008000u) | extra;
 }
 
 constexpr uint32_t K126 = 0x7E807E80u; /* bf16x2 (2^126, 2^126) */
