@@ -6,6 +6,7 @@
 
 #include <cublas_v2.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ struct bfp_cuda_weight {
     uint8_t *pl_codes, *pl_scales, *pl_meta; /* planar, device (cuBLAS path) */
     float *pl_ts;
     float ts;                     /* NVFP4 s_enc (host copy) */
+    int mx_fold;                  /* see gemm_fused.cuh: operands carry 2^-fold */
     int sms;
     cublasHandle_t blas;
 };
@@ -62,7 +64,12 @@ FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
     /* split K so that the grid fills about 8 CTAs per SM in whole waves;
      * each split takes whole groups of 4 tiles */
     size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
-    size_t want = (size_t)w->sms * 8 / ctas;
+    static int per_sm = -1; /* BFP_MATMUL_CTAS_PER_SM: a tuning knob for benchmarks */
+    if (per_sm < 0) {
+        const char *e = getenv("BFP_MATMUL_CTAS_PER_SM");
+        per_sm = e && atoi(e) > 0 && atoi(e) <= 64 ? atoi(e) : 8;
+    }
+    size_t want = (size_t)w->sms * (size_t)per_sm / ctas;
     size_t groups = (w->tiles_k + 3) / 4;
     if (want > groups)
         want = groups;
@@ -119,6 +126,11 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.counters = P.ws_bytes ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + P.ctr_offset)
                             : nullptr;
     p.ts = w->ts;
+    int fold = w->kind == FMT_NV || w->kind == FMT_NVPLUS ? NV_FOLD
+               : w->kind == FMT_HIF4                      ? HIF4_FOLD
+                                                          : w->mx_fold;
+    p.mx_fold = w->mx_fold;
+    p.post = ldexpf(1.0f, fold);
     p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
     p.n = (int)w->n;
     p.k = (int)w->k;
@@ -242,6 +254,13 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
     h->ts = f->has_tensor_scale ? *w->tensor_scale : 1.0f;
     bfp_plane_sizes_for(fmt, n, k, &h->sz);
     st = bfp_matmul_prepack(fmt, w, n, k, hc, hs, ps.corr ? hr : nullptr);
+    if (h->kind == FMT_MX || h->kind == FMT_MXPLUS) { /* the largest finite E8M0 code */
+        unsigned smax = 0;
+        for (size_t i = 0; i < ps.scales; i++)
+            if (hs[i] != 0xFF && hs[i] > smax)
+                smax = hs[i];
+        h->mx_fold = smax > 128 ? (int)smax - 128 : 0;
+    }
     int dev = 0;
     bool ok = st == BFP_OK && upload(&h->codes, hc, ps.codes) &&
               upload(&h->scales, hs, ps.scales) && upload(&h->corr, hr, ps.corr) &&

@@ -56,7 +56,7 @@ template <int F, int NT>
 __device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)[4],
                                           const uint2 (&sc)[4], const uint2 (&cr)[4],
                                           const __nv_bfloat16 *xs, int ld, int kl, int ngood,
-                                          int g, int t)
+                                          int g, int t, int mx_fold)
 {
     constexpr bool HIF = F == FMT_HIF4;
     constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
@@ -72,9 +72,10 @@ __device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)
             for (int b = 0; b < 4; b++) {
                 uint32_t word = h ? sc[u].y : sc[u].x;
                 if (NVF)
-                    s2[h][b] = bf16x2_splat(ue4m3_bf16((word >> (8 * b)) & 0xFFu));
+                    s2[h][b] = bf16x2_splat(ue4m3_operand((word >> (8 * b)) & 0xFFu));
                 else if (!HIF && b < 2)
-                    s2[h][b] = bf16x2_splat(e8m0_bf16((sc[u].x >> (8 * (2 * h + b))) & 0xFFu));
+                    s2[h][b] = bf16x2_splat(
+                        e8m0_operand((sc[u].x >> (8 * (2 * h + b))) & 0xFFu, mx_fold));
                 if (F == FMT_MXPLUS && b < 2)
                     corr_target<F>((cr[u].x >> (8 * (2 * h + b))) & 0xFFu, t, &cc[h][b], &cb[h][b]);
                 if (F == FMT_NVPLUS)
@@ -93,13 +94,13 @@ __device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)
                     extra = cc[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) ? cb[h][j >> 1] : 0u;
                 if (F == FMT_NVPLUS)
                     extra = cc[h][j] == (uint32_t)kh ? cb[h][j] : 0u;
-                uint32_t c = bmul2(code_pair<HIF>(words[j], pp, extra), K126);
+                uint32_t c = code_pair<HIF>(words[j], pp, extra);
                 uint32_t s;
                 if (HIF) {
                     uint32_t wd = h ? sc[u].y : sc[u].x;
                     uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
                                  ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
-                    s = bf16x2_splat(ue6m2_bf16(wd & 0xFFu) + (f << 7));
+                    s = bf16x2_splat(ue6m2_operand(wd & 0xFFu, f));
                 } else {
                     s = s2[h][NVF ? j : j >> 1];
                 }
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
             const bool more = kt + 4 < c1;
             if (more)
                 load_group<F>(p, nt, tile_ok, kt + 4, c1, lane, wn, sn, rn);
-            mma_group<F, NT>(acc, wc, sc, cr, xs, ld, (kt - c0) * 64, c1 - kt, g, t);
+            mma_group<F, NT>(acc, wc, sc, cr, xs, ld, (kt - c0) * 64, c1 - kt, g, t, p.mx_fold);
             if (more) {
 #pragma unroll
                 for (int u = 0; u < 4; u++)
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
                 int n = n0 + 8 * (e >> 1), mm = m0 + q * 8 + 2 * t + (e & 1);
                 if (!tile_ok || n >= p.n || mm >= p.m)
                     continue;
-                float v = acc[q][e];
+                float v = acc[q][e] * p.post;
                 if (p.use_ts)
                     v = __fdiv_rn(v, p.ts);
                 if (p.bias)
@@ -206,7 +207,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
         for (int e = 0; e < 4; e++) {
             int n = n0 + 8 * (e >> 1), mm = m0 + q * 8 + 2 * t + (e & 1);
             if (tile_ok && n < p.n && mm < p.m)
-                atomicAdd(&p.ws[(size_t)mm * p.n + n], acc[q][e]);
+                atomicAdd(&p.ws[(size_t)mm * p.n + n], acc[q][e] * p.post);
         }
     __threadfence();
     __syncthreads();
@@ -238,10 +239,15 @@ template <int F, int NT>
 static cudaError_t launch_nt(const Params &p, dim3 grid, cudaStream_t s)
 {
     size_t smem = (size_t)8 * NT * (size_t)p.xs_ld * 2;
-    cudaError_t e = cudaFuncSetAttribute(gemm_fused_kernel<F, NT>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess)
-        return e;
+    static bool raised; /* the same value every time: a race is harmless */
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute(gemm_fused_kernel<F, NT>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             SMEM_X_BUDGET + 16 * 1024);
+        if (e != cudaSuccess)
+            return e;
+        raised = true;
+    }
     gemm_fused_kernel<F, NT><<<grid, WARPS * 32, smem, s>>>(p);
     return cudaGetLastError();
 }

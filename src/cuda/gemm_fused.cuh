@@ -29,6 +29,8 @@ struct Params {
     float *ws;                   /* [m][n] fp32 partial sums (split K) */
     unsigned *counters;          /* one per (CTA column, m chunk) */
     float ts;                    /* NVFP4: s_enc, sums are divided by it */
+    float post;                  /* 2^fold: undoes the operands' 2^-fold */
+    int mx_fold;                 /* MX: fold exponent of this weight (>= 0) */
     int use_ts;
     int n, k, m;
     int tiles_n, tiles_k;
@@ -59,8 +61,8 @@ __device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b)
 /* Two 4-bit codes (nibbles p and p + 4 of w) as bf16x2 bit patterns whose
  * value times 2^126 is the code's value: the code's 3 magnitude bits land in
  * the exponent's low bits and the mantissa's top (E2M1: 2 + 1, E1M2: 1 + 2),
- * so E2M1 0.5 and E1M2 0.25..0.75 are bf16 subnormals; one exact multiply by
- * 2^126 (bf16 keeps subnormals) gives the values. */
+ * so E2M1 0.5 and E1M2 0.25..0.75 are bf16 subnormals; the scale operand
+ * carries the 2^126 (one exact multiply; bf16 keeps subnormals). */
 template <bool E1M2>
 __device__ __forceinline__ uint32_t code_pair(uint32_t w, int p, uint32_t extra)
 {
@@ -69,14 +71,22 @@ __device__ __forceinline__ uint32_t code_pair(uint32_t w, int p, uint32_t extra)
     return mag | ((v << 12) & 0x80008000u) | extra;
 }
 
-constexpr uint32_t K126 = 0x7E807E80u; /* bf16x2 (2^126, 2^126) */
-
 __device__ __forceinline__ uint32_t bf16x2_splat(uint32_t h) { return h * 0x10001u; }
 
-/* E8M0 code -> bf16 bits of 2^(s-127); 0xFF -> NaN */
-__device__ __forceinline__ uint32_t e8m0_bf16(uint32_t s)
+/* The decoded code patterns are the values times 2^-126 (code_pair). Each
+ * scale operand carries 2^126 times the scale, times 2^-fold so that it fits
+ * bf16: fold = 9 for UE4M3 (max 448), 16 for HiF4 (max 1.5 * 2^17 with its
+ * flags), and for E8M0 the weight's largest code - 128 (0 for ordinary
+ * weights). The epilogue multiplies the sums by 2^fold. One multiply per
+ * operand register instead of two. */
+constexpr int NV_FOLD = 9, HIF4_FOLD = 16;
+
+/* E8M0 code s -> bf16 bits of 2^(s - 127 + 126 - fold); 0xFF -> NaN; blocks
+ * more than 2^253 below the weight's largest flush to zero */
+__device__ __forceinline__ uint32_t e8m0_operand(uint32_t s, int fold)
 {
-    return s == 0xFFu ? 0x7FC0u : s == 0 ? 0x0040u : s << 7;
+    int e = (int)s + 126 - fold;
+    return s == 0xFFu ? 0x7FC0u : e < 1 ? 0u : (uint32_t)e << 7;
 }
 
 /* UE4M3 code -> bf16 bits (exact); 0x7F -> NaN */
@@ -90,15 +100,17 @@ __device__ __forceinline__ uint32_t ue4m3_bf16(uint32_t b)
     return __float_as_uint(f) >> 16;
 }
 
-__device__ __forceinline__ float ue4m3_f32(uint32_t b)
+/* UE4M3 code -> bf16 bits of its value * 2^(126 - NV_FOLD) (exact, < 2^127) */
+__device__ __forceinline__ uint32_t ue4m3_operand(uint32_t b)
 {
-    return __uint_as_float(ue4m3_bf16(b) << 16);
+    return b == 0x7Fu ? 0x7FC0u : (ue4m3_bf16(b) ? ue4m3_bf16(b) + ((126u - NV_FOLD) << 7) : 0u);
 }
 
-/* UE6M2 byte -> bf16 bits of 2^(e-48) (1 + m/4); 0xFF -> NaN */
-__device__ __forceinline__ uint32_t ue6m2_bf16(uint32_t b)
+/* HiF4 word's UE6M2 times 2^f (f = its two flags) -> bf16 bits of the value
+ * * 2^(126 - HIF4_FOLD); exponent at most 15 + 2 + 110 + 127 = 254 */
+__device__ __forceinline__ uint32_t ue6m2_operand(uint32_t b, uint32_t f)
 {
-    return b == 0xFFu ? 0x7FC0u : (b << 5) + (79u << 7);
+    return b == 0xFFu ? 0x7FC0u : (b << 5) + ((79u + 126u - HIF4_FOLD) << 7) + (f << 7);
 }
 
 } // namespace bfpgemm
