@@ -158,9 +158,6 @@ nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude bench/gpu_gemm
     -lcublas -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
 timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a "$OUT/gemm_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-say "split-K tuning check: 4 CTAs per SM instead of 8, first shape"
-BFP_MATMUL_CTAS_PER_SM=4 timeout 100 $B/gpu_gemm "$OUT/gpu_gemm_4.json" quick 2>&1 | grep -E " (1|16) " |
-    tee -a "$OUT/gemm_bench.log"
 timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
     tee -a "$OUT/gemm_bench.log"
 fi
