@@ -3,8 +3,14 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# make fuzz: every libFuzzer target for FUZZ_SECONDS each, FUZZ_JOBS at once
+# (clang and libclang-rt-14-dev; docs/hardening.md).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 1200
+FUZZ_JOBS ?= 2
+FUZZ_TARGETS ?= npy safetensors gguf container dequant cli_args verify_layouts differential
 
-.PHONY: all test test-fast clean
+.PHONY: all test test-fast fuzz fuzz-build clean
 
 all:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -19,5 +25,14 @@ test: all
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+fuzz-build:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DBFP_FUZZ=ON -DBFP_CUDA=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: fuzz-build
+	rm -f $(FUZZ_BUILD)/logs/summary.txt
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
