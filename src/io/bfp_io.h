@@ -60,6 +60,10 @@ bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen);
 bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
                         size_t errlen);
 
+/** bfp_npy_load() of a .npy file already in memory (len bytes at buf). */
+bfp_status bfp_npy_parse(const void *buf, size_t len, bfp_tensor *out,
+                         char *err, size_t errlen);
+
 /** Save a tensor as .npy version 1.0 ('<f4', '<f2'; bf16 as '<u2' raw bits,
  * readable without ml_dtypes: view it as bfloat16 there). */
 bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
@@ -71,6 +75,10 @@ bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
  */
 bfp_status bfp_safetensors_load(const char *path, const char *name,
                                 bfp_tensor *out, char *err, size_t errlen);
+
+/** bfp_safetensors_load() of a file already in memory. */
+bfp_status bfp_safetensors_parse(const void *buf, size_t len, const char *name,
+                                 bfp_tensor *out, char *err, size_t errlen);
 
 /** Save one float tensor to a safetensors file under name. */
 bfp_status bfp_safetensors_save(const char *path, const char *name,
@@ -121,5 +129,9 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
  */
 bfp_status bfp_qtensor_load(const char *path, const char *name, bfp_qtensor *q,
                             char *err, size_t errlen);
+
+/** bfp_qtensor_load() of a container already in memory. */
+bfp_status bfp_qtensor_parse(const void *buf, size_t len, const char *name,
+                             bfp_qtensor *q, char *err, size_t errlen);
 
 #endif /* BFP_IO_H */
