@@ -1,7 +1,10 @@
 # Two commands: `make` builds everything (CLI at build/bfp), `make test` builds
-# and runs every test: the normal build, then the whole suite under ASan+UBSan.
+# and runs every test: the whole suite under ASan+UBSan, then built without
+# the SIMD kernels (BFP_SIMD=OFF), then the normal build. Each includes the
+# replay of every fuzz corpus and crash (fuzz/).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+NOSIMD_BUILD ?= build-nosimd
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # make fuzz: every libFuzzer target for FUZZ_SECONDS each, FUZZ_JOBS at once
 # (clang and libclang-rt-14-dev; docs/hardening.md).
@@ -23,6 +26,9 @@ test: all
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DBFP_SANITIZE=ON -DBFP_CUDA=OFF >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+	cmake -S . -B $(NOSIMD_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBFP_SIMD=OFF -DBFP_CUDA=OFF >/dev/null
+	cmake --build $(NOSIMD_BUILD) -j $(JOBS)
+	cd $(NOSIMD_BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 fuzz-build:
@@ -35,4 +41,4 @@ fuzz: fuzz-build
 	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(NOSIMD_BUILD) $(FUZZ_BUILD)
