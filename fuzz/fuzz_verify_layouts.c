@@ -4,10 +4,20 @@
  * swizzled scales, and then bfp_verify() itself on any DUT bytes.
  * Properties: no crash or read past a buffer; each converter and its inverse
  * give back the bytes they were given; bfp_verify()'s report is consistent.
+ * The last case runs `bfp verify` itself (cmd_verify) on DUT files the
+ * fuzzer writes into a scratch directory: its file readers and layout
+ * guessing, with any file sizes and bytes.
  * Input: a selector byte, sizes, then the bytes of the layout.
  */
+#define _GNU_SOURCE
+
 #include "bfp.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "fuzz_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 static void ggml_case(fz_in *in)
 {
@@ -126,14 +136,108 @@ static void verify_case(fz_in *in)
     free(x), free(rc), free(rs), free(rm), free(dc), free(ds), free(dm), free(mm);
 }
 
+static char scratch[64];
+
+static void scratch_remove(void)
+{
+    static const char *const files[] = {
+        "input.bin", "codes.bin", "scales.bin", "meta.bin", "tensor_scale.bin",
+        "golden_fp4.bin", "golden_ea.bin", "golden_eb.bin", "golden_ec.bin",
+        "golden_scale.bin", "blocks.bin", "scales_swizzled.bin"};
+    char p[128];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", scratch, files[i]);
+        unlink(p);
+    }
+}
+
+static void scratch_cleanup(void)
+{
+    scratch_remove();
+    rmdir(scratch);
+}
+
+/* `bfp verify` on DUT files of fuzzer-chosen names, sizes and bytes. */
+static void cli_case(fz_in *in)
+{
+    static const char *const names[] = {
+        "codes.bin", "scales.bin", "meta.bin", "tensor_scale.bin", "golden_fp4.bin",
+        "golden_ea.bin", "golden_eb.bin", "golden_ec.bin", "golden_scale.bin", "blocks.bin",
+        "scales_swizzled.bin"};
+    static const char *const layouts[] = {"planar", "hif4-golden", "ggml", "swizzled", NULL};
+    if (!scratch[0]) {
+        strcpy(scratch, "/tmp/bfp_fuzz_verify_XXXXXX");
+        if (!mkdtemp(scratch)) {
+            scratch[0] = '\0';
+            return;
+        }
+        atexit(scratch_cleanup);
+    }
+    scratch_remove();
+    const bfp_format_info *f = bfp_format_at(fz_u8(in) % bfp_format_count());
+    size_t rows = 1 + fz_u8(in) % 4, cols = 1 + fz_u8(in) % 160;
+    const char *layout = layouts[fz_u8(in) % 5];
+    char path[128], shape[32];
+    snprintf(path, sizeof path, "%s/input.bin", scratch);
+    float *x = fz_alloc(rows * cols * 4);
+    fz_bytes(in, x, rows * cols * 4);
+    FILE *fp = fopen(path, "wb");
+    if (!fp) {
+        free(x);
+        return;
+    }
+    fwrite(x, 4, rows * cols, fp);
+    fclose(fp);
+    free(x);
+    /* up to four DUT files, each of a fuzzer-chosen size */
+    for (int k = fz_u8(in) % 5; k > 0; k--) {
+        const char *name = names[fz_u8(in) % (sizeof names / sizeof names[0])];
+        size_t n = fz_u16(in) % 2048;
+        uint8_t *b = fz_alloc(n);
+        fz_bytes(in, b, n);
+        snprintf(path, sizeof path, "%s/%s", scratch, name);
+        if ((fp = fopen(path, "wb"))) {
+            fwrite(b, 1, n, fp);
+            fclose(fp);
+        }
+        free(b);
+    }
+    snprintf(shape, sizeof shape, "%zux%zu", rows, cols);
+    snprintf(path, sizeof path, "%s/input.bin", scratch);
+    char *argv[12] = {"verify", "-f", (char *)f->name, "-s", shape, "--json", path, scratch};
+    int argc = 8;
+    if (layout) {
+        argv[argc++] = "--layout";
+        argv[argc++] = (char *)layout;
+    }
+    argv[argc] = NULL;
+    /* its report and errors are not the fuzzer's business */
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), err = dup(2), null = open("/dev/null", O_WRONLY);
+    if (out < 0 || err < 0 || null < 0)
+        abort();
+    dup2(null, 1);
+    dup2(null, 2);
+    cli_getopt_reset();
+    int rc = cmd_verify(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out), close(err), close(null);
+    FZ_CHECK(rc == 0 || rc == 1 || rc == 2, "bfp verify exit status %d", rc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_in in = {data, size};
-    switch (fz_u8(&in) % 4) {
+    switch (fz_u8(&in) % 5) {
     case 0: ggml_case(&in); break;
     case 1: hif4_golden_case(&in); break;
     case 2: swizzled_case(&in); break;
-    default: verify_case(&in); break;
+    case 3: verify_case(&in); break;
+    default: cli_case(&in); break;
     }
     return 0;
 }

@@ -53,6 +53,15 @@ def seeds_verify_layouts(rng):
     vals = struct.pack("<32f", *[rng.uniform(-8, 8) for _ in range(32)])
     put("verify_layouts", "verify_hif4", bytes([3, 8, 0, 31, 1, 4]) + vals + bytes([0, 1] * 20))
     put("verify_layouts", "verify_nvfp4", bytes([3, 7, 1, 31, 1, 4]) + vals + bytes([0, 0, 4] * 20))
+    # `bfp verify` on files: selector 4, format, rows-1, cols-1, layout, input
+    # values, then (count, (name index, u16 size, bytes)...)
+    r = random.Random(3)
+    x = struct.pack("<128f", *[r.uniform(-4, 4) for _ in range(128)])
+    blk = bytes(r.randrange(256) for _ in range(68))
+    put("verify_layouts", "cli_ggml", bytes([4, 0, 1, 63, 2]) + x + bytes([1, 9]) + struct.pack("<H", 68) + blk)
+    x2 = struct.pack("<32f", *[r.uniform(-4, 4) for _ in range(32)])
+    put("verify_layouts", "cli_planar_guess", bytes([4, 0, 0, 31, 4]) + x2 + bytes([2, 0]) + struct.pack("<H", 16)
+        + bytes(16) + bytes([1]) + struct.pack("<H", 1) + b"\x7f")
 
 
 def seeds_cli_args(rng):
