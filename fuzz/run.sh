@@ -29,8 +29,10 @@ run_one() {
         "$BUILD/corpus/$t" "$ROOT/fuzz/corpus/$t" >"$BUILD/logs/$t.log" 2>&1
     local rc=$?
     local last
-    last=$(grep -E '^#[0-9]+ +(DONE|pulse|NEW|REDUCE|INITED)' "$BUILD/logs/$t.log" | tail -1)
-    echo "$t rc=$rc seconds=$SECONDS_EACH $last" >>"$BUILD/logs/summary.txt"
+    last=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$BUILD/logs/$t.log" | tail -1)
+    local execs
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$BUILD/logs/$t.log")
+    echo "$t rc=$rc seconds=$SECONDS_EACH executions=${execs:-?} $last" >>"$BUILD/logs/summary.txt"
     return $rc
 }
 
