@@ -258,7 +258,7 @@ static void test_dispatch(void)
        "tensor_load dispatches on .SafeTensors");
     bfp_tensor_free(&u);
     OK(bfp_tensor_load(tpath("x.bin"), NULL, &u, err, sizeof err) == BFP_ERR_ARG &&
-           strstr(err, "unknown file type (expected .npy or .safetensors)"),
+           strstr(err, "unknown file type (expected .npy, .safetensors or .gguf)"),
        "other extensions refused: %s", err);
     unlink(tpath("UP.NPY"));
     unlink(tpath("a.SafeTensors"));

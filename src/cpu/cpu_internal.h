@@ -67,6 +67,20 @@ void bfp_cpu_generic_init(bfp_kernels *k);
 int bfp_cpu_avx2_init(bfp_kernels *k);
 int bfp_cpu_avx512_init(bfp_kernels *k);
 
+/* Kernel sets by ISA, for tests that run every path in one process (the
+ * differential fuzz target); the public entry points use the one the CPU
+ * and BFP_ISA pick. */
+enum { BFP_ISA_GENERIC, BFP_ISA_AVX2, BFP_ISA_AVX512, BFP_ISA_COUNT };
+/* The table for isa, or NULL when the CPU or this build lacks it. */
+const bfp_kernels *bfp_cpu_kernels_for(int isa);
+/* bfp_quantize() / bfp_dequantize() through the kernel set k. */
+bfp_status bfp_cpu_quantize(const bfp_kernels *k, bfp_format fmt, bfp_dtype dtype,
+                            const void *src, size_t rows, size_t cols,
+                            const bfp_options *opts, const bfp_planes *out, bfp_stats *stats);
+bfp_status bfp_cpu_dequantize(const bfp_kernels *k, bfp_format fmt,
+                              const bfp_const_planes *in, size_t rows, size_t cols,
+                              bfp_dtype dtype, void *dst);
+
 /* Element value tables (code -> float value at scale 1, NaN codes keep
  * their sign), built by bfp_cpu_generic_init() before any kernel runs. */
 const float *bfp_cpu_elem_lut(const bfp_elem_desc *e);

@@ -15,8 +15,6 @@
 static bfp_kernels kernels;
 static once_flag kernels_once = ONCE_FLAG_INIT;
 
-enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512 };
-
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <cpuid.h>
 
@@ -25,44 +23,76 @@ static int cpu_isa(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
-        return ISA_GENERIC;
+        return BFP_ISA_GENERIC;
     int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
     if (!(fma && osxsave && avx && f16c))
-        return ISA_GENERIC;
+        return BFP_ISA_GENERIC;
     unsigned xlo, xhi;
     __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
     if ((xlo & 0x6) != 0x6 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((b >> 5) & 1))
-        return ISA_GENERIC;
+        return BFP_ISA_GENERIC;
     int avx512 = ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1); /* F, BW, VL */
-    return avx512 && (xlo & 0xE6) == 0xE6 ? ISA_AVX512 : ISA_AVX2;
+    return avx512 && (xlo & 0xE6) == 0xE6 ? BFP_ISA_AVX512 : BFP_ISA_AVX2;
 }
 #else
 static int cpu_isa(void)
 {
-    return ISA_GENERIC;
+    return BFP_ISA_GENERIC;
 }
 #endif
+
+/* Fill k reference-first up to isa (the CPU must have it); returns the ISA
+ * the table really got (a build without an ISA's flags stops below it). */
+static int kernels_fill(bfp_kernels *k, int isa)
+{
+    int got = BFP_ISA_GENERIC;
+    bfp_cpu_generic_init(k);
+    if (isa >= BFP_ISA_AVX2 && bfp_cpu_avx2_init(k)) {
+        k->name = "avx2";
+        got = BFP_ISA_AVX2;
+    }
+    if (isa >= BFP_ISA_AVX512 && bfp_cpu_avx512_init(k)) {
+        k->name = "avx512";
+        got = BFP_ISA_AVX512;
+    }
+    return got;
+}
 
 static void kernels_init(void)
 {
     int have = cpu_isa(), want = have;
     const char *env = getenv("BFP_ISA");
     if (env && strcmp(env, "generic") == 0)
-        want = ISA_GENERIC;
+        want = BFP_ISA_GENERIC;
     else if (env && strcmp(env, "avx2") == 0)
-        want = ISA_AVX2;
-    int isa = want < have ? want : have;
-    bfp_cpu_generic_init(&kernels);
-    if (isa >= ISA_AVX2 && bfp_cpu_avx2_init(&kernels))
-        kernels.name = "avx2";
-    if (isa >= ISA_AVX512 && bfp_cpu_avx512_init(&kernels))
-        kernels.name = "avx512";
+        want = BFP_ISA_AVX2;
+    kernels_fill(&kernels, want < have ? want : have);
 }
 
 static const bfp_kernels *get_kernels(void)
 {
     call_once(&kernels_once, kernels_init);
     return &kernels;
+}
+
+/* One table per ISA for bfp_cpu_kernels_for(), each filled once. */
+static bfp_kernels isa_tables[BFP_ISA_COUNT];
+static int isa_table_ok[BFP_ISA_COUNT];
+static once_flag isa_once = ONCE_FLAG_INIT;
+
+static void isa_tables_init(void)
+{
+    int have = cpu_isa();
+    for (int isa = 0; isa < BFP_ISA_COUNT; isa++)
+        isa_table_ok[isa] = isa <= have && kernels_fill(&isa_tables[isa], isa) == isa;
+}
+
+const bfp_kernels *bfp_cpu_kernels_for(int isa)
+{
+    if (isa < 0 || isa >= BFP_ISA_COUNT)
+        return NULL;
+    call_once(&isa_once, isa_tables_init);
+    return isa_table_ok[isa] ? &isa_tables[isa] : NULL;
 }
 
 const char *bfp_isa(void)
@@ -83,6 +113,7 @@ static int kernels_take(const bfp_format_info *f, const bfp_options *o)
 /* ---- quantize ------------------------------------------------------------- */
 
 typedef struct {
+    const bfp_kernels *k;
     bfp_qkernel fn, fn_f32;
     bfp_qparams p;
     bfp_dtype dtype;
@@ -142,15 +173,15 @@ static void q_task(void *ctx, int t, int n)
 static void amax_task(void *ctx, int t, int n)
 {
     qrun *q = (qrun *)ctx;
-    bfp_amax_kernel fn = get_kernels()->amax[q->dtype - 1];
+    bfp_amax_kernel fn = q->k->amax[q->dtype - 1];
     size_t total = q->rows * q->cols;
     size_t i0 = total * (size_t)t / (size_t)n, i1 = total * (size_t)(t + 1) / (size_t)n;
     q->amax[t] = fn(q->src + i0 * q->esize, i1 - i0);
 }
 
-bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
-                        size_t cols, const bfp_options *opts, const bfp_planes *out,
-                        bfp_stats *stats)
+bfp_status bfp_cpu_quantize(const bfp_kernels *k, bfp_format fmt, bfp_dtype dtype,
+                            const void *src, size_t rows, size_t cols,
+                            const bfp_options *opts, const bfp_planes *out, bfp_stats *stats)
 {
     bfp_plane_sizes sz;
     bfp_options o;
@@ -159,7 +190,6 @@ bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t
         return st;
     const bfp_format_impl *impl = bfp_impl_get(fmt);
     const size_t esize = bfp_dtype_size(dtype);
-    const bfp_kernels *k = get_kernels();
     bfp_qkernel fn = k->quant[fmt][dtype - 1], fn_f32 = k->quant[fmt][0];
     if (!kernels_take(&impl->info, &o) || !fn || !fn_f32)
         return bfp_quantize_ref(fmt, dtype, src, rows, cols, opts, out, stats);
@@ -168,6 +198,7 @@ bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t
     if (!q)
         return BFP_ERR_NOMEM;
     memset(q, 0, sizeof *q);
+    q->k = k;
     q->fn = fn;
     q->fn_f32 = fn_f32;
     q->p.impl = impl;
@@ -213,6 +244,7 @@ bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t
 /* ---- dequantize ----------------------------------------------------------- */
 
 typedef struct {
+    const bfp_kernels *k;
     bfp_dkernel fn;
     bfp_dparams p;
     bfp_dtype dtype;
@@ -236,7 +268,7 @@ static void d_tail(const drun *d, size_t r)
         codes[nbits / 8] &= (uint8_t)((1u << (nbits % 8)) - 1); /* bits past the row */
     bfp_dparams p = d->p;
     p.stream = 0;
-    get_kernels()->dequant[f->id][0](&p, codes, d->in->scales + idx * (size_t)f->scale_bytes,
+    d->k->dequant[f->id][0](&p, codes, d->in->scales + idx * (size_t)f->scale_bytes,
                                      d->in->meta ? d->in->meta + idx : NULL, 1, d->tail, v);
     unsigned char *out = d->dst + (r * d->cols + b * (size_t)f->block) * d->esize;
     if (d->dtype == BFP_DTYPE_F32) {
@@ -279,8 +311,9 @@ static void d_task(void *ctx, int t, int n)
 
 #define STREAM_MIN_BYTES ((size_t)8 << 20) /* outputs this big bypass the cache */
 
-bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t rows,
-                          size_t cols, bfp_dtype dtype, void *dst)
+bfp_status bfp_cpu_dequantize(const bfp_kernels *k, bfp_format fmt,
+                              const bfp_const_planes *in, size_t rows, size_t cols,
+                              bfp_dtype dtype, void *dst)
 {
     bfp_plane_sizes sz;
     bfp_status st = bfp_check_dequantize_args(fmt, in, rows, cols, dtype, dst, &sz);
@@ -288,12 +321,12 @@ bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t row
         return st;
     const bfp_format_impl *impl = bfp_impl_get(fmt);
     const size_t esize = bfp_dtype_size(dtype);
-    const bfp_kernels *k = get_kernels();
     if (dtype == BFP_DTYPE_F16 || !k->dequant[fmt][dtype - 1] || !k->dequant[fmt][0])
         return bfp_dequantize_ref(fmt, in, rows, cols, dtype, dst);
 
     drun d;
     memset(&d, 0, sizeof d);
+    d.k = k;
     d.fn = k->dequant[fmt][dtype - 1];
     d.p.impl = impl;
     if (impl->info.has_tensor_scale) {
@@ -314,4 +347,17 @@ bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t row
     int n = bfp_cpu_threads_for(0, rows * cols * esize, rows * sz.blocks_per_row);
     bfp_cpu_parallel(n, d_task, &d);
     return BFP_OK;
+}
+
+bfp_status bfp_quantize(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
+                        size_t cols, const bfp_options *opts, const bfp_planes *out,
+                        bfp_stats *stats)
+{
+    return bfp_cpu_quantize(get_kernels(), fmt, dtype, src, rows, cols, opts, out, stats);
+}
+
+bfp_status bfp_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t rows,
+                          size_t cols, bfp_dtype dtype, void *dst)
+{
+    return bfp_cpu_dequantize(get_kernels(), fmt, in, rows, cols, dtype, dst);
 }

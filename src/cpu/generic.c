@@ -5,6 +5,7 @@
 #include "kern_scalar.h"
 
 #include <math.h>
+#include <threads.h>
 
 /* ---- element value tables -------------------------------------------------- */
 
@@ -44,7 +45,9 @@ const uint8_t *bfp_cpu_elem_special(const bfp_elem_desc *e)
     return NULL;
 }
 
-static void build_luts(void)
+static once_flag luts_once = ONCE_FLAG_INIT;
+
+static void build_luts_once(void)
 {
     for (size_t i = 0; i < sizeof luts / sizeof luts[0]; i++)
         for (unsigned c = 0; c < (1u << luts[i].e->bits); c++) {
@@ -494,7 +497,8 @@ static float ga_f16(const void *s, size_t n) { return g_amax(BFP_DTYPE_F16, s, n
 
 void bfp_cpu_generic_init(bfp_kernels *k)
 {
-    build_luts();
+    /* once: several kernel tables may be filled while kernels run */
+    call_once(&luts_once, build_luts_once);
     memset(k, 0, sizeof *k);
     k->name = "generic";
     for (int id = 1; id < BFP_CPU_NFMT; id++) {

@@ -60,6 +60,10 @@ bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen);
 bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
                         size_t errlen);
 
+/** bfp_npy_load() of a .npy file already in memory (len bytes at buf). */
+bfp_status bfp_npy_parse(const void *buf, size_t len, bfp_tensor *out,
+                         char *err, size_t errlen);
+
 /** Save a tensor as .npy version 1.0 ('<f4', '<f2'; bf16 as '<u2' raw bits,
  * readable without ml_dtypes: view it as bfloat16 there). */
 bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
@@ -72,12 +76,17 @@ bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
 bfp_status bfp_safetensors_load(const char *path, const char *name,
                                 bfp_tensor *out, char *err, size_t errlen);
 
+/** bfp_safetensors_load() of a file already in memory. */
+bfp_status bfp_safetensors_parse(const void *buf, size_t len, const char *name,
+                                 bfp_tensor *out, char *err, size_t errlen);
+
 /** Save one float tensor to a safetensors file under name. */
 bfp_status bfp_safetensors_save(const char *path, const char *name,
                                 const bfp_tensor *t, int force, char *err,
                                 size_t errlen);
 
-/** Load a float tensor by extension: .npy, .safetensors (name may be NULL). */
+/** Load a float tensor by extension: .npy, .safetensors, .gguf (name may be
+ * NULL). */
 bfp_status bfp_tensor_load(const char *path, const char *name, bfp_tensor *out,
                            char *err, size_t errlen);
 
@@ -121,5 +130,60 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
  */
 bfp_status bfp_qtensor_load(const char *path, const char *name, bfp_qtensor *q,
                             char *err, size_t errlen);
+
+/** bfp_qtensor_load() of a container already in memory. */
+bfp_status bfp_qtensor_parse(const void *buf, size_t len, const char *name,
+                             bfp_qtensor *q, char *err, size_t errlen);
+
+/* ---- GGUF (llama.cpp / ggml model files, versions 2 and 3) ---- */
+
+/* One tensor of a GGUF file. */
+typedef struct {
+    char *name;
+    uint32_t ggml_type;            /* ggml's type id: 0 F32, 1 F16, 30 BF16,
+                                      39 MXFP4, 40 NVFP4, others listed only */
+    size_t ndim;
+    size_t shape[BFP_IO_MAX_DIMS]; /* row-major: ggml's ne[] reversed */
+    uint64_t offset;               /* of its data, from the start of the file */
+    uint64_t nbytes;               /* 0 for types bfp does not read */
+} bfp_gguf_tensor;
+
+/* The header of a GGUF file. */
+typedef struct {
+    uint32_t version;
+    uint64_t alignment;            /* general.alignment, default 32 */
+    uint64_t kv_count;
+    size_t count;
+    bfp_gguf_tensor *tensors;      /* owned: bfp_gguf_index_free() */
+} bfp_gguf_index;
+
+/**
+ * Read and check a GGUF header: every count, string, array (nested ones
+ * too), dimension, offset and size against the file. Tensors of the types
+ * bfp reads must lie inside the data section, aligned.
+ */
+bfp_status bfp_gguf_list(const char *path, bfp_gguf_index *idx, char *err,
+                         size_t errlen);
+void bfp_gguf_index_free(bfp_gguf_index *idx);
+
+/** Load an F32, F16 or BF16 tensor; name NULL picks the only one. */
+bfp_status bfp_gguf_load(const char *path, const char *name, bfp_tensor *out,
+                         char *err, size_t errlen);
+
+/**
+ * Load a ggml MXFP4 (block_mxfp4) or NVFP4 (block_nvfp4) tensor as planar
+ * planes (bfp_ggml_to_planar). NVFP4's tensor scale is 1: ggml keeps none
+ * in the block. name NULL picks the only such tensor.
+ */
+bfp_status bfp_gguf_load_qtensor(const char *path, const char *name,
+                                 bfp_qtensor *q, char *err, size_t errlen);
+
+/** The same three for a GGUF file already in memory. */
+bfp_status bfp_gguf_list_mem(const void *buf, size_t len, bfp_gguf_index *idx,
+                             char *err, size_t errlen);
+bfp_status bfp_gguf_parse(const void *buf, size_t len, const char *name,
+                          bfp_tensor *out, char *err, size_t errlen);
+bfp_status bfp_gguf_parse_qtensor(const void *buf, size_t len, const char *name,
+                                  bfp_qtensor *q, char *err, size_t errlen);
 
 #endif /* BFP_IO_H */

@@ -360,20 +360,17 @@ done:
     return st;
 }
 
-bfp_status bfp_qtensor_load(const char *path, const char *name, bfp_qtensor *q,
-                            char *err, size_t errlen)
+/* The quantized tensor of the open file f0, which this closes. */
+static bfp_status qtensor_read(bfpio_st_file *f0, const char *name, bfp_qtensor *q,
+                               char *err, size_t errlen)
 {
-    bfpio_st_file f;
+    bfpio_st_file f = *f0;
+    const char *path = f.rd.path;
     char stxt[8 * 24 + 4];
     void *pl[4] = {NULL, NULL, NULL, NULL};
     const char *why;
     bfp_status st;
 
-    if (!q)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_load: NULL q");
-    memset(q, 0, sizeof *q);
-    if ((st = bfpio_st_open(&f, path, err, errlen)) != BFP_OK)
-        return st;
     const char *fmtname = bfpio_st_meta(&f, "bfp.format");
     const char *layout = bfpio_st_meta(&f, "bfp.layout");
     const char *stored = bfpio_st_meta(&f, "bfp.name");
@@ -441,4 +438,27 @@ done:
     if (st != BFP_OK)
         bfp_qtensor_free(q);
     return st;
+}
+
+bfp_status bfp_qtensor_load(const char *path, const char *name, bfp_qtensor *q,
+                            char *err, size_t errlen)
+{
+    bfpio_st_file f;
+    if (!q)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_load: NULL q");
+    memset(q, 0, sizeof *q);
+    bfp_status st = bfpio_st_open(&f, path, err, errlen);
+    return st != BFP_OK ? st : qtensor_read(&f, name, q, err, errlen);
+}
+
+bfp_status bfp_qtensor_parse(const void *buf, size_t len, const char *name,
+                             bfp_qtensor *q, char *err, size_t errlen)
+{
+    bfpio_st_file f;
+    if (!q || (!buf && len))
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_parse: NULL argument");
+    memset(q, 0, sizeof *q);
+    bfp_status st = bfpio_st_open_mem(&f, buf, len, "(container in memory)", err,
+                                      errlen);
+    return st != BFP_OK ? st : qtensor_read(&f, name, q, err, errlen);
 }

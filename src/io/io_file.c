@@ -53,11 +53,21 @@ int bfpio_has_ext(const char *path, const char *ext)
     return 1;
 }
 
+void bfpio_open_mem(bfpio_reader *r, const void *buf, size_t len,
+                    const char *label)
+{
+    r->fd = -1;
+    r->mem = buf;
+    r->size = buf ? (uint64_t)len : 0;
+    r->path = label ? label : "(memory)";
+}
+
 bfp_status bfpio_open_read(bfpio_reader *r, const char *path, char *err,
                            size_t errlen)
 {
     struct stat st;
     r->fd = -1;
+    r->mem = NULL;
     r->size = 0;
     r->path = path;
     if (!path)
@@ -93,6 +103,11 @@ bfp_status bfpio_read_at(bfpio_reader *r, uint64_t off, void *buf, size_t n,
                           "%s is truncated: needs %llu bytes, has %llu",
                           r->path, (unsigned long long)off + n,
                           (unsigned long long)r->size);
+    if (r->mem) {
+        if (n)
+            memcpy(buf, r->mem + off, n);
+        return BFP_OK;
+    }
     while (n > 0) {
         /* Stay below what off_t and one read() can take. */
         size_t chunk = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;

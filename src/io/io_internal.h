@@ -65,15 +65,20 @@ bfp_status bfpio_write_parts_atomic(const char *path, const bfpio_part *parts,
                                     size_t nparts, int force, char *err,
                                     size_t errlen);
 
-/* An open file being read piecewise (avoids loading whole model files). */
+/* An open file being read piecewise (avoids loading whole model files), or
+ * a buffer in memory read the same way (the parse entry points, fuzzing). */
 typedef struct {
-    int fd;
+    int fd;              /* -1 for a buffer */
+    const uint8_t *mem;  /* the buffer (borrowed), or NULL for a file */
     uint64_t size;
-    const char *path; /* borrowed, for messages */
+    const char *path;    /* borrowed, for messages */
 } bfpio_reader;
 
 bfp_status bfpio_open_read(bfpio_reader *r, const char *path, char *err,
                            size_t errlen);
+/* Read from buf[0..len) instead of a file; label names it in messages. */
+void bfpio_open_mem(bfpio_reader *r, const void *buf, size_t len,
+                    const char *label);
 /* Read exactly n bytes at off; a short file is BFP_ERR_DATA. */
 bfp_status bfpio_read_at(bfpio_reader *r, uint64_t off, void *buf, size_t n,
                          char *err, size_t errlen);
@@ -111,6 +116,9 @@ typedef struct {
 /* Open and validate a safetensors file (header only; data read on demand). */
 bfp_status bfpio_st_open(bfpio_st_file *f, const char *path, char *err,
                          size_t errlen);
+/* The same for a buffer in memory (label names it in messages). */
+bfp_status bfpio_st_open_mem(bfpio_st_file *f, const void *buf, size_t len,
+                             const char *label, char *err, size_t errlen);
 void bfpio_st_close(bfpio_st_file *f);
 /* Index of a tensor by name, or -1. */
 long bfpio_st_find(const bfpio_st_file *f, const char *name);

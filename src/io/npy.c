@@ -219,22 +219,18 @@ static bfp_status dtype_from_descr(const char *path, const char *d,
     return BFP_OK;
 }
 
-bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
-                        size_t errlen)
+/* The .npy in r into out (freed on failure). */
+static bfp_status npy_read(bfpio_reader *rd, bfp_tensor *out, char *err,
+                           size_t errlen)
 {
-    bfpio_reader r;
+    bfpio_reader r = *rd;
+    const char *path = r.path;
     uint8_t pre[12];
     npy_header h;
     char *hdr = NULL;
     bfp_status st;
 
-    if (!out)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_npy_load: NULL output");
-    memset(out, 0, sizeof *out);
     memset(&h, 0, sizeof h);
-    st = bfpio_open_read(&r, path, err, errlen);
-    if (st != BFP_OK)
-        return st;
     if (r.size < 10) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
                         "%s: not a .npy file (too short)", path);
@@ -312,10 +308,35 @@ bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
     out->nbytes = nbytes;
 done:
     free(hdr);
-    bfpio_close(&r);
     if (st != BFP_OK)
         bfp_tensor_free(out);
     return st;
+}
+
+bfp_status bfp_npy_load(const char *path, bfp_tensor *out, char *err,
+                        size_t errlen)
+{
+    bfpio_reader r;
+    if (!out)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_npy_load: NULL output");
+    memset(out, 0, sizeof *out);
+    bfp_status st = bfpio_open_read(&r, path, err, errlen);
+    if (st != BFP_OK)
+        return st;
+    st = npy_read(&r, out, err, errlen);
+    bfpio_close(&r);
+    return st;
+}
+
+bfp_status bfp_npy_parse(const void *buf, size_t len, bfp_tensor *out,
+                         char *err, size_t errlen)
+{
+    bfpio_reader r;
+    if (!out || (!buf && len))
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_npy_parse: NULL argument");
+    memset(out, 0, sizeof *out);
+    bfpio_open_mem(&r, buf, len, "(.npy in memory)");
+    return npy_read(&r, out, err, errlen);
 }
 
 bfp_status bfpio_check_tensor(const bfp_tensor *t, const char *path, char *err,

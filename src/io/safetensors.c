@@ -113,17 +113,14 @@ static const char *parse_entry(const cJSON *j, uint64_t data_len,
     return NULL;
 }
 
-bfp_status bfpio_st_open(bfpio_st_file *f, const char *path, char *err,
-                         size_t errlen)
+/* Parse the header of the file already open in f->rd. */
+static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
 {
+    const char *path = f->rd.path;
     uint8_t lenbuf[8];
     char *hdr = NULL;
     const char *why = NULL;
     bfp_status st;
-    memset(f, 0, sizeof *f);
-    f->rd.fd = -1;
-    if ((st = bfpio_open_read(&f->rd, path, err, errlen)) != BFP_OK)
-        return st;
     if (f->rd.size < 8) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
                         "%s: not a safetensors file (too short)", path);
@@ -233,6 +230,23 @@ fail:
     return st;
 }
 
+bfp_status bfpio_st_open(bfpio_st_file *f, const char *path, char *err,
+                         size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    f->rd.fd = -1;
+    bfp_status st = bfpio_open_read(&f->rd, path, err, errlen);
+    return st != BFP_OK ? st : st_parse(f, err, errlen);
+}
+
+bfp_status bfpio_st_open_mem(bfpio_st_file *f, const void *buf, size_t len,
+                             const char *label, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    bfpio_open_mem(&f->rd, buf, len, label);
+    return st_parse(f, err, errlen);
+}
+
 long bfpio_st_find(const bfpio_st_file *f, const char *name)
 {
     for (size_t i = 0; i < f->count; i++)
@@ -306,18 +320,15 @@ static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
     return BFP_ERR_ARG;
 }
 
-bfp_status bfp_safetensors_load(const char *path, const char *name,
-                                bfp_tensor *out, char *err, size_t errlen)
+/* Load tensor name (NULL: the only float one) from the open file f, which
+ * this closes. */
+static bfp_status st_load(bfpio_st_file *f0, const char *name, bfp_tensor *out,
+                          char *err, size_t errlen)
 {
-    bfpio_st_file f;
+    bfpio_st_file f = *f0;
+    const char *path = f.rd.path;
+    bfp_status st = BFP_OK;
     long idx;
-    if (!out)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen,
-                          "bfp_safetensors_load: NULL output");
-    memset(out, 0, sizeof *out);
-    bfp_status st = bfpio_st_open(&f, path, err, errlen);
-    if (st != BFP_OK)
-        return st;
     if (name) {
         if ((idx = bfpio_st_find(&f, name)) < 0) {
             st = bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor named '%s'",
@@ -356,4 +367,29 @@ done:
     if (st != BFP_OK)
         bfp_tensor_free(out);
     return st;
+}
+
+bfp_status bfp_safetensors_load(const char *path, const char *name,
+                                bfp_tensor *out, char *err, size_t errlen)
+{
+    bfpio_st_file f;
+    if (!out)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "bfp_safetensors_load: NULL output");
+    memset(out, 0, sizeof *out);
+    bfp_status st = bfpio_st_open(&f, path, err, errlen);
+    return st != BFP_OK ? st : st_load(&f, name, out, err, errlen);
+}
+
+bfp_status bfp_safetensors_parse(const void *buf, size_t len, const char *name,
+                                 bfp_tensor *out, char *err, size_t errlen)
+{
+    bfpio_st_file f;
+    if (!out || (!buf && len))
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "bfp_safetensors_parse: NULL argument");
+    memset(out, 0, sizeof *out);
+    bfp_status st = bfpio_st_open_mem(&f, buf, len, "(safetensors in memory)",
+                                      err, errlen);
+    return st != BFP_OK ? st : st_load(&f, name, out, err, errlen);
 }

@@ -26,12 +26,13 @@ const char cmd_compare_usage[] =
     "the element of largest magnitude, ties to the lowest index).\n"
     "Non-finite inputs are counted and left out of every statistic.\n"
     "\n"
-    "FILE is .npy, .safetensors, or raw little-endian values (then -s is\n"
+    "FILE is .npy, .safetensors, .gguf (F32/F16/BF16 tensors), or raw\n"
+    "little-endian values (then -s is\n"
     "required). Without FILE, every data/*.npy (the real MiniLM tensors the\n"
     "repository ships) is compared in sorted order.\n"
     "\n"
     "  -f, --formats LIST     comma-separated format names (default: all)\n"
-    "  --name TENSOR          tensor to read from a .safetensors file\n"
+    "  --name TENSOR          tensor to read from a .safetensors or .gguf file\n"
     "  --json                 one JSON array (one object per tensor)\n"
     "  -s, --shape ROWSxCOLS  shape of a raw FILE\n"
     "  -t, --dtype DTYPE      values of a raw FILE: f32 (default), bf16, f16\n"
@@ -69,7 +70,8 @@ static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
     char err[CLI_ERRLEN] = "";
     memset(t, 0, sizeof *t);
     int known = cli_has_suffix(path, ".npy") ||
-                cli_has_suffix(path, ".safetensors");
+                cli_has_suffix(path, ".safetensors") ||
+                cli_has_suffix(path, ".gguf");
     if (known) {
         if (a->raw_shape) {
             cli_error("-s and -t are for raw input; %s carries its own shape",
@@ -84,7 +86,7 @@ static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
         return 0;
     }
     if (!a->raw_shape) {
-        cli_error("%s is not .npy or .safetensors: give raw input its shape "
+        cli_error("%s is not .npy, .safetensors or .gguf: give raw input its shape "
                   "with -s ROWSxCOLS (and -t DTYPE)",
                   path);
         return -1;

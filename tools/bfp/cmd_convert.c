@@ -15,14 +15,14 @@ const char cmd_quantize_usage[] =
     "usage: bfp quantize -f FORMAT [options] [--name TENSOR] INPUT\n"
     "                    OUTPUT.safetensors\n"
     "\n"
-    "Quantize a float tensor (.npy or .safetensors; f32, f16 or bf16) with\n"
+    "Quantize a float tensor (.npy, .safetensors or .gguf; f32, f16 or bf16) with\n"
     "the reference model and save the quantized container: a safetensors\n"
     "file of U8 planes (codes, scales, meta) and the NVFP4 tensor scale, with\n"
     "the format, shape and options in its metadata (docs/container.md).\n"
     "Blocks run along the last dimension.\n"
     "\n"
     "  -f, --format FORMAT  format name (see 'bfp formats'), required\n"
-    "  --name TENSOR        tensor to read from a .safetensors INPUT (needed\n"
+    "  --name TENSOR        tensor to read from a .safetensors or .gguf INPUT (needed\n"
     "                       when it holds several); also names the planes\n"
     "                       in OUTPUT (default \"tensor\")\n"
     "  --rounding MODE      rne, away, zero, stochastic (default: the\n"
@@ -36,11 +36,13 @@ const char cmd_quantize_usage[] =
     "  -h, --help           this text\n";
 
 const char cmd_dequantize_usage[] =
-    "usage: bfp dequantize [-t f32|bf16|f16] [--name TENSOR] INPUT.safetensors\n"
-    "                      OUTPUT.npy|OUTPUT.safetensors\n"
+    "usage: bfp dequantize [-t f32|bf16|f16] [--name TENSOR]\n"
+    "                      INPUT.safetensors|INPUT.gguf OUTPUT.npy|OUTPUT.safetensors\n"
     "\n"
     "Decode a quantized container written by 'bfp quantize' back to a float\n"
-    "tensor with the original shape. NaN blocks decode to NaN.\n"
+    "tensor with the original shape. NaN blocks decode to NaN. A .gguf INPUT\n"
+    "gives an MXFP4 or NVFP4 tensor of a llama.cpp model (ggml blocks; NVFP4\n"
+    "with tensor scale 1, as ggml stores it).\n"
     "\n"
     "  -t, --dtype DTYPE  output values: f32 (default), bf16, f16 (a bf16\n"
     "                     .npy is stored as '<u2' bit patterns)\n"
@@ -202,9 +204,10 @@ int cmd_dequantize(int argc, char **argv)
                       "INPUT.safetensors and OUTPUT") != 0)
         return CLI_EXIT_ERR;
     const char *in_path = argv[optind], *out_path = argv[optind + 1];
-    if (!cli_has_suffix(in_path, ".safetensors")) {
+    int gguf = cli_has_suffix(in_path, ".gguf");
+    if (!gguf && !cli_has_suffix(in_path, ".safetensors")) {
         cli_error("INPUT %s must be a .safetensors container written by 'bfp "
-                  "quantize'",
+                  "quantize' or a .gguf model",
                   in_path);
         return CLI_EXIT_ERR;
     }
@@ -216,7 +219,8 @@ int cmd_dequantize(int argc, char **argv)
     if (cli_check_output(out_path, force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
-    bfp_status st = bfp_qtensor_load(in_path, name, &q, err, sizeof err);
+    bfp_status st = gguf ? bfp_gguf_load_qtensor(in_path, name, &q, err, sizeof err)
+                         : bfp_qtensor_load(in_path, name, &q, err, sizeof err);
     if (st != BFP_OK) {
         cli_io_error(err, st);
         goto out;

@@ -8,6 +8,7 @@
 #include "commands.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,6 +93,10 @@ static int finish_stdout(int rc)
 
 int main(int argc, char **argv)
 {
+    /* Past a file size limit (ulimit -f) write() must fail with EFBIG, which
+     * the atomic writer reports and cleans up after, instead of SIGXFSZ
+     * killing us with a temporary file left behind. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         cli_error("no command given (see 'bfp --help')");
         return CLI_EXIT_ERR;
