@@ -92,7 +92,7 @@ if want qbench; then
 # ---- benchmark ----------------------------------------------------------------
 say "benchmark (bf16, 16384x16384 and 16x8192)"
 CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
-nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude bench/gpu_bench.cu $LIBS -o $B/gpu_bench \
+nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu $LIBS -o $B/gpu_bench \
     >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
 timeout 300 $B/gpu_bench "$OUT/gpu_bench.json" 2>&1 | tee -a "$OUT/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -154,7 +154,7 @@ echo "memcheck matmul: exit $rc; $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_matmul
 [ $rc -eq 0 ] || status=1
 
 say "matmul benchmark (bench/gpu_gemm.cu; torch.matmul peer in bench/peer_gemm_torch.py)"
-nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude bench/gpu_gemm.cu $LIBS \
+nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu $LIBS \
     -lcublas -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
 timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a "$OUT/gemm_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

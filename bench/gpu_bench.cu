@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda_check.h" /* tests/ */
+
 #include <algorithm>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,16 +23,6 @@
 #include <string.h>
 #include <time.h>
 #include <vector>
-
-#define CU(call)                                                                       \
-    do {                                                                               \
-        cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_),        \
-                    __FILE__, __LINE__);                                               \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 #define BFP(call)                                                                      \
     do {                                                                               \

@@ -16,6 +16,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "cuda_check.h" /* tests/ */
+
 #include <algorithm>
 #include <math.h>
 #include <stdint.h>
@@ -25,15 +27,6 @@
 #include <time.h>
 #include <vector>
 
-#define CU(call)                                                                       \
-    do {                                                                               \
-        cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_),        \
-                    __FILE__, __LINE__);                                               \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 #define BFP(call)                                                                      \
     do {                                                                               \
         bfp_status s_ = (call);                                                        \

@@ -18,17 +18,9 @@
 #ifdef BFP_HAVE_CUDA
 #include <cuda_runtime.h>
 
-static int quick;
+#include "cuda_check.h"
 
-#define CU(call)                                                                   \
-    do {                                                                           \
-        cudaError_t e_ = (call);                                                   \
-        if (e_ != cudaSuccess) {                                                   \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_),    \
-                    __FILE__, __LINE__);                                           \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
+static int quick;
 
 /* ---- data ------------------------------------------------------------------ */
 

@@ -7,6 +7,7 @@
  * columns. Without a GPU it prints "skipped: no GPU" and passes. */
 #include "bfp.h"
 #include "check.h"
+#include "prng.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -17,25 +18,10 @@
 #ifdef BFP_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#define CU(call)                                                                       \
-    do {                                                                               \
-        cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_),        \
-                    __FILE__, __LINE__);                                               \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "cuda_check.h"
 
-static uint64_t rng = 42;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static prng rng = {42};
+static double unif(void) { return prng_unit(&rng); }
 static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
 
 static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,

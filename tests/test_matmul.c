@@ -5,6 +5,7 @@
  * independent sum; argument errors. */
 #include "bfp.h"
 #include "check.h"
+#include "prng.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -15,15 +16,9 @@ static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP
                                   BFP_HIF4};
 #define NFMTS (int)(sizeof fmts / sizeof fmts[0])
 
-static uint64_t rng = 0x1234567;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static prng rng = {0x1234567};
+static uint64_t rnd(void) { return prng_next(&rng); }
+static double unif(void) { return prng_unit(&rng); }
 
 /* Rows of random blocks: plain, outliers, zero, huge, tiny, a NaN/Inf now and then. */
 static void fill(float *x, size_t rows, size_t cols)

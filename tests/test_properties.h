@@ -21,29 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- PRNG: splitmix64, fixed seeds ------------------------------------- */
-
-typedef struct {
-    uint64_t s;
-} prng;
-
-static inline uint64_t prng_next(prng *p)
-{
-    uint64_t z = (p->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static inline double prng_unit(prng *p) /* [0, 1) */
-{
-    return (double)(prng_next(p) >> 11) * 0x1p-53;
-}
-
-static inline int prng_int(prng *p, int lo, int hi) /* [lo, hi] */
-{
-    return lo + (int)(prng_next(p) % (uint64_t)(hi - lo + 1));
-}
+#include "prng.h"
 
 static inline double prng_normal(prng *p)
 {
