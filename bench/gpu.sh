@@ -136,6 +136,25 @@ for r in peer:
 EOF
 fi
 
+# ---- profile (PARTS=ncu): where the quantize kernels' time goes -------------------
+if want ncu; then
+say "ncu: quantize / dequantize kernels at 16384x16384 (formats: \${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+})"
+[ -x $B/gpu_bench ] || nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu $LIBS \
+    -o $B/gpu_bench >>"$OUT/ncu.log" 2>&1
+for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
+    for k in "^quant_kernel" "^dequant_kernel" "amax"; do
+        BFP_BENCH_FORMATS=$f BFP_BENCH_BIG_ONLY=1 timeout 120 ncu --section SpeedOfLight \
+            --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section SchedulerStats --section MemoryWorkloadAnalysis -k "regex:$k" -c 1 \
+            $B/gpu_bench /tmp/ncu_bench.json >"$OUT/ncu_one.log" 2>&1
+        echo "#### $f $k" >>"$OUT/ncu.log"
+        grep -vE "^(format|mxfp|nvfp|hif|mxint|GPU:)" "$OUT/ncu_one.log" >>"$OUT/ncu.log"
+    done
+done
+rm -f "$OUT/ncu_one.log"
+grep -E "^####|Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Block Limit Registers" "$OUT/ncu.log" | head -200
+fi
+
 # ---- matmul (issue #6) ----------------------------------------------------------
 if want gemm; then
 say "test_cuda_matmul (fused kernel and dequant+cuBLAS vs bfp_matmul_ref)"

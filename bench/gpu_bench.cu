@@ -107,6 +107,23 @@ static void add(const char *fmt, const char *op, size_t rows, size_t cols, doubl
     fflush(stdout);
 }
 
+/* BFP_BENCH_FORMATS=mxfp4,nvfp4 limits the run (for profiling) */
+static bool wanted(const char *name)
+{
+    const char *list = getenv("BFP_BENCH_FORMATS");
+    if (!list || !*list)
+        return true;
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == len && !strncmp(p, name, n))
+            return true;
+        p += n + (e ? 1 : 0);
+    }
+    return false;
+}
+
 static void bench_shape(size_t rows, size_t cols)
 {
     size_t n = rows * cols;
@@ -123,6 +140,8 @@ static void bench_shape(size_t rows, size_t cols)
     CU(cudaDeviceSynchronize());
     for (int fi = 0; fi < bfp_format_count(); fi++) {
         const bfp_format_info *f = bfp_format_at(fi);
+        if (!wanted(f->name))
+            continue;
         bfp_plane_sizes sz;
         BFP(bfp_plane_sizes_for(f->id, rows, cols, &sz));
         std::vector<bfp_planes> pl(nbuf);
@@ -195,7 +214,8 @@ int main(int argc, char **argv)
     printf("%-28s %-16s %13s %13s %14s %13s %7s\n", "format", "op (bf16)", "shape", "time",
            "bytes", "GB/s", "of copy");
     bench_shape(16384, 16384);
-    bench_shape(16, 8192);
+    if (!getenv("BFP_BENCH_BIG_ONLY"))
+        bench_shape(16, 8192);
 
     FILE *fp = fopen(out, "w");
     if (!fp) {
