@@ -6,60 +6,35 @@
 
 namespace bfpgemm {
 
-/* The per-warp ring of W tiles in shared memory, filled by cp.async so that
- * RING tiles per warp are in flight without holding registers: a stage holds
- * a tile's 512 code bytes (lane l's 16 at 16 l), its scale record (at 512)
- * and its correction record (at 576). */
-constexpr int RING = 12, STAGE = 640;
-
-__device__ __forceinline__ void cp_async(void *dst, const void *src, int bytes)
-{
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    if (bytes == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
-    else if (bytes == 8)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(src));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_wait_ring()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(RING - 1));
-}
-
+/* W tiles kt .. kt+3 of row tile nt (those below kt_end): codes, scale
+ * record and correction record of this lane's group. */
 template <int F>
-__device__ __forceinline__ void issue_tile(const Params &p, int nt, int kt, int lane,
-                                           unsigned char *stage)
-{
-    constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
-    constexpr int REC = WIDE ? 8 : 4; /* bytes of a lane group's record */
-    size_t tile = (size_t)nt * p.tiles_k + (size_t)kt;
-    cp_async(stage + lane * 16, p.codes + tile * 32 + lane, 16);
-    if (lane < 8) {
-        cp_async(stage + 512 + lane * REC, p.scales + tile * 8 * REC + lane * REC, REC);
-        if (F == FMT_MXPLUS || F == FMT_NVPLUS)
-            cp_async(stage + 576 + lane * REC, p.corr + tile * 8 * REC + lane * REC, REC);
-    }
-}
-
-template <int F>
-__device__ __forceinline__ void read_tile(const unsigned char *stage, int lane, uint4 (&wc)[4],
-                                          uint2 (&sc)[4], uint2 (&cr)[4])
+__device__ __forceinline__ void load_group(const Params &p, int nt, bool tile_ok, int kt,
+                                           int kt_end, int lane, uint4 (&wc)[4],
+                                           uint2 (&sc)[4], uint2 (&cr)[4])
 {
     constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
     const int g = lane >> 2;
-    wc[0] = *reinterpret_cast<const uint4 *>(stage + lane * 16);
-    sc[0] = make_uint2(0, 0);
-    cr[0] = make_uint2(0, 0);
-    if (WIDE)
-        sc[0] = *reinterpret_cast<const uint2 *>(stage + 512 + g * 8);
-    else
-        sc[0].x = *reinterpret_cast<const uint32_t *>(stage + 512 + g * 4);
-    if (F == FMT_MXPLUS)
-        cr[0].x = *reinterpret_cast<const uint32_t *>(stage + 576 + g * 4);
-    if (F == FMT_NVPLUS)
-        cr[0] = *reinterpret_cast<const uint2 *>(stage + 576 + g * 8);
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        bool ok = tile_ok && kt + u < kt_end;
+        size_t tile = (size_t)nt * p.tiles_k + (size_t)(kt + u);
+        wc[u] = ok ? __ldg(p.codes + tile * 32 + lane) : make_uint4(0, 0, 0, 0);
+        sc[u] = make_uint2(0, 0);
+        cr[u] = make_uint2(0, 0);
+        if (WIDE)
+            sc[u] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.scales + tile * 64) + g)
+                       : make_uint2(0, 0);
+        else
+            sc[u].x = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.scales + tile * 32) + g)
+                         : 0u;
+        if (F == FMT_MXPLUS)
+            cr[u].x = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.corr + tile * 32) + g)
+                         : 0u;
+        if (F == FMT_NVPLUS)
+            cr[u] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.corr + tile * 64) + g)
+                       : make_uint2(0, 0);
+    }
 }
 
 /* A correction byte (index, two low mantissa bits of a block max) as seen by
@@ -165,20 +140,13 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
     for (int q = 0; q < NT; q++)
         acc[q][0] = acc[q][1] = acc[q][2] = acc[q][3] = 0.0f;
 
-    uint4 wc[4];
-    uint2 sc[4], cr[4];
-    unsigned char *ring = smem + (size_t)MC * ld * 2 + (size_t)warp * RING * STAGE;
+    uint4 wc[4], wn[4];
+    uint2 sc[4], sn[4], cr[4], rn[4];
     for (int c0 = kt0; c0 < kt1; c0 += p.chunk_tiles) {
-        const int c1 = min(c0 + p.chunk_tiles, kt1), ntiles = c1 - c0;
-        if (tile_ok) { /* the first tiles fly while x is staged */
-            for (int i = 0; i < RING - 1; i++) {
-                if (i < ntiles)
-                    issue_tile<F>(p, nt, c0 + i, lane, ring + i * STAGE);
-                cp_commit();
-            }
-        }
+        const int c1 = min(c0 + p.chunk_tiles, kt1);
+        load_group<F>(p, nt, tile_ok, c0, c1, lane, wc, sc, cr); /* flies while x is staged */
         __syncthreads(); /* the previous chunk is done with xs */
-        const int kbase = c0 * 64, ncols = ntiles * 64, vecs_per_row = ncols / 8;
+        const int kbase = c0 * 64, ncols = (c1 - c0) * 64, vecs_per_row = ncols / 8;
         for (int v = threadIdx.x; v < MC * vecs_per_row; v += WARPS * 32) {
             int r = v / vecs_per_row, c8 = (v % vecs_per_row) * 8;
             int gm = m0 + r, gk = kbase + c8;
@@ -200,17 +168,17 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
             *reinterpret_cast<uint4 *>(xs + r * ld + c8) = val;
         }
         __syncthreads();
-        if (!tile_ok)
-            continue;
-        for (int i = 0; i < ntiles; i++) {
-            __syncwarp(); /* every lane has read the slot refilled next */
-            if (i + RING - 1 < ntiles)
-                issue_tile<F>(p, nt, c0 + i + RING - 1, lane, ring + ((i + RING - 1) % RING) * STAGE);
-            cp_commit();
-            cp_wait_ring(); /* this lane's copies of tile i have landed */
-            __syncwarp();   /* and every other lane's */
-            read_tile<F>(ring + (i % RING) * STAGE, lane, wc, sc, cr);
-            mma_group<F, NT>(acc, wc, sc, cr, xs, ld, i * 64, 1, g, t, p.mx_fold);
+
+        for (int kt = c0; kt < c1; kt += 4) {
+            const bool more = kt + 4 < c1;
+            if (more)
+                load_group<F>(p, nt, tile_ok, kt + 4, c1, lane, wn, sn, rn);
+            mma_group<F, NT>(acc, wc, sc, cr, xs, ld, (kt - c0) * 64, c1 - kt, g, t, p.mx_fold);
+            if (more) {
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    wc[u] = wn[u], sc[u] = sn[u], cr[u] = rn[u];
+            }
         }
     }
 
@@ -270,13 +238,12 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
 template <int F, int NT>
 static cudaError_t launch_nt(const Params &p, dim3 grid, cudaStream_t s)
 {
-    size_t smem = (size_t)8 * NT * (size_t)p.xs_ld * 2 + (size_t)WARPS * RING * STAGE;
+    size_t smem = (size_t)8 * NT * (size_t)p.xs_ld * 2;
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
         cudaError_t e = cudaFuncSetAttribute(gemm_fused_kernel<F, NT>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             SMEM_X_BUDGET + 16 * 1024 +
-                                                 WARPS * RING * STAGE);
+                                             SMEM_X_BUDGET + 16 * 1024);
         if (e != cudaSuccess)
             return e;
         raised = true;

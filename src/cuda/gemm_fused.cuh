@@ -4,7 +4,7 @@
  * the B operand (8 rows of x per n8 tile, NT tiles). A CTA of 4 warps takes
  * 4 row tiles of W and shares x's columns of its K range in shared memory
  * (staged once when they fit, else in chunks); each warp streams its tiles
- * of W through a ring in shared memory filled by cp.async, 11 tiles ahead;
+ * of W four at a time with the next four already in flight;
  * the grid's y dimension splits K, and split partial sums meet in an fp32
  * workspace, the last CTA of a tile writing bf16 and zeroing it again. */
 #pragma once
@@ -16,7 +16,7 @@ namespace bfpgemm {
 enum { FMT_MX = 0, FMT_MXPLUS = 1, FMT_NV = 2, FMT_NVPLUS = 3, FMT_HIF4 = 4 };
 
 constexpr int WARPS = 4;
-constexpr int SMEM_X_BUDGET = 32 << 10; /* bytes of staged x per CTA */
+constexpr int SMEM_X_BUDGET = 64 << 10; /* bytes of staged x per CTA */
 
 struct Params {
     const uint4 *codes;          /* [tiles_n][tiles_k][32] */
