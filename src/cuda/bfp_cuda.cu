@@ -27,6 +27,49 @@ BFP_NV2D_LAUNCHER(extern, 22)
 
 namespace {
 
+/* max |x| over the finite ones of 8 bf16 elements, as fp32 bits */
+__device__ __forceinline__ uint32_t amax8_finite_bf16(const uint4 &w)
+{
+    uint32_t m = amax8_bf16(w);
+    if (m < 0x7F800000u)
+        return m;
+    uint32_t in[4], f = 0;
+    words_of(w, in);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        uint32_t lo = (in[k] & 0x7FFFu) << 16, hi = in[k] & 0x7FFF0000u;
+        f = max(f, lo < 0x7F800000u ? lo : 0u);
+        f = max(f, hi < 0x7F800000u ? hi : 0u);
+    }
+    return f;
+}
+
+/* The bf16 amax pass: 4 vectors per thread and iteration, the next 4
+ * loaded before the current ones are reduced (bytes in flight). */
+__device__ __forceinline__ uint32_t amax_bf16_vec(const uint4 *src, size_t ngroups)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint4 next[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+        next[u] = g + u * stride < ngroups ? __ldg(src + g + u * stride) : make_uint4(0, 0, 0, 0);
+    uint32_t m = 0;
+    for (; g < ngroups; g += 4 * stride) {
+        uint4 cur[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            cur[u] = next[u];
+            size_t gn = g + (4 + u) * stride;
+            next[u] = gn < ngroups ? __ldg(src + gn) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            m = max(m, amax8_finite_bf16(cur[u]));
+    }
+    return m;
+}
+
 /* max |x| over finite values, as fp32 bits, into *out (pre-zeroed) */
 __global__ void __launch_bounds__(256)
     amax_kernel(const unsigned char *src, int dt, size_t n, bool vec, unsigned int *out)
@@ -34,6 +77,8 @@ __global__ void __launch_bounds__(256)
     uint32_t m = 0;
     size_t ngroups = (n + 7) / 8;
     size_t stride = (size_t)gridDim.x * blockDim.x;
+    if (vec && dt == BFP_DTYPE_BF16 && n % 8 == 0)
+        ngroups = 0, m = amax_bf16_vec(reinterpret_cast<const uint4 *>(src), n / 8);
     for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < ngroups; g += 4 * stride) {
         uint32_t x[4][8];
 #pragma unroll
@@ -226,7 +271,9 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
             CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
             size_t n = rows * cols, groups = (n + 7) / 8;
             size_t blocks = (groups + 4 * 256 - 1) / (4 * 256);
-            size_t cap = (size_t)(sms > 0 ? sms : 1) * 16;
+            int per_sm = 0;
+            CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, amax_kernel, 256, 0));
+            size_t cap = (size_t)(sms > 0 ? sms : 1) * (size_t)(per_sm > 0 ? per_sm : 1);
             if (blocks > cap)
                 blocks = cap;
             CUDA_OK(cudaMemsetAsync(ts, 0, 4, s));

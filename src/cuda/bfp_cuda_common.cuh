@@ -298,6 +298,7 @@ struct Layout {
     size_t gpr;       /* groups (threads) per row: blocks_per_row * T */
     int ct_log2, rt;  /* CTA tile: rt x qu rows x 2^ct_log2 groups */
     int qu;           /* consecutive rows per thread (1 or QU) */
+    size_t tiles;     /* row tiles of this launch (quantize: blockIdx.y strides) */
 };
 
 /* the thread's group g within its rows, and its first row */
@@ -407,6 +408,11 @@ __device__ __forceinline__ void load8(const unsigned char *src, int dt, size_t e
         x[j] = v;
     }
 }
+
+/* The 8 codes of a thread: 32 bits for 4-bit codes, else 64. */
+template <int W> struct PackSel { typedef uint64_t type; };
+template <> struct PackSel<4> { typedef uint32_t type; };
+template <int W> using PackT = typename PackSel<W>::type;
 
 /* Store the codes of one 8-element group (W bytes for W-bit codes) at p,
  * only the first nb bytes; vec: p is aligned for one wide store. */

@@ -6,6 +6,7 @@
 #define BFP_CUDA_KERNELS_CUH
 
 #include "bfp_cuda_common.cuh"
+#include "bfp_cuda_quant_bf16.cuh"
 
 #include <float.h>
 #include <limits.h>
@@ -56,11 +57,6 @@ __device__ __forceinline__ size_t scale_index(const QParams &P, size_t row, size
 {
     return P.swz ? swizzle_offset(row, blk, P.swz_ncol) : row * P.G + blk;
 }
-
-/* The 8 codes of a thread: 32 bits for 4-bit codes, else 64. */
-template <int W> struct PackSel { typedef uint64_t type; };
-template <> struct PackSel<4> { typedef uint32_t type; };
-template <int W> using PackT = typename PackSel<W>::type;
 
 template <int W>
 __device__ __forceinline__ void pack(PackT<W> &packed, uint32_t code, int j)
@@ -118,17 +114,24 @@ __device__ __forceinline__ int mx_shared_exp(uint32_t ab, int mode)
     return se < -127 ? -127 : se > 127 ? 127 : se;
 }
 
-template <int FMT, int MODE>
+/* BF: the group's 8 elements are the bf16 words w (x unused) and the
+ * rounding is RNE onto a FLOAT grid: the bf16x2 encoder applies. */
+template <int FMT, int MODE, bool BF>
 __device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid, size_t blk,
-                                        int sub, size_t col0, int n, const uint32_t x[8])
+                                        int sub, size_t col0, int n, const uint32_t x[8],
+                                        const uint4 &w)
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
     uint32_t ab[8], am = 0;
+    if (BF) {
+        am = amax8_bf16(w);
+    } else {
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        ab[j] = x[j] & 0x7FFFFFFFu;
-        am = max(am, ab[j]);
+        for (int j = 0; j < 8; j++) {
+            ab[j] = x[j] & 0x7FFFFFFFu;
+            am = max(am, ab[j]);
+        }
     }
     am = group_max<T>(am);
     PackT<W> packed = 0;
@@ -138,10 +141,13 @@ __device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid
     } else {
         int se = mx_shared_exp<F.elem>(am, P.scale_mode);
         sc = (uint32_t)(se + 127);
+        /* bf16 input: se <= 127 - 2 + 1 (CEIL), so 2^-se is a normal bf16 */
+        if (BF)
+            packed = enc8_bf16<F.elem>(w, pow2_bf16x2(-se));
         float f = pow2f(-se);
         size_t e0 = row * P.L.cols + col0;
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < 8 && !BF; j++) {
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
             float v = __fmul_rn(u2f(ab[j]), f);
             int mag = enc_mag<F.elem, false, MODE>(v, r, ab[j] != 0);
@@ -160,33 +166,47 @@ __device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid
 
 /* ---- MX+ and MX++ ---------------------------------------------------------- */
 
-template <int FMT, int MODE>
+template <int FMT, int MODE, bool BF>
 __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool valid, size_t blk,
-                                            int sub, size_t col0, int n, const uint32_t x[8])
+                                            int sub, size_t col0, int n, const uint32_t x[8],
+                                            const uint4 &w)
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
     constexpr int EMAX = grid_of(F.elem).emax;
     uint32_t ab[8], am = 0;
+    if (BF) {
+        am = amax8_bf16(w);
+    } else {
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        ab[j] = x[j] & 0x7FFFFFFFu;
-        am = max(am, ab[j]);
+        for (int j = 0; j < 8; j++) {
+            ab[j] = x[j] & 0x7FFFFFFFu;
+            am = max(am, ab[j]);
+        }
     }
     am = group_max<T>(am);
     /* block max: the lowest index holding am */
     uint32_t cand = 0xFFu;
+    if (BF) {
+        int j = first_eq_bf16(w, am >> 16);
+        cand = j < 8 ? (uint32_t)(sub * 8 + j) : 0xFFu;
+    } else {
 #pragma unroll
-    for (int j = 7; j >= 0; j--)
-        if (ab[j] == am)
-            cand = (uint32_t)(sub * 8 + j);
+        for (int j = 7; j >= 0; j--)
+            if (ab[j] == am)
+                cand = (uint32_t)(sub * 8 + j);
+    }
     cand = group_min<T>(cand);
     uint32_t m2 = 0;
     if (F.fam == BFP_FAMILY_MX_PP) {
+        if (BF) {
+            m2 = amax8_bf16_except(w, cand / 8 == (uint32_t)sub ? (int)(cand % 8) : 8);
+        } else {
 #pragma unroll
-        for (int j = 0; j < 8; j++)
-            if ((uint32_t)(sub * 8 + j) != cand)
-                m2 = max(m2, ab[j]);
+            for (int j = 0; j < 8; j++)
+                if ((uint32_t)(sub * 8 + j) != cand)
+                    m2 = max(m2, ab[j]);
+        }
         m2 = group_max<T>(m2);
     }
     PackT<W> packed = 0;
@@ -203,12 +223,21 @@ __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool v
         }
         sc = (uint32_t)(se + 127);
         meta = cand | (uint32_t)(se - nbm) << 5;
-        int k = -nbm; /* NBM scaling 2^k, k in [-127, 133] */
+        int k = -nbm; /* NBM scaling 2^k, k in [-126, 133] */
         float f1 = k > 127 ? 18446744073709551616.0f : 1.0f;
         float f2 = pow2f(k > 127 ? k - 64 : k);
         size_t e0 = row * P.L.cols + col0;
+        if (BF) {
+            uint4 ws = w;
+            if (k > 127) { /* MX++ of a tiny block: 2^64 first, exact */
+                uint32_t f64 = pow2_bf16x2(64);
+                ws = make_uint4(bf2_mul(w.x, f64), bf2_mul(w.y, f64), bf2_mul(w.z, f64),
+                                bf2_mul(w.w, f64));
+            }
+            packed = enc8_bf16<F.elem>(ws, pow2_bf16x2(k > 127 ? k - 64 : k));
+        }
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < 8 && !BF; j++) {
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
             float v = __fmul_rn(__fmul_rn(u2f(ab[j]), f1), f2);
             int mag = enc_mag<F.elem, false, MODE>(v, r, ab[j] != 0);
@@ -217,8 +246,10 @@ __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool v
         if (cand / 8 == (uint32_t)sub) { /* this thread holds the block max */
             int jb = (int)(cand % 8);
             uint32_t xb = 0;
+            if (BF)
+                xb = elem_bf16(w, jb);
 #pragma unroll
-            for (int j = 0; j < 8; j++)
+            for (int j = 0; j < 8 && !BF; j++)
                 if (j == jb)
                     xb = x[j];
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + (size_t)jb) : 0u;
@@ -476,6 +507,22 @@ __device__ __forceinline__ void hif4_body(const QParams &P, size_t row, bool val
  * per-thread setup is paid once for 8 * QU elements. */
 constexpr int QU = 4;
 
+template <int NU>
+__device__ __forceinline__ void load_rows(const QParams &P, bool vec, size_t row0, size_t col0,
+                                          Raw raw[NU])
+{
+#pragma unroll
+    for (int u = 0; u < NU; u++) {
+        raw[u].a = raw[u].b = make_uint4(0, 0, 0, 0);
+        if (vec && row0 + u < P.L.rows)
+            load_vec(P.src, P.dt, (row0 + u) * P.L.cols + col0, raw[u]);
+    }
+}
+
+/* A CTA strides over the launch's row tiles (blockIdx.y, += gridDim.y) and
+ * loads the next tile's rows before it encodes the current ones, so that a
+ * warp always has loads in flight: one pass per tile left the quantizers
+ * with too few bytes in flight to reach the copy bandwidth. */
 template <int FMT, int MODE, int NU>
 __device__ __forceinline__ void quant_body(const QParams &P)
 {
@@ -483,34 +530,53 @@ __device__ __forceinline__ void quant_body(const QParams &P)
     constexpr int T = F.block / 8;
     size_t row0, g;
     layout_base(P.L, row0, g);
+    const size_t tile_rows = (size_t)P.L.rt * NU;
     size_t blk = g / T;
     int sub = (int)(g % T);
     size_t col0 = blk * F.block + (size_t)sub * 8;
     int n = g < P.L.gpr && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
     bool vec = P.vec_in && n == 8;
-    Raw raw[NU];
+    /* the bf16x2 encoder, for the whole warp or not at all (the block
+     * reductions are warp shuffles): every lane's group vector-loaded or empty */
+    constexpr bool MXF = (F.fam == BFP_FAMILY_MX || F.fam == BFP_FAMILY_MX_PLUS ||
+                          F.fam == BFP_FAMILY_MX_PP) &&
+                         grid_of(F.elem).kind == GK_FLOAT && MODE == RM_RNE;
+    bool bf = MXF && P.dt == BFP_DTYPE_BF16 && __all_sync(0xFFFFFFFFu, vec || n == 0);
+    Raw next[NU];
+    load_rows<NU>(P, vec, row0, col0, next);
+    for (size_t ty = blockIdx.y; ty < P.L.tiles; ty += gridDim.y, row0 += gridDim.y * tile_rows) {
+        Raw raw[NU];
 #pragma unroll
-    for (int u = 0; u < NU; u++)
-        if (vec && row0 + u < P.L.rows)
-            load_vec(P.src, P.dt, (row0 + u) * P.L.cols + col0, raw[u]);
+        for (int u = 0; u < NU; u++)
+            raw[u] = next[u];
+        if (ty + gridDim.y < P.L.tiles)
+            load_rows<NU>(P, vec, row0 + gridDim.y * tile_rows, col0, next);
 #pragma unroll
-    for (int u = 0; u < NU; u++) {
-        size_t row = row0 + u;
-        bool valid = g < P.L.gpr && row < P.L.rows; /* n may be 0: padding lane of a block */
-        int nu = valid ? n : 0;
-        uint32_t x[8];
-        if (vec && valid)
-            unpack_vec(P.dt, raw[u], x);
-        else
-            load8(P.src, P.dt, row * P.L.cols + col0, nu, false, x);
-        if (F.fam == BFP_FAMILY_MX)
-            mx_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
-        else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP)
-            mxplus_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
-        else if (F.fam == BFP_FAMILY_HIF4)
-            hif4_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
-        else
-            nv_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+        for (int u = 0; u < NU; u++) {
+            size_t row = row0 + u;
+            bool valid = g < P.L.gpr && row < P.L.rows; /* n may be 0: padding lane of a block */
+            int nu = valid ? n : 0;
+            uint32_t x[8];
+            if (MXF && bf) {
+                if (F.fam == BFP_FAMILY_MX)
+                    mx_body<FMT, MODE, true>(P, row, valid, blk, sub, col0, nu, x, raw[u].a);
+                else
+                    mxplus_body<FMT, MODE, true>(P, row, valid, blk, sub, col0, nu, x, raw[u].a);
+                continue;
+            }
+            if (vec && valid)
+                unpack_vec(P.dt, raw[u], x);
+            else
+                load8(P.src, P.dt, row * P.L.cols + col0, nu, false, x);
+            if (F.fam == BFP_FAMILY_MX)
+                mx_body<FMT, MODE, false>(P, row, valid, blk, sub, col0, nu, x, raw[u].a);
+            else if (F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP)
+                mxplus_body<FMT, MODE, false>(P, row, valid, blk, sub, col0, nu, x, raw[u].a);
+            else if (F.fam == BFP_FAMILY_HIF4)
+                hif4_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+            else
+                nv_body<FMT, MODE>(P, row, valid, blk, sub, col0, nu, x);
+        }
     }
 }
 
@@ -520,9 +586,13 @@ __host__ __device__ constexpr int default_mode()
     return fmt_of(FMT).fam == BFP_FAMILY_HIF4 ? RM_AWAY : RM_RNE;
 }
 
-template <int FMT>
-__global__ void __launch_bounds__(256) quant_kernel(const QParams P)
+/* One kernel per input dtype: registers are allocated for the worst path of
+ * a kernel, and f32's two vectors per group would cost bf16 occupancy. */
+template <int FMT, int DT>
+__global__ void __launch_bounds__(256) quant_kernel(const QParams P0)
 {
+    QParams P = P0;
+    P.dt = DT; /* a constant from here on */
     if (P.L.qu == QU) { /* the host sets qu = QU exactly for the default mode */
         quant_body<FMT, default_mode<FMT>(), QU>(P);
         return;
@@ -816,18 +886,51 @@ struct Tiling {
     size_t rows_per_launch;
 };
 
-template <int FMT>
-bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
+/* CTAs of a quantize launch: as many as the GPU holds at once (the kernel
+ * strides over the row tiles), found once per kernel. */
+template <int FMT, int DT>
+bfp_status resident_ctas(unsigned *out)
 {
+    static unsigned cached = 0;
+    if (!cached) {
+        int dev = 0, sms = 0, per_sm = 0;
+        CUDA_OK(cudaGetDevice(&dev));
+        CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, quant_kernel<FMT, DT>, 256, 0));
+        cached = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
+    }
+    *out = cached;
+    return BFP_OK;
+}
+
+template <int FMT, int DT>
+bfp_status launch_quant_dt(QParams P, const Tiling &t, cudaStream_t s)
+{
+    unsigned ctas;
+    bfp_status st = resident_ctas<FMT, DT>(&ctas);
+    if (st != BFP_OK)
+        return st;
     for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
         size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
         P.L.row0 = r0;
         size_t tile_rows = (size_t)t.L.rt * (size_t)P.L.qu;
-        dim3 grid(t.gx, (unsigned)((nr + tile_rows - 1) / tile_rows));
-        BFP_LAUNCH(quant_kernel<FMT>, grid, 256, s, P);
+        P.L.tiles = (nr + tile_rows - 1) / tile_rows;
+        size_t gy = (ctas + t.gx - 1) / t.gx;
+        dim3 grid(t.gx, (unsigned)(gy < P.L.tiles ? gy : P.L.tiles));
+        BFP_LAUNCH((quant_kernel<FMT, DT>), grid, 256, s, P);
         CUDA_OK(cudaGetLastError());
     }
     return BFP_OK;
+}
+
+template <int FMT>
+bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
+{
+    switch (P.dt) {
+    case BFP_DTYPE_BF16: return launch_quant_dt<FMT, BFP_DTYPE_BF16>(P, t, s);
+    case BFP_DTYPE_F16: return launch_quant_dt<FMT, BFP_DTYPE_F16>(P, t, s);
+    default: return launch_quant_dt<FMT, BFP_DTYPE_F32>(P, t, s);
+    }
 }
 
 template <int FMT>

@@ -1,0 +1,164 @@
+/* bfp_cuda_quant_bf16.cuh - the MX-family encoder for bfloat16 input on two
+ * elements per instruction (bf16x2 arithmetic and 16x2 integer min/max,
+ * sm_90), for round-to-nearest-even onto a FLOAT element grid. The generic
+ * encoder (enc_mag) spends about 33 instructions per element, which made the
+ * quantizers issue-bound at half the copy bandwidth; this one about 8.
+ *
+ * Exactness, per element x of a block with shared scale 2^se:
+ *  - v = |x| * 2^-se in bf16 is exact: a power-of-two scaling of an 8-bit
+ *    significand, unless v falls below 2^-126, where every grid rounds it to
+ *    0 (the smallest half-step is E5M2's 2^-17) whatever the low bits are.
+ *  - For the grid step at v, 2^(e - m) with e = max(floor(log2 v), emin),
+ *    M = 2^(e + 7 - m) has a bf16 ulp of exactly that step and v < M / 32,
+ *    so r = bf16_rne(M + v) = M + step * rne(v / step) with one rounding:
+ *    r - M in bf16 bits is rne(v / step), ties to even, and a round-up into
+ *    the next binade carries into the index by itself.
+ *  - index = rne(v / step) + ((e - emin) << m), then the grid's saturation.
+ * Subnormal bf16 operands and results are kept by mul/add.rn.bf16x2 (PTX:
+ * subnormals are supported for bf16 arithmetic). */
+#ifndef BFP_CUDA_QUANT_BF16_CUH
+#define BFP_CUDA_QUANT_BF16_CUH
+
+#include "bfp_cuda_common.cuh"
+
+namespace bfpcuda {
+
+constexpr uint32_t LANES2 = 0x00010001u; /* a 16-bit constant in both lanes */
+
+__device__ __forceinline__ uint32_t bf2_mul(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+__device__ __forceinline__ uint32_t bf2_add(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+__device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+__device__ __forceinline__ uint32_t min_u16x2(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("min.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+/* 2^k in both bf16 lanes, k in [-126, 127] (a normal bf16) */
+__device__ __forceinline__ uint32_t pow2_bf16x2(int k) { return (uint32_t)(k + 127) * 0x80u * LANES2; }
+
+/* the 4 words of 8 bf16 elements as an array */
+__device__ __forceinline__ void words_of(const uint4 &w, uint32_t in[4])
+{
+    in[0] = w.x;
+    in[1] = w.y;
+    in[2] = w.z;
+    in[3] = w.w;
+}
+
+/* max |x| of 8 bf16 elements, as fp32 bits (NaN above +Inf, as bits) */
+__device__ __forceinline__ uint32_t amax8_bf16(const uint4 &w)
+{
+    uint32_t m = max_u16x2(max_u16x2(w.x & 0x7FFF7FFFu, w.y & 0x7FFF7FFFu),
+                           max_u16x2(w.z & 0x7FFF7FFFu, w.w & 0x7FFF7FFFu));
+    return max(m & 0xFFFFu, m >> 16) << 16;
+}
+
+/* element j (0..7) of 8 bf16 elements, as fp32 bits */
+__device__ __forceinline__ uint32_t elem_bf16(const uint4 &w, int j)
+{
+    uint32_t in[4];
+    words_of(w, in);
+    uint32_t x = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (k == j)
+            x = (k & 1) ? in[k >> 1] & 0xFFFF0000u : in[k >> 1] << 16;
+    return x;
+}
+
+/* lowest j with |x_j| == am16 (a bf16 magnitude), 8 if none */
+__device__ __forceinline__ int first_eq_bf16(const uint4 &w, uint32_t am16)
+{
+    uint32_t in[4];
+    words_of(w, in);
+    uint32_t hit = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        uint32_t d = (in[k] & 0x7FFF7FFFu) ^ (am16 * LANES2);
+        hit |= ((d & 0xFFFFu) == 0 ? 1u : 0u) << (2 * k) | ((d >> 16) == 0 ? 2u : 0u) << (2 * k);
+    }
+    return hit ? __ffs(hit) - 1 : 8;
+}
+
+/* max |x| of the 8 elements but element jb (jb >= 8: none excluded) */
+__device__ __forceinline__ uint32_t amax8_bf16_except(const uint4 &w, int jb)
+{
+    uint32_t in[4];
+    words_of(w, in);
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (jb >> 1 == k)
+            in[k] &= (jb & 1) ? 0x0000FFFFu : 0xFFFF0000u;
+    return amax8_bf16(make_uint4(in[0], in[1], in[2], in[3]));
+}
+
+/* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
+template <int ELEM>
+__device__ __forceinline__ uint32_t enc2_bf16(uint32_t x2, uint32_t f2)
+{
+    constexpr Grid G = grid_of(ELEM);
+    constexpr uint32_t EMINB = (uint32_t)(128 - G.bias) << 7; /* 2^(1 - bias) */
+    constexpr uint32_t DELTA = (uint32_t)(7 - G.m) << 7;
+    constexpr uint32_t SIGN = (1u << (G.bits - 1)) * LANES2;
+    uint32_t v = bf2_mul(x2 & 0x7FFF7FFFu, f2);
+    uint32_t mb = max_u16x2(v & 0x7F807F80u, EMINB * LANES2);
+    uint32_t M = mb + DELTA * LANES2;
+    uint32_t r = bf2_add(v, M);
+    /* per lane: r >= M and mb >= EMINB, so no borrow crosses lanes; the
+     * shift keeps each lane's bits in its lane (they are multiples of 2^7) */
+    uint32_t idx = (r - M) + ((mb - EMINB * LANES2) >> (7 - G.m));
+    idx = min_u16x2(idx, (uint32_t)G.maxidx * LANES2);
+    return idx | ((x2 >> (16 - G.bits)) & SIGN);
+}
+
+/* The 8 codes, packed as the format stores them (element j at bits W*j). */
+template <int ELEM>
+__device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_bf16(const uint4 &w, uint32_t f2)
+{
+    constexpr int W = grid_of(ELEM).bits;
+    uint32_t in[4], c[4];
+    words_of(w, in);
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        c[k] = enc2_bf16<ELEM>(in[k], f2);
+    if (W == 4) {
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            c[k] |= c[k] >> 12; /* byte 0: lane 0 | lane 1 << 4 */
+        return (PackT<W>)__byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040),
+                                     0x5410);
+    }
+    if (W == 8) {
+        uint64_t lo = __byte_perm(c[0], c[1], 0x6420), hi = __byte_perm(c[2], c[3], 0x6420);
+        return (PackT<W>)(lo | hi << 32);
+    }
+    uint64_t p = 0; /* W == 6: 12 bits per word */
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        p |= (uint64_t)((c[k] | c[k] >> 10) & 0xFFFu) << (12 * k);
+    return (PackT<W>)p;
+}
+
+} // namespace bfpcuda
+
+#endif /* BFP_CUDA_QUANT_BF16_CUH */
