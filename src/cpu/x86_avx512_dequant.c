@@ -1,0 +1,730 @@
+/* x86_avx512_dequant.c - AVX-512 (F, BW, VL) dequantize kernels, installed
+ * by bfp_cpu_avx512_init(). Built with the flags of x86_avx512.c.
+ *
+ * bfloat16 output works in 16-bit lanes, 32 values per vector. MX values
+ * have at most 8 significant bits, so code value * 2^k is exact in bfloat16
+ * while it stays a normal number: the values at scale 1 come from a table
+ * (vpermw / vpermi2w) and k is added to their exponent field. Each element
+ * type has a range of k for which that holds for all of its nonzero finite
+ * values; a block outside it (or with a NaN scale) is decoded per element.
+ * NVFP4 values are rounded: a table per scale code holds them. */
+#include "kern_scalar.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include "x86_avx2_inl.h"
+
+#include <stdalign.h>
+#include <threads.h>
+
+#define A5 static inline __attribute__((always_inline))
+
+/* Two 16-bit lanes (a low, b high) as one 32-bit lane. */
+#define W2(a, b) ((a) | (b) << 16)
+
+/* ---- shared pieces ------------------------------------------------------------ */
+
+A5 __m512i iota16(void)
+{
+    return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+/* bfloat16 bits (low half of each lane) of 16 float32 values, as
+ * bfp_f32_to_bf16: RNE, NaN kept quiet. */
+A5 __m512i bf16_bits16(__m512 v)
+{
+    __m512i b = _mm512_castps_si512(v);
+    __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7F800000));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+}
+
+/* 64 bytes to p; stream: non-temporal, p 64-byte aligned. */
+A5 void st64(void *p, __m512i v, int stream)
+{
+    if (stream)
+        _mm512_stream_si512((__m512i *)p, v);
+    else
+        _mm512_storeu_si512(p, v);
+}
+
+/* 32 bytes to p; stream: non-temporal, p 32-byte aligned. */
+A5 void st32(void *p, __m256i v, int stream)
+{
+    if (stream)
+        _mm256_stream_si256((__m256i *)p, v);
+    else
+        _mm256_storeu_si256((__m256i *)p, v);
+}
+
+/* 16 4-bit codes from 8 bytes, as dwords (bits above the low 4 are junk:
+ * only vpermd reads them). */
+A5 __m512i nib16(const uint8_t *p)
+{
+    __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
+    return _mm512_cvtepu8_epi32(_mm_or_si128(x, _mm_slli_epi16(x, 4)));
+}
+
+/* Codes 16k .. 16k+15 of a 32-code block at width w, as clean dwords. */
+A5 __m512i codes16(int w, const uint8_t *blk, int k)
+{
+    if (w == 4)
+        return _mm512_and_si512(nib16(blk + 8 * k), _mm512_set1_epi32(0x0F));
+    if (w == 8)
+        return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 16 * k)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(codes8(6, blk, 2 * k)), codes8(6, blk, 2 * k + 1), 1);
+}
+
+/* The 32 codes of a block at width w, one per 16-bit lane. */
+A5 __m512i words32(int w, const uint8_t *blk)
+{
+    if (w == 4) { /* a byte per dword: low nibble to the low word, high nibble to the high word */
+        __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)blk));
+        return _mm512_ternarylogic_epi32(d, _mm512_slli_epi32(d, 12), _mm512_set1_epi32(0x000F000F), 0xA8);
+    }
+    if (w == 8)
+        return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)blk));
+    /* 6 bits: codes 8l..8l+7 are bytes 6l..6l+5; bring them to 128-bit lane l
+     * (word granularity: 6l is even), then each code's two bytes to its word */
+    __m512i q = _mm512_castsi256_si512(_mm256_maskz_loadu_epi8(0xFFFFFF, blk));
+    q = _mm512_permutexvar_epi16(_mm512_setr_epi32(W2(0, 1), W2(2, 3), 0, 0, W2(3, 4), W2(5, 6), 0, 0,
+                                                   W2(6, 7), W2(8, 9), 0, 0, W2(9, 10), W2(11, 12), 0, 0),
+                                 q);
+    q = _mm512_shuffle_epi8(q, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 1, 2, 2, 3, 3, 4, 3, 4, 4, 5, 5, 6)));
+    q = _mm512_srlv_epi16(q, _mm512_broadcast_i32x4(_mm_setr_epi16(0, 6, 4, 2, 0, 6, 4, 2)));
+    return _mm512_and_si512(q, _mm512_set1_epi16(0x3F));
+}
+
+/* ---- bfloat16 tables of the MX element types, built once ------------------------ */
+
+typedef struct {
+    alignas(64) uint16_t v[128]; /* bf16 at scale 1: every code (4, 6 bits), magnitudes (8 bits) */
+    uint32_t scaled[4];          /* per 32 entries: the nonzero finite ones (2^k applies) */
+    int kmin, kmax;              /* 2^k keeps all of them normal bfloat16 */
+    int ok;                      /* every value is exact in bfloat16 */
+} wdef;
+
+static wdef wdefs[KS_ID_NONE];
+static alignas(64) uint16_t hif4_rows[256][16]; /* bf16 of code value * E6M2 scale */
+static once_flag tabs_once = ONCE_FLAG_INIT;
+
+static void wdef_build(wdef *wd, const bfp_elem_desc *e)
+{
+    const float *lut = bfp_cpu_elem_lut(e);
+    const unsigned n = 1u << e->bits, nt = e->bits == 8 ? 128 : n;
+    int lo = 255, hi = 0;
+    wd->ok = 1;
+    for (unsigned c = 0; c < n; c++) {
+        uint32_t b = ks_bits(lut[c]);
+        unsigned f = (b >> 23) & 0xFF;
+        if ((b & 0x7FFFFFFF) == 0 || f == 0xFF)
+            continue;
+        wd->ok &= (b & 0xFFFF) == 0 && f != 0;
+        lo = (int)f < lo ? (int)f : lo;
+        hi = (int)f > hi ? (int)f : hi;
+        if (c < nt)
+            wd->scaled[c / 32] |= 1u << (c % 32);
+    }
+    for (unsigned c = 0; c < nt; c++)
+        wd->v[c] = ks_bf16(ks_bits(lut[c]));
+    wd->kmin = 1 - lo;
+    wd->kmax = 254 - hi;
+}
+
+static const bfp_elem_desc *elem_for(int id)
+{
+    for (int f = 1; f < BFP_CPU_NFMT; f++) {
+        const bfp_format_impl *impl = bfp_impl_get((bfp_format)f);
+        if (impl && (impl->info.family == BFP_FAMILY_MX || impl->info.family == BFP_FAMILY_MX_PLUS) &&
+            ks_elem_id(impl) == id)
+            return impl->elem;
+    }
+    return NULL;
+}
+
+static void tabs_build(void)
+{
+    for (int id = 0; id < KS_ID_NONE; id++) {
+        const bfp_elem_desc *e = elem_for(id);
+        if (e)
+            wdef_build(&wdefs[id], e);
+    }
+    static const float e1m2[16] = {0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f,
+                                   -0.0f, -.25f, -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f};
+    for (unsigned code = 0; code < 256; code++)
+        for (int i = 0; i < 16; i++)
+            hif4_rows[code][i] = ks_bf16(ks_bits(e1m2[i] * ks_hif4_scale(code))); /* exact */
+}
+
+/* Tables of one element type in registers. */
+typedef struct {
+    __m512i t[4];
+    __mmask32 m[4];
+    int kmin, kmax;
+} wregs;
+
+A5 wregs wregs_load(ks_elem e, int id)
+{
+    const wdef *wd = &wdefs[id];
+    wregs r;
+    for (int i = 0; i < 4; i++) {
+        r.t[i] = _mm512_load_si512(wd->v + 32 * i);
+        r.m[i] = (__mmask32)wd->scaled[i];
+    }
+    r.kmin = wd->kmin;
+    r.kmax = wd->kmax;
+    return r;
+}
+
+A5 int k_fast(const wregs *r, int k)
+{
+    return (unsigned)(k - r->kmin) <= (unsigned)(r->kmax - r->kmin);
+}
+
+/* bfloat16 bits of the 32 codes cw times 2^k (k in the table's range):
+ * the exponent field of every nonzero finite value moves by k. */
+A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, int k)
+{
+    const __m512i kk = _mm512_set1_epi16((short)(k << 7));
+    if (e.kind == BFP_GRID_INT && e.bits == 8) { /* int8 -> float32 is exact; its high half is bfloat16 */
+        __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)blk)));
+        __m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 16))));
+        const __m512i odd = _mm512_setr_epi32(W2(1, 3), W2(5, 7), W2(9, 11), W2(13, 15), W2(17, 19), W2(21, 23),
+                                              W2(25, 27), W2(29, 31), W2(33, 35), W2(37, 39), W2(41, 43),
+                                              W2(45, 47), W2(49, 51), W2(53, 55), W2(57, 59), W2(61, 63));
+        __m512i v = _mm512_permutex2var_epi16(_mm512_castps_si512(f0), odd, _mm512_castps_si512(f1));
+        const __m512i k6 = _mm512_set1_epi16((short)((k - e.mbits) << 7));
+        return _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, v), v, k6);
+    }
+    if (e.bits == 4)
+        return _mm512_permutexvar_epi16(cw, _mm512_mask_add_epi16(r->t[0], r->m[0], r->t[0], kk));
+    if (e.bits == 6)
+        return _mm512_permutex2var_epi16(_mm512_mask_add_epi16(r->t[0], r->m[0], r->t[0], kk), cw,
+                                         _mm512_mask_add_epi16(r->t[1], r->m[1], r->t[1], kk));
+    /* 8-bit floats: 128 magnitudes, then the sign */
+    __m512i lo = _mm512_permutex2var_epi16(_mm512_mask_add_epi16(r->t[0], r->m[0], r->t[0], kk), cw,
+                                           _mm512_mask_add_epi16(r->t[1], r->m[1], r->t[1], kk));
+    __m512i hi = _mm512_permutex2var_epi16(_mm512_mask_add_epi16(r->t[2], r->m[2], r->t[2], kk), cw,
+                                           _mm512_mask_add_epi16(r->t[3], r->m[3], r->t[3], kk));
+    __m512i v = _mm512_mask_mov_epi16(lo, _mm512_test_epi16_mask(cw, _mm512_set1_epi16(0x40)), hi);
+    return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(cw, 8), _mm512_set1_epi16((short)0x8000), 0xF8);
+}
+
+/* ---- MX -------------------------------------------------------------------------- */
+
+/* Signed element values of 16 codes at scale 1 (as x86_avx2.c's val8). */
+A5 __m512 val16(ks_elem e, __m512i c)
+{
+    if (e.kind == BFP_GRID_INT) {
+        const int sh = 32 - e.bits;
+        __m512i k = _mm512_srai_epi32(_mm512_slli_epi32(c, sh), sh);
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(1.0f / (float)(1 << e.mbits)));
+    }
+    const int sbit = 1 << (e.bits - 1);
+    __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(sbit - 1));
+    __m512i t = _mm512_add_epi32(_mm512_slli_epi32(mag, 23 - e.mbits), _mm512_set1_epi32((127 - e.bias) << 23));
+    __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(1 << e.mbits));
+    t = _mm512_mask_add_epi32(t, sub, t, _mm512_set1_epi32(1 << 23));
+    __m512 v = _mm512_mask_sub_ps(_mm512_castsi512_ps(t), sub, _mm512_castsi512_ps(t),
+                                  _mm512_set1_ps(ks_pow2(1 - e.bias)));
+    if (e.max_mag < sbit - 1) { /* E4M3, E5M2: NaN (and Inf) codes */
+        __mmask16 special = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(e.max_mag));
+        v = _mm512_mask_mov_ps(v, special, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+        if (e.emax == 15)
+            v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7C)),
+                                   _mm512_castsi512_ps(_mm512_set1_epi32(0x7F800000)));
+    }
+    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(sbit)), 32 - e.bits);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+}
+
+/* v * scale for a NaN scale: a NaN value stays, anything else is +NaN. */
+A5 __m512 nan_scaled16(__m512 v)
+{
+    __mmask16 isnan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_mov_ps(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)), isnan, v);
+}
+
+/* Float32 values at scale 1 of the codes of a 4- or 6-bit type (4-bit: all
+ * 16 signed values; 6-bit: the 32 magnitudes, the sign is or-ed in). */
+typedef struct {
+    __m512 a, b;
+} ztab;
+
+A5 ztab ztab_base(ks_elem e)
+{
+    ztab t;
+    if (e.bits == 4) {
+        t.a = val16(e, iota16());
+        t.b = t.a;
+    } else {
+        t.a = val16(e, iota16());
+        t.b = val16(e, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16)));
+    }
+    return t;
+}
+
+/* Float32 output lanes of 16 codes from a table scaled by s. */
+A5 __m512i flook(ks_elem e, ztab t, __m512i c)
+{
+    if (e.bits == 4)
+        return _mm512_permutexvar_epi32(c, _mm512_castps_si512(t.a));
+    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(32)), 26);
+    return _mm512_or_si512(_mm512_permutex2var_epi32(_mm512_castps_si512(t.a), c, _mm512_castps_si512(t.b)), sign);
+}
+
+A5 void d_mx_f32(ks_elem e, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
+                 size_t nb, void *dst)
+{
+    const int w = e.bits;
+    const size_t cb = (size_t)(4 * w);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const __m512i qnan = _mm512_set1_epi32(0x7FC00000);
+    const ztab base = ztab_base(e);
+    for (size_t b = 0; b < nb; b++, codes += cb, d += 128) {
+        unsigned sc = scales[b];
+        __m512 s = _mm512_set1_ps(ks_pow2((int)sc - 127));
+        if (w <= 6) { /* no NaN codes: a NaN scale makes every value +NaN */
+            ztab t = {_mm512_mul_ps(base.a, s), _mm512_mul_ps(base.b, s)};
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++)
+                st64(d + 64 * k, sc == 0xFF ? qnan : flook(e, t, codes16(w, codes, k)), stream);
+        } else {
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                __m512 x = val16(e, codes16(w, codes, k));
+                st64(d + 64 * k, _mm512_castps_si512(sc == 0xFF ? nan_scaled16(x) : _mm512_mul_ps(x, s)), stream);
+            }
+        }
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* One block per element from the float32 value table (scales outside the
+ * fast range: rare). */
+static __m512i mx_slow_bf16(const float *lut, int w, const uint8_t *blk, unsigned sc)
+{
+    alignas(64) uint16_t o[32];
+    float s = ks_pow2((int)sc - 127);
+    for (unsigned i = 0; i < 32; i++) {
+        float x = lut[ks_get_code(blk, i, w)];
+        o[i] = ks_bf16(ks_bits(sc == 0xFF ? ks_nan_scaled(x) : x * s));
+    }
+    return _mm512_load_si512(o);
+}
+
+A5 void d_mx_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
+                  const uint8_t *scales, size_t nb, void *dst)
+{
+    const int w = e.bits;
+    const size_t cb = (size_t)(4 * w);
+    const float *lut = bfp_cpu_elem_lut(p->impl->elem);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const wregs r = wregs_load(e, id);
+    for (size_t b = 0; b < nb; b++, codes += cb, d += 64) {
+        int k = (int)scales[b] - 127;
+        __m512i v = k_fast(&r, k) ? wvals(e, &r, words32(w, codes), codes, k)
+                                  : mx_slow_bf16(lut, w, codes, scales[b]);
+        st64(d, v, stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- MX+ and MX++ ----------------------------------------------------------------- */
+
+A5 void d_mxplus_f32(ks_elem e, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
+                     const uint8_t *meta, size_t nb, size_t last_len, void *dst)
+{
+    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
+    const int sbit = 1 << (w - 1), special = special_rule(e);
+    const float *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
+    const size_t cb = (size_t)(4 * w);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const ztab base = ztab_base(e);
+    for (size_t b = 0; b < nb; b++, codes += cb, d += 128) {
+        size_t n = b + 1 == nb ? last_len : 32;
+        unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
+        int empty = sc == 0x00 || sc == 0xFF;
+        int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
+        __m512i c[2];
+        uint32_t any = 0, spec = 0;
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            c[k] = codes16(w, codes, k);
+            any |= (uint32_t)_mm512_test_epi32_mask(c[k], c[k]) << (16 * k);
+            if (special == SPECIAL_INT_MIN)
+                spec |= (uint32_t)_mm512_cmpeq_epi32_mask(c[k], _mm512_set1_epi32(sbit)) << (16 * k);
+            else if (special == SPECIAL_ABOVE_MAX)
+                spec |= (uint32_t)_mm512_cmpgt_epi32_mask(_mm512_and_si512(c[k], _mm512_set1_epi32(sbit - 1)),
+                                                          _mm512_set1_epi32(e.max_mag)) << (16 * k);
+        }
+        bad |= (empty && any) || (spec & ~(1u << idx)) != 0;
+        __m512i v[2];
+        if (sc == 0xFF || bad || sc == 0) {
+            v[0] = v[1] = _mm512_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000);
+        } else {
+            int se = (int)sc - 127;
+            __m512 s = _mm512_set1_ps(ks_pow2(se - (int)delta));
+            __m512i vbm = _mm512_set1_epi32((int)ks_bits(xlut[ks_get_code(codes, idx, w)] * ks_pow2(se)));
+            ztab t = {_mm512_mul_ps(base.a, s), _mm512_mul_ps(base.b, s)};
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                v[k] = w <= 6 ? flook(e, t, c[k]) : _mm512_castps_si512(_mm512_mul_ps(val16(e, c[k]), s));
+                v[k] = _mm512_mask_mov_epi32(v[k], (__mmask16)((1u << idx) >> (16 * k)), vbm);
+            }
+        }
+        st64(d, v[0], stream);
+        st64(d + 64, v[1], stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+static __m512i mxplus_slow_bf16(const float *lut, const float *xlut, int w, const uint8_t *blk,
+                                int se, unsigned delta, unsigned idx)
+{
+    alignas(64) uint16_t o[32];
+    float s = ks_pow2(se - (int)delta);
+    for (unsigned i = 0; i < 32; i++) {
+        unsigned c = ks_get_code(blk, i, w);
+        o[i] = ks_bf16(ks_bits(i == idx ? xlut[c] * ks_pow2(se) : lut[c] * s));
+    }
+    return _mm512_load_si512(o);
+}
+
+A5 void d_mxplus_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
+                      const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
+                      void *dst)
+{
+    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
+    const int sbit = 1 << (w - 1), special = special_rule(e), xmb = w - 1;
+    const float *lut = bfp_cpu_elem_lut(p->impl->elem), *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
+    const size_t cb = (size_t)(4 * w);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const wregs r = wregs_load(e, id);
+    for (size_t b = 0; b < nb; b++, codes += cb, d += 64) {
+        size_t n = b + 1 == nb ? last_len : 32;
+        unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
+        int empty = sc == 0x00 || sc == 0xFF;
+        int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
+        __m512i cw = words32(w, codes);
+        uint32_t spec = 0;
+        if (special == SPECIAL_INT_MIN)
+            spec = _mm512_cmpeq_epi16_mask(cw, _mm512_set1_epi16((short)sbit));
+        else if (special == SPECIAL_ABOVE_MAX)
+            spec = _mm512_cmpgt_epi16_mask(_mm512_and_si512(cw, _mm512_set1_epi16((short)(sbit - 1))),
+                                           _mm512_set1_epi16((short)e.max_mag));
+        bad |= (empty && _mm512_test_epi16_mask(cw, cw)) || (spec & ~(1u << idx)) != 0;
+        __m512i v;
+        int se = (int)sc - 127, xe = 127 + e.emax + se; /* the block max's exponent field */
+        if (sc == 0xFF || bad || sc == 0) {
+            v = _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
+        } else if (k_fast(&r, se - (int)delta) && (unsigned)(xe - 1) < 254) {
+            v = wvals(e, &r, cw, codes, se - (int)delta);
+            /* the block max: 1.m * 2^(emax + se), m the code's low bits */
+            __m512i x = _mm512_ternarylogic_epi32(_mm512_slli_epi16(cw, 7 - xmb), _mm512_set1_epi16((short)(xe << 7)),
+                                                  _mm512_set1_epi16(0x7F), 0xEC); /* (a & c) | b */
+            x = _mm512_ternarylogic_epi32(x, _mm512_slli_epi16(cw, 16 - w), _mm512_set1_epi16((short)0x8000), 0xF8);
+            v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), x);
+        } else {
+            v = mxplus_slow_bf16(lut, xlut, w, codes, se, delta, idx);
+        }
+        st64(d, v, stream);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
+
+/* (q * sb) / s_enc of the 16 codes (and of the block-max codes) per scale
+ * code, in the output's form, made when a scale code is first met; bad
+ * scale codes (and a bad tensor scale) give NaN rows. */
+typedef struct {
+    alignas(64) uint32_t f[256][16];
+    alignas(64) uint32_t xf[256][16];
+    uint8_t have[256];
+} nvrows;
+
+static void nvrow_make(nvrows *t, const bfp_dparams *p, bfp_dtype dt, int plus, unsigned sc)
+{
+    const __m512 base = _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
+    const __m512 xbase = _mm512_setr_ps(4, 4.5f, 5, 5.5f, 6, 6.5f, 7, 7.5f, -4, -4.5f, -5, -5.5f, -6, -6.5f, -7, -7.5f);
+    const int bad = !p->s_enc_ok || (sc & 0x80) || sc == 0x7F;
+    for (int x = 0; x <= plus; x++) {
+        __m512 sb = _mm512_set1_ps(ks_e4m3_value(sc & 0x7F)), senc = _mm512_set1_ps(p->s_enc);
+        __m512 v = _mm512_div_ps(_mm512_mul_ps(x ? xbase : base, sb), senc); /* the product is exact */
+        __m512i o = bad ? _mm512_set1_epi32(0x7FC00000) : _mm512_castps_si512(v);
+        uint32_t *row = x ? t->xf[sc] : t->f[sc];
+        if (dt == BFP_DTYPE_F32)
+            _mm512_store_si512(row, o);
+        else
+            _mm256_store_si256((__m256i *)row, _mm512_cvtepi32_epi16(bad ? _mm512_set1_epi32(0x7FC0) : bf16_bits16(v)));
+    }
+    t->have[sc] = 1;
+}
+
+/* The row of block b, or -1 for an NVFP4+ block whose meta is bad; *bm:
+ * the lane mask of its block max. */
+A5 unsigned nv_block(const bfp_dparams *p, int plus, const uint8_t *scales, const uint8_t *meta,
+                     size_t b, size_t n, uint32_t *bm)
+{
+    unsigned sc = scales[b];
+    *bm = 0;
+    if (plus) {
+        unsigned m = meta[b];
+        if (m != 0 || sc > KS_NV_PLAIN_MAX) {
+            if ((m & 0xF0) || sc <= KS_NV_PLAIN_MAX || m >= n)
+                return 0xFF; /* a NaN row */
+            *bm = 1u << m;
+        }
+    }
+    return sc;
+}
+
+A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
+                const uint8_t *meta, size_t nb, size_t last_len, void *dst)
+{
+    const int plus = p->impl->bm_elem != NULL;
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    nvrows t;
+    memset(t.have, 0, sizeof t.have);
+    size_t b = 0;
+    if (dt == BFP_DTYPE_F32) {
+        for (; b < nb; b++, codes += 8, d += 64) {
+            uint32_t bm;
+            unsigned s = nv_block(p, plus, scales, meta, b, b + 1 == nb ? last_len : 16, &bm);
+            if (!t.have[s])
+                nvrow_make(&t, p, dt, plus, s);
+            __m512i c = nib16(codes);
+            __m512i v = _mm512_permutexvar_epi32(c, _mm512_load_si512(t.f[s]));
+            if (plus)
+                v = _mm512_mask_permutexvar_epi32(v, (__mmask16)bm, c, _mm512_load_si512(t.xf[s]));
+            st64(d, v, stream);
+        }
+    } else {
+        /* two blocks per vector: lanes 16..31 index the second block's row */
+        const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0x00100010, 0x00100010, 0x00100010, 0x00100010,
+                                             0x00100010, 0x00100010, 0x00100010, 0x00100010);
+        for (; b < nb; b += 2, codes += 16, d += 64) {
+            const int two = b + 1 < nb;
+            uint32_t bm0, bm1 = 0;
+            unsigned s0 = nv_block(p, plus, scales, meta, b, b + 1 == nb ? last_len : 16, &bm0), s1 = s0;
+            if (!t.have[s0])
+                nvrow_make(&t, p, dt, plus, s0);
+            __m512i dw;
+            if (two) {
+                s1 = nv_block(p, plus, scales, meta, b + 1, b + 2 == nb ? last_len : 16, &bm1);
+                if (!t.have[s1])
+                    nvrow_make(&t, p, dt, plus, s1);
+                dw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)codes));
+            } else {
+                dw = _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
+            }
+            __m512i idx = _mm512_or_si512(_mm512_ternarylogic_epi32(dw, _mm512_slli_epi32(dw, 12),
+                                                                    _mm512_set1_epi32(0x000F000F), 0xA8), hi);
+            __m512i tab = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)t.f[s0])),
+                                             _mm256_load_si256((const __m256i *)t.f[s1]), 1);
+            __m512i v = _mm512_permutexvar_epi16(idx, tab);
+            if (plus) {
+                __m512i xtab = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)t.xf[s0])),
+                                                  _mm256_load_si256((const __m256i *)t.xf[s1]), 1);
+                v = _mm512_mask_permutexvar_epi16(v, (__mmask32)(bm0 | bm1 << 16), idx, xtab);
+            }
+            if (two)
+                st64(d, v, stream);
+            else
+                st32(d, _mm512_castsi512_si256(v), stream && ((uintptr_t)d & 31) == 0);
+        }
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- HiF4 ----------------------------------------------------------------------------- */
+
+A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
+               size_t nb, void *dst)
+{
+    const __m512 base = _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -0.0f, -.25f,
+                                       -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    /* lane i of a half: bit i/4 of E1_16's byte, bit i/8 of E1_8's nibble */
+    const __m512i g4 = _mm512_setr_epi32(W2(1, 1), W2(1, 1), W2(2, 2), W2(2, 2), W2(4, 4), W2(4, 4), W2(8, 8),
+                                         W2(8, 8), W2(16, 16), W2(16, 16), W2(32, 32), W2(32, 32), W2(64, 64),
+                                         W2(64, 64), W2(128, 128), W2(128, 128));
+    const __m512i g8 = _mm512_setr_epi32(W2(1, 1), W2(1, 1), W2(1, 1), W2(1, 1), W2(2, 2), W2(2, 2), W2(2, 2),
+                                         W2(2, 2), W2(4, 4), W2(4, 4), W2(4, 4), W2(4, 4), W2(8, 8), W2(8, 8),
+                                         W2(8, 8), W2(8, 8));
+    const __m512i one = _mm512_set1_epi16(1 << 7);
+    for (size_t b = 0; b < nb; b++, codes += 32, d += 64 * esz(dt)) {
+        uint32_t w = ks_load_le32(scales + 4 * b);
+        if ((w & 0xFF) == 0xFF) {
+            __m512i q = dt == BFP_DTYPE_F32 ? _mm512_set1_epi32(0x7FC00000) : _mm512_set1_epi16(0x7FC0);
+            for (size_t o = 0; o < 64 * esz(dt); o += 64)
+                st64(d + o, q, stream);
+            continue;
+        }
+        if (dt == BFP_DTYPE_F32) {
+            /* k/4 * E6M2 for the 16 codes, then times 2^(E1_8 + E1_16) per lane
+             * by adding to the exponent field: exact (every value is normal,
+             * zeros stay zero) */
+            __m512i tab = _mm512_castps_si512(_mm512_mul_ps(base, _mm512_set1_ps(ks_hif4_scale(w & 0xFF))));
+            __m512i gv = _mm512_set1_epi32((int)w);
+            __m512i e8 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)),
+                                          _mm512_set1_epi32(1));
+            __m512i e16 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))),
+                                           _mm512_set1_epi32(1));
+            __m512i add = _mm512_slli_epi32(_mm512_add_epi32(e8, e16), 23); /* per group */
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
+                                               4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
+                                               4 * k + 3, 4 * k + 3);
+                __m512i c = nib16(codes + 8 * k);
+                __mmask16 nz = _mm512_test_epi32_mask(c, _mm512_set1_epi32(7));
+                __m512i v = _mm512_permutexvar_epi32(c, tab);
+                st64(d + 64 * k, _mm512_mask_add_epi32(v, nz, v, _mm512_permutexvar_epi32(gi, add)), stream);
+            }
+            continue;
+        }
+        /* bfloat16: the table row of the E6M2 code, then the same exponent adds */
+        __m512i tab = _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)hif4_rows[w & 0xFF]));
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i cw = words32(4, codes + 16 * h);
+            __mmask32 nz = _mm512_test_epi16_mask(cw, _mm512_set1_epi16(7));
+            __mmask32 m16 = _mm512_mask_test_epi16_mask(nz, _mm512_set1_epi16((short)((w >> (16 + 8 * h)) & 0xFF)), g4);
+            __mmask32 m8 = _mm512_mask_test_epi16_mask(nz, _mm512_set1_epi16((short)((w >> (8 + 4 * h)) & 0xF)), g8);
+            __m512i v = _mm512_permutexvar_epi16(cw, tab);
+            v = _mm512_mask_add_epi16(v, m16, v, one);
+            st64(d + 64 * h, _mm512_mask_add_epi16(v, m8, v, one), stream);
+        }
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- thin wrappers: one per family and dtype, a case per element type ------------------ */
+
+#define DARGS const bfp_dparams *p, const uint8_t *c, const uint8_t *sc, const uint8_t *m, \
+              size_t nb, size_t last, void *d
+
+static void dq_mx_f32(DARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mx_f32(KS_E2M1, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx_f32(KS_E2M3, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx_f32(KS_E3M2, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx_f32(KS_E4M3, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx_f32(KS_E5M2, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx_f32(KS_INT8, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx_f32(KS_INT4, p, c, sc, nb, d); break;
+    }
+}
+
+static void dq_mx_bf16(DARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mx_bf16(KS_E2M1, KS_ID_E2M1, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx_bf16(KS_E2M3, KS_ID_E2M3, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx_bf16(KS_E3M2, KS_ID_E3M2, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx_bf16(KS_E4M3, KS_ID_E4M3, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx_bf16(KS_E5M2, KS_ID_E5M2, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx_bf16(KS_INT8, KS_ID_INT8, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx_bf16(KS_INT4, KS_ID_INT4, p, c, sc, nb, d); break;
+    }
+}
+
+static void dq_mxplus_f32(DARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mxplus_f32(KS_E2M1, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus_f32(KS_E2M3, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus_f32(KS_E3M2, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus_f32(KS_E4M3, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus_f32(KS_E5M2, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus_f32(KS_INT8, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus_f32(KS_INT4, p, c, sc, m, nb, last, d); break;
+    }
+}
+
+static void dq_mxplus_bf16(DARGS)
+{
+    switch (ks_elem_id(p->impl)) {
+    case KS_ID_E2M1: d_mxplus_bf16(KS_E2M1, KS_ID_E2M1, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus_bf16(KS_E2M3, KS_ID_E2M3, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus_bf16(KS_E3M2, KS_ID_E3M2, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus_bf16(KS_E4M3, KS_ID_E4M3, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus_bf16(KS_E5M2, KS_ID_E5M2, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus_bf16(KS_INT8, KS_ID_INT8, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus_bf16(KS_INT4, KS_ID_INT4, p, c, sc, m, nb, last, d); break;
+    }
+}
+
+static void dq_nvfp4_f32(DARGS) { d_nvfp4(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void dq_nvfp4_bf16(DARGS) { d_nvfp4(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void dq_hif4_f32(DARGS) { d_hif4(BFP_DTYPE_F32, p, c, sc, nb, d); }
+static void dq_hif4_bf16(DARGS) { d_hif4(BFP_DTYPE_BF16, p, c, sc, nb, d); }
+
+static const ks_elem elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
+                                               KS_E5M2, KS_INT8, KS_INT4};
+
+int bfp_cpu_avx512_dequant_init(bfp_kernels *k)
+{
+    call_once(&tabs_once, tabs_build);
+    for (int id = 1; id < BFP_CPU_NFMT; id++) {
+        const bfp_format_impl *impl = bfp_impl_get((bfp_format)id);
+        if (!impl)
+            continue;
+        bfp_dkernel *d = k->dequant[id];
+        int eid = ks_elem_id(impl);
+        switch (impl->info.family) {
+        case BFP_FAMILY_MX:
+            if (eid == KS_ID_NONE)
+                break;
+            d[0] = dq_mx_f32;
+            if (wdefs[eid].ok)
+                d[1] = dq_mx_bf16;
+            break;
+        case BFP_FAMILY_MX_PLUS:
+        case BFP_FAMILY_MX_PP:
+            if (eid == KS_ID_NONE || !special_rule_holds(impl->elem, elem_of_id[eid]))
+                break;
+            d[0] = dq_mxplus_f32;
+            if (wdefs[eid].ok)
+                d[1] = dq_mxplus_bf16;
+            break;
+        case BFP_FAMILY_NVFP4:
+        case BFP_FAMILY_NVFP4_PLUS:
+            if (!ks_elem_is(impl->elem, KS_E2M1))
+                break;
+            d[0] = dq_nvfp4_f32, d[1] = dq_nvfp4_bf16;
+            break;
+        case BFP_FAMILY_HIF4:
+            d[0] = dq_hif4_f32, d[1] = dq_hif4_bf16;
+            break;
+        }
+    }
+    return 1;
+}
+
+#else /* built without the AVX-512 flags */
+
+int bfp_cpu_avx512_dequant_init(bfp_kernels *k)
+{
+    (void)k;
+    return 0;
+}
+
+#endif
