@@ -427,7 +427,7 @@ A5 void d_mxplus_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *co
         int se = (int)sc - 127, xe = 127 + e.emax + se; /* the block max's exponent field */
         if (sc == 0xFF || bad || sc == 0) {
             v = _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
-        } else if (k_fast(&r, se - (int)delta) && (unsigned)(xe - 1) < 254) {
+        } else if (k_fast(&r, se - (int)delta) && xe <= 254) { /* xe >= 128 here */
             v = wvals(e, &r, cw, codes, se - (int)delta);
             /* the block max: 1.m * 2^(emax + se), m the code's low bits */
             __m512i x = _mm512_ternarylogic_epi32(_mm512_slli_epi16(cw, 7 - xmb), _mm512_set1_epi16((short)(xe << 7)),
