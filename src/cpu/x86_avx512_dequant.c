@@ -183,11 +183,11 @@ A5 int k_fast(const wregs *r, int k)
     return (unsigned)(k - r->kmin) <= (unsigned)(r->kmax - r->kmin);
 }
 
-/* bfloat16 bits of the 32 codes cw times 2^k (k in the table's range):
- * the exponent field of every nonzero finite value moves by k. */
-A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, int k)
+/* bfloat16 bits of the 32 codes cw times 2^k (k in the table's range; kk:
+ * k << 7 in every lane): the exponent field of every nonzero finite value
+ * moves by k. */
+A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, __m512i kk)
 {
-    const __m512i kk = _mm512_set1_epi16((short)(k << 7));
     if (e.kind == BFP_GRID_INT && e.bits == 8) { /* int8 -> float32 is exact; its high half is bfloat16 */
         __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)blk)));
         __m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 16))));
@@ -195,7 +195,7 @@ A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, int 
                                               W2(25, 27), W2(29, 31), W2(33, 35), W2(37, 39), W2(41, 43),
                                               W2(45, 47), W2(49, 51), W2(53, 55), W2(57, 59), W2(61, 63));
         __m512i v = _mm512_permutex2var_epi16(_mm512_castps_si512(f0), odd, _mm512_castps_si512(f1));
-        const __m512i k6 = _mm512_set1_epi16((short)((k - e.mbits) << 7));
+        const __m512i k6 = _mm512_sub_epi16(kk, _mm512_set1_epi16((short)(e.mbits << 7)));
         return _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, v), v, k6);
     }
     if (e.bits == 4)
@@ -328,7 +328,7 @@ A5 void d_mx_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
     const wregs r = wregs_load(e, id);
     for (size_t b = 0; b < nb; b++, codes += cb, d += 64) {
         int k = (int)scales[b] - 127;
-        __m512i v = k_fast(&r, k) ? wvals(e, &r, words32(w, codes), codes, k)
+        __m512i v = k_fast(&r, k) ? wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k << 7)))
                                   : mx_slow_bf16(lut, w, codes, scales[b]);
         st64(d, v, stream);
     }
@@ -399,45 +399,96 @@ static __m512i mxplus_slow_bf16(const float *lut, const float *xlut, int w, cons
     return _mm512_load_si512(o);
 }
 
+/* The block max's bfloat16 lane: 1.m * 2^(emax + se), m the code's low
+ * bits; xe: its exponent field, broadcast and shifted to bit 7. */
+A5 __m512i bm_lanes(ks_elem e, __m512i cw, __m512i xe)
+{
+    const int w = e.bits;
+    __m512i x = _mm512_ternarylogic_epi32(_mm512_slli_epi16(cw, 8 - w), xe, _mm512_set1_epi16(0x7F), 0xEC); /* (a & c) | b */
+    return _mm512_ternarylogic_epi32(x, _mm512_slli_epi16(cw, 16 - w), _mm512_set1_epi16((short)0x8000), 0xF8);
+}
+
+/* The lanes of the codes an MX+ decoder rejects (but at the block max). */
+A5 uint32_t special_lanes(ks_elem e, __m512i cw)
+{
+    const int sbit = 1 << (e.bits - 1), special = special_rule(e);
+    if (special == SPECIAL_INT_MIN)
+        return _mm512_cmpeq_epi16_mask(cw, _mm512_set1_epi16((short)sbit));
+    if (special == SPECIAL_ABOVE_MAX)
+        return _mm512_cmpgt_epi16_mask(_mm512_and_si512(cw, _mm512_set1_epi16((short)(sbit - 1))),
+                                       _mm512_set1_epi16((short)e.max_mag));
+    return 0;
+}
+
+/* One MX+ block, any case: empty, flushed, bad, NaN scale, scales outside
+ * the exponent-add range. */
+A5 __m512i mxplus_block_bf16(ks_elem e, const wregs *r, const bfp_dparams *p, const uint8_t *blk,
+                             unsigned sc, unsigned m, size_t n)
+{
+    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
+    unsigned idx = m & 0x1F, delta = m >> 5;
+    int empty = sc == 0x00 || sc == 0xFF;
+    int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
+    __m512i cw = words32(w, blk);
+    bad |= (empty && _mm512_test_epi16_mask(cw, cw)) || (special_lanes(e, cw) & ~(1u << idx)) != 0;
+    int se = (int)sc - 127, xe = 127 + e.emax + se;
+    if (sc == 0xFF || bad || sc == 0)
+        return _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
+    if (!k_fast(r, se - (int)delta) || xe > 254)
+        return mxplus_slow_bf16(bfp_cpu_elem_lut(p->impl->elem), bfp_cpu_elem_lut(p->impl->bm_elem), w,
+                                blk, se, delta, idx);
+    __m512i v = wvals(e, r, cw, blk, _mm512_set1_epi16((short)((se - (int)delta) << 7)));
+    return _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16((short)(xe << 7))));
+}
+
 A5 void d_mxplus_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
                       const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
                       void *dst)
 {
-    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
-    const int sbit = 1 << (w - 1), special = special_rule(e), xmb = w - 1;
-    const float *lut = bfp_cpu_elem_lut(p->impl->elem), *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
-    const size_t cb = (size_t)(4 * w);
+    const int plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
+    const size_t cb = (size_t)(4 * e.bits);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 63) == 0;
     const wregs r = wregs_load(e, id);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += 64) {
-        size_t n = b + 1 == nb ? last_len : 32;
-        unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
-        int empty = sc == 0x00 || sc == 0xFF;
-        int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
-        __m512i cw = words32(w, codes);
-        uint32_t spec = 0;
-        if (special == SPECIAL_INT_MIN)
-            spec = _mm512_cmpeq_epi16_mask(cw, _mm512_set1_epi16((short)sbit));
-        else if (special == SPECIAL_ABOVE_MAX)
-            spec = _mm512_cmpgt_epi16_mask(_mm512_and_si512(cw, _mm512_set1_epi16((short)(sbit - 1))),
-                                           _mm512_set1_epi16((short)e.max_mag));
-        bad |= (empty && _mm512_test_epi16_mask(cw, cw)) || (spec & ~(1u << idx)) != 0;
-        __m512i v;
-        int se = (int)sc - 127, xe = 127 + e.emax + se; /* the block max's exponent field */
-        if (sc == 0xFF || bad || sc == 0) {
-            v = _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
-        } else if (k_fast(&r, se - (int)delta) && xe <= 254) { /* xe >= 128 here */
-            v = wvals(e, &r, cw, codes, se - (int)delta);
-            /* the block max: 1.m * 2^(emax + se), m the code's low bits */
-            __m512i x = _mm512_ternarylogic_epi32(_mm512_slli_epi16(cw, 7 - xmb), _mm512_set1_epi16((short)(xe << 7)),
-                                                  _mm512_set1_epi16(0x7F), 0xEC); /* (a & c) | b */
-            x = _mm512_ternarylogic_epi32(x, _mm512_slli_epi16(cw, 16 - w), _mm512_set1_epi16((short)0x8000), 0xF8);
-            v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), x);
-        } else {
-            v = mxplus_slow_bf16(lut, xlut, w, codes, se, delta, idx);
+    alignas(64) int16_t kw[32], xw[32];
+    for (size_t b0 = 0; b0 < nb; b0 += 32) {
+        /* 32 blocks at once: which take the common path (scale byte not 0 or
+         * 0xFF, delta allowed, 2^k and the block max in range, index inside
+         * the block), their k and block-max exponent fields */
+        const size_t g = nb - b0 < 32 ? nb - b0 : 32;
+        const __mmask32 in = (__mmask32)(g == 32 ? ~0u : (1u << g) - 1);
+        __m512i sc = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(in, scales + b0));
+        __m512i mt = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(in, meta + b0));
+        __m512i se = _mm512_sub_epi16(sc, _mm512_set1_epi16(127));
+        __m512i k = _mm512_sub_epi16(se, _mm512_srli_epi16(mt, 5));
+        _mm512_store_si512(kw, _mm512_slli_epi16(k, 7));
+        _mm512_store_si512(xw, _mm512_slli_epi16(_mm512_add_epi16(se, _mm512_set1_epi16((short)(127 + e.emax))), 7));
+        uint32_t fast = in & _mm512_cmpneq_epi16_mask(sc, _mm512_setzero_si512()) &
+                        _mm512_cmpneq_epi16_mask(sc, _mm512_set1_epi16(0xFF)) &
+                        _mm512_cmple_epu16_mask(_mm512_sub_epi16(k, _mm512_set1_epi16((short)r.kmin)),
+                                                _mm512_set1_epi16((short)(r.kmax - r.kmin))) &
+                        _mm512_cmple_epi16_mask(se, _mm512_set1_epi16((short)(127 - e.emax)));
+        if (plus_only)
+            fast &= _mm512_testn_epi16_mask(mt, _mm512_set1_epi16(0xE0));
+        if (b0 + g == nb && last_len < 32)
+            fast &= ~(1u << (g - 1)); /* a partial block checks its index */
+        for (size_t j = 0; j < g; j++, codes += cb, d += 64) {
+            __m512i v;
+            if (fast >> j & 1) {
+                unsigned idx = meta[b0 + j] & 0x1F;
+                __m512i cw = words32(e.bits, codes);
+                if (special_lanes(e, cw) & ~(1u << idx)) {
+                    v = _mm512_set1_epi16(0x7FC0);
+                } else {
+                    v = wvals(e, &r, cw, codes, _mm512_set1_epi16(kw[j]));
+                    v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16(xw[j])));
+                }
+            } else {
+                v = mxplus_block_bf16(e, &r, p, codes, scales[b0 + j], meta[b0 + j],
+                                      b0 + j + 1 == nb ? last_len : 32);
+            }
+            st64(d, v, stream);
         }
-        st64(d, v, stream);
     }
     if (stream)
         _mm_sfence();
@@ -446,48 +497,59 @@ A5 void d_mxplus_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *co
 /* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
 
 /* (q * sb) / s_enc of the 16 codes (and of the block-max codes) per scale
- * code, in the output's form, made when a scale code is first met; bad
- * scale codes (and a bad tensor scale) give NaN rows. */
+ * code, in the output's form: float32 rows f and xf, or one 32-lane
+ * bfloat16 row in f (16 codes, then 16 block-max codes). Bad scale codes
+ * (and a bad tensor scale) give NaN rows. Made when a scale code is first
+ * met, or all at once for a long call. */
 typedef struct {
     alignas(64) uint32_t f[256][16];
     alignas(64) uint32_t xf[256][16];
     uint8_t have[256];
 } nvrows;
 
-static void nvrow_make(nvrows *t, const bfp_dparams *p, bfp_dtype dt, int plus, unsigned sc)
+static void nvrow_make(nvrows *t, const bfp_dparams *p, bfp_dtype dt, unsigned sc)
 {
     const __m512 base = _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
     const __m512 xbase = _mm512_setr_ps(4, 4.5f, 5, 5.5f, 6, 6.5f, 7, 7.5f, -4, -4.5f, -5, -5.5f, -6, -6.5f, -7, -7.5f);
     const int bad = !p->s_enc_ok || (sc & 0x80) || sc == 0x7F;
-    for (int x = 0; x <= plus; x++) {
-        __m512 sb = _mm512_set1_ps(ks_e4m3_value(sc & 0x7F)), senc = _mm512_set1_ps(p->s_enc);
-        __m512 v = _mm512_div_ps(_mm512_mul_ps(x ? xbase : base, sb), senc); /* the product is exact */
-        __m512i o = bad ? _mm512_set1_epi32(0x7FC00000) : _mm512_castps_si512(v);
-        uint32_t *row = x ? t->xf[sc] : t->f[sc];
-        if (dt == BFP_DTYPE_F32)
-            _mm512_store_si512(row, o);
-        else
-            _mm256_store_si256((__m256i *)row, _mm512_cvtepi32_epi16(bad ? _mm512_set1_epi32(0x7FC0) : bf16_bits16(v)));
+    const __m512 sb = _mm512_set1_ps(ks_e4m3_value(sc & 0x7F)), senc = _mm512_set1_ps(p->s_enc);
+    __m512 v = _mm512_div_ps(_mm512_mul_ps(base, sb), senc); /* the products are exact */
+    __m512 x = _mm512_div_ps(_mm512_mul_ps(xbase, sb), senc);
+    if (bad)
+        v = x = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
+    if (dt == BFP_DTYPE_F32) {
+        _mm512_store_ps(t->f[sc], v);
+        _mm512_store_ps(t->xf[sc], x);
+    } else {
+        __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(bf16_bits16(v))),
+                                       _mm512_cvtepi32_epi16(bf16_bits16(x)), 1);
+        _mm512_store_si512(t->f[sc], h);
     }
     t->have[sc] = 1;
 }
 
-/* The row of block b, or -1 for an NVFP4+ block whose meta is bad; *bm:
- * the lane mask of its block max. */
-A5 unsigned nv_block(const bfp_dparams *p, int plus, const uint8_t *scales, const uint8_t *meta,
-                     size_t b, size_t n, uint32_t *bm)
+/* For up to 32 blocks from b0 (g of them, the last of the call n codes
+ * long): the row of each block in rs[] (0xFF, a NaN row, for an NVFP4+ block
+ * whose meta is bad) and the lane of its block max in bm[] (0: none). */
+A5 void nv_group(int plus, const uint8_t *scales, const uint8_t *meta, size_t g, size_t n_last,
+                 uint16_t *rs, uint16_t *bm)
 {
-    unsigned sc = scales[b];
-    *bm = 0;
-    if (plus) {
-        unsigned m = meta[b];
-        if (m != 0 || sc > KS_NV_PLAIN_MAX) {
-            if ((m & 0xF0) || sc <= KS_NV_PLAIN_MAX || m >= n)
-                return 0xFF; /* a NaN row */
-            *bm = 1u << m;
-        }
+    const __mmask32 in = (__mmask32)(g == 32 ? ~0u : (1u << g) - 1);
+    __m512i sc = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(in, scales));
+    if (!plus) {
+        _mm512_store_si512(rs, sc);
+        _mm512_store_si512(bm, _mm512_setzero_si512());
+        return;
     }
-    return sc;
+    __m512i m = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(in, meta));
+    const __m512i plain = _mm512_set1_epi16(KS_NV_PLAIN_MAX);
+    __mmask32 ext = _mm512_cmpgt_epu16_mask(sc, plain);
+    __mmask32 bad = _mm512_test_epi16_mask(m, _mm512_set1_epi16(0xF0)) |
+                    _mm512_mask_test_epi16_mask((__mmask32)~ext, m, m);
+    if (n_last < 16) /* the call's last block is partial: its index must be inside */
+        bad |= (__mmask32)((uint32_t)_mm512_cmpge_epu16_mask(m, _mm512_set1_epi16((short)n_last)) & (1u << (g - 1)));
+    _mm512_store_si512(rs, _mm512_mask_mov_epi16(sc, bad, _mm512_set1_epi16(0xFF)));
+    _mm512_store_si512(bm, _mm512_maskz_sllv_epi16(ext & ~bad, _mm512_set1_epi16(1), m));
 }
 
 A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
@@ -498,48 +560,43 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
     const int stream = p->stream && ((uintptr_t)d & 63) == 0;
     nvrows t;
     memset(t.have, 0, sizeof t.have);
-    size_t b = 0;
-    if (dt == BFP_DTYPE_F32) {
-        for (; b < nb; b++, codes += 8, d += 64) {
-            uint32_t bm;
-            unsigned s = nv_block(p, plus, scales, meta, b, b + 1 == nb ? last_len : 16, &bm);
-            if (!t.have[s])
-                nvrow_make(&t, p, dt, plus, s);
-            __m512i c = nib16(codes);
-            __m512i v = _mm512_permutexvar_epi32(c, _mm512_load_si512(t.f[s]));
-            if (plus)
-                v = _mm512_mask_permutexvar_epi32(v, (__mmask16)bm, c, _mm512_load_si512(t.xf[s]));
-            st64(d, v, stream);
-        }
-    } else {
-        /* two blocks per vector: lanes 16..31 index the second block's row */
-        const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0x00100010, 0x00100010, 0x00100010, 0x00100010,
-                                             0x00100010, 0x00100010, 0x00100010, 0x00100010);
-        for (; b < nb; b += 2, codes += 16, d += 64) {
-            const int two = b + 1 < nb;
-            uint32_t bm0, bm1 = 0;
-            unsigned s0 = nv_block(p, plus, scales, meta, b, b + 1 == nb ? last_len : 16, &bm0), s1 = s0;
-            if (!t.have[s0])
-                nvrow_make(&t, p, dt, plus, s0);
-            __m512i dw;
-            if (two) {
-                s1 = nv_block(p, plus, scales, meta, b + 1, b + 2 == nb ? last_len : 16, &bm1);
-                if (!t.have[s1])
-                    nvrow_make(&t, p, dt, plus, s1);
-                dw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)codes));
-            } else {
-                dw = _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
+    const int lazy = nb < 16384; /* else every row at once, no test per block */
+    if (!lazy)
+        for (unsigned sc = 0; sc < 256; sc++)
+            nvrow_make(&t, p, dt, sc);
+    alignas(64) uint16_t rs[32], bm[32];
+    for (size_t b0 = 0; b0 < nb; b0 += 32) {
+        const size_t g = nb - b0 < 32 ? nb - b0 : 32;
+        nv_group(plus, scales + b0, plus ? meta + b0 : NULL, g, b0 + g == nb ? last_len : 16, rs, bm);
+        if (lazy)
+            for (size_t j = 0; j < g; j++)
+                if (!t.have[rs[j]])
+                    nvrow_make(&t, p, dt, rs[j]);
+        if (dt == BFP_DTYPE_F32) {
+            for (size_t j = 0; j < g; j++, codes += 8, d += 64) {
+                __m512i c = nib16(codes);
+                __m512i v = _mm512_permutexvar_epi32(c, _mm512_load_si512(t.f[rs[j]]));
+                if (plus)
+                    v = _mm512_mask_permutexvar_epi32(v, (__mmask16)bm[j], c, _mm512_load_si512(t.xf[rs[j]]));
+                st64(d, v, stream);
             }
+            continue;
+        }
+        /* bfloat16: two blocks per vector, from the two blocks' rows: index
+         * bit 4 picks the block-max half of a row, bit 5 the second block */
+        const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, W2(32, 32), W2(32, 32), W2(32, 32), W2(32, 32),
+                                             W2(32, 32), W2(32, 32), W2(32, 32), W2(32, 32));
+        for (size_t j = 0; j < g; j += 2, codes += 16, d += 64) {
+            const int two = j + 1 < g;
+            __m512i dw = two ? _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)codes))
+                             : _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
             __m512i idx = _mm512_or_si512(_mm512_ternarylogic_epi32(dw, _mm512_slli_epi32(dw, 12),
                                                                     _mm512_set1_epi32(0x000F000F), 0xA8), hi);
-            __m512i tab = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)t.f[s0])),
-                                             _mm256_load_si256((const __m256i *)t.f[s1]), 1);
-            __m512i v = _mm512_permutexvar_epi16(idx, tab);
-            if (plus) {
-                __m512i xtab = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)t.xf[s0])),
-                                                  _mm256_load_si256((const __m256i *)t.xf[s1]), 1);
-                v = _mm512_mask_permutexvar_epi16(v, (__mmask32)(bm0 | bm1 << 16), idx, xtab);
-            }
+            uint32_t bmm = bm[j] | (two ? (uint32_t)bm[j + 1] << 16 : 0);
+            if (plus)
+                idx = _mm512_mask_add_epi16(idx, (__mmask32)bmm, idx, _mm512_set1_epi16(16));
+            __m512i v = _mm512_permutex2var_epi16(_mm512_load_si512(t.f[rs[j]]), idx,
+                                                  _mm512_load_si512(t.f[rs[two ? j + 1 : j]]));
             if (two)
                 st64(d, v, stream);
             else
