@@ -338,65 +338,39 @@ A5 void d_mx_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
 
 /* ---- MX+ and MX++ ----------------------------------------------------------------- */
 
-A5 void d_mxplus_f32(ks_elem e, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
-                     const uint8_t *meta, size_t nb, size_t last_len, void *dst)
+/* 32 values in the output's form (bfloat16 lanes) to d as dtype: float32
+ * is bfloat16 widened, exact. */
+A5 void st_block16(bfp_dtype dt, unsigned char *d, __m512i v, int stream)
 {
-    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
-    const int sbit = 1 << (w - 1), special = special_rule(e);
-    const float *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
-    const size_t cb = (size_t)(4 * w);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    const ztab base = ztab_base(e);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += 128) {
-        size_t n = b + 1 == nb ? last_len : 32;
-        unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
-        int empty = sc == 0x00 || sc == 0xFF;
-        int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
-        __m512i c[2];
-        uint32_t any = 0, spec = 0;
-#pragma GCC unroll 2
-        for (int k = 0; k < 2; k++) {
-            c[k] = codes16(w, codes, k);
-            any |= (uint32_t)_mm512_test_epi32_mask(c[k], c[k]) << (16 * k);
-            if (special == SPECIAL_INT_MIN)
-                spec |= (uint32_t)_mm512_cmpeq_epi32_mask(c[k], _mm512_set1_epi32(sbit)) << (16 * k);
-            else if (special == SPECIAL_ABOVE_MAX)
-                spec |= (uint32_t)_mm512_cmpgt_epi32_mask(_mm512_and_si512(c[k], _mm512_set1_epi32(sbit - 1)),
-                                                          _mm512_set1_epi32(e.max_mag)) << (16 * k);
-        }
-        bad |= (empty && any) || (spec & ~(1u << idx)) != 0;
-        __m512i v[2];
-        if (sc == 0xFF || bad || sc == 0) {
-            v[0] = v[1] = _mm512_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000);
-        } else {
-            int se = (int)sc - 127;
-            __m512 s = _mm512_set1_ps(ks_pow2(se - (int)delta));
-            __m512i vbm = _mm512_set1_epi32((int)ks_bits(xlut[ks_get_code(codes, idx, w)] * ks_pow2(se)));
-            ztab t = {_mm512_mul_ps(base.a, s), _mm512_mul_ps(base.b, s)};
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
-                v[k] = w <= 6 ? flook(e, t, c[k]) : _mm512_castps_si512(_mm512_mul_ps(val16(e, c[k]), s));
-                v[k] = _mm512_mask_mov_epi32(v[k], (__mmask16)((1u << idx) >> (16 * k)), vbm);
-            }
-        }
-        st64(d, v[0], stream);
-        st64(d + 64, v[1], stream);
+    if (dt == BFP_DTYPE_BF16) {
+        st64(d, v, stream);
+        return;
     }
-    if (stream)
-        _mm_sfence();
+    const __m512i z = _mm512_setzero_si512();
+    const __m512i lo = _mm512_setr_epi32(W2(0, 32), W2(0, 33), W2(0, 34), W2(0, 35), W2(0, 36), W2(0, 37),
+                                         W2(0, 38), W2(0, 39), W2(0, 40), W2(0, 41), W2(0, 42), W2(0, 43),
+                                         W2(0, 44), W2(0, 45), W2(0, 46), W2(0, 47));
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(W2(0, 16)));
+    st64(d, _mm512_permutex2var_epi16(z, lo, v), stream);
+    st64(d + 64, _mm512_permutex2var_epi16(z, hi, v), stream);
 }
 
-static __m512i mxplus_slow_bf16(const float *lut, const float *xlut, int w, const uint8_t *blk,
-                                int se, unsigned delta, unsigned idx)
+/* One MX+ block per element from the value tables (scales outside the
+ * exponent-add range: rare), stored as dtype. */
+static void mxplus_slow(const float *lut, const float *xlut, int w, const uint8_t *blk, int se,
+                        unsigned delta, unsigned idx, bfp_dtype dt, unsigned char *d)
 {
-    alignas(64) uint16_t o[32];
     float s = ks_pow2(se - (int)delta);
     for (unsigned i = 0; i < 32; i++) {
         unsigned c = ks_get_code(blk, i, w);
-        o[i] = ks_bf16(ks_bits(i == idx ? xlut[c] * ks_pow2(se) : lut[c] * s));
+        float v = i == idx ? xlut[c] * ks_pow2(se) : lut[c] * s;
+        if (dt == BFP_DTYPE_F32) {
+            memcpy(d + 4 * i, &v, 4);
+        } else {
+            uint16_t h = ks_bf16(ks_bits(v));
+            memcpy(d + 2 * i, &h, 2);
+        }
     }
-    return _mm512_load_si512(o);
 }
 
 /* The block max's bfloat16 lane: 1.m * 2^(emax + se), m the code's low
@@ -420,10 +394,10 @@ A5 uint32_t special_lanes(ks_elem e, __m512i cw)
     return 0;
 }
 
-/* One MX+ block, any case: empty, flushed, bad, NaN scale, scales outside
- * the exponent-add range. */
-A5 __m512i mxplus_block_bf16(ks_elem e, const wregs *r, const bfp_dparams *p, const uint8_t *blk,
-                             unsigned sc, unsigned m, size_t n)
+/* One MX+ block, any case (empty, flushed, bad, NaN scale, scales outside
+ * the exponent-add range), stored as dtype. */
+A5 void mxplus_block(ks_elem e, const wregs *r, const bfp_dparams *p, const uint8_t *blk,
+                     unsigned sc, unsigned m, size_t n, bfp_dtype dt, unsigned char *d, int stream)
 {
     const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
     unsigned idx = m & 0x1F, delta = m >> 5;
@@ -432,16 +406,21 @@ A5 __m512i mxplus_block_bf16(ks_elem e, const wregs *r, const bfp_dparams *p, co
     __m512i cw = words32(w, blk);
     bad |= (empty && _mm512_test_epi16_mask(cw, cw)) || (special_lanes(e, cw) & ~(1u << idx)) != 0;
     int se = (int)sc - 127, xe = 127 + e.emax + se;
-    if (sc == 0xFF || bad || sc == 0)
-        return _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
-    if (!k_fast(r, se - (int)delta) || xe > 254)
-        return mxplus_slow_bf16(bfp_cpu_elem_lut(p->impl->elem), bfp_cpu_elem_lut(p->impl->bm_elem), w,
-                                blk, se, delta, idx);
-    __m512i v = wvals(e, r, cw, blk, _mm512_set1_epi16((short)((se - (int)delta) << 7)));
-    return _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16((short)(xe << 7))));
+    __m512i v;
+    if (sc == 0xFF || bad || sc == 0) {
+        v = _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
+    } else if (!k_fast(r, se - (int)delta) || xe > 254) {
+        mxplus_slow(bfp_cpu_elem_lut(p->impl->elem), bfp_cpu_elem_lut(p->impl->bm_elem), w, blk, se, delta,
+                    idx, dt, d);
+        return;
+    } else {
+        v = wvals(e, r, cw, blk, _mm512_set1_epi16((short)((se - (int)delta) << 7)));
+        v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16((short)(xe << 7))));
+    }
+    st_block16(dt, d, v, stream);
 }
 
-A5 void d_mxplus_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
+A5 void d_mxplus(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
                       const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
                       void *dst)
 {
@@ -472,22 +451,21 @@ A5 void d_mxplus_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *co
             fast &= _mm512_testn_epi16_mask(mt, _mm512_set1_epi16(0xE0));
         if (b0 + g == nb && last_len < 32)
             fast &= ~(1u << (g - 1)); /* a partial block checks its index */
-        for (size_t j = 0; j < g; j++, codes += cb, d += 64) {
-            __m512i v;
-            if (fast >> j & 1) {
-                unsigned idx = meta[b0 + j] & 0x1F;
-                __m512i cw = words32(e.bits, codes);
-                if (special_lanes(e, cw) & ~(1u << idx)) {
-                    v = _mm512_set1_epi16(0x7FC0);
-                } else {
-                    v = wvals(e, &r, cw, codes, _mm512_set1_epi16(kw[j]));
-                    v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16(xw[j])));
-                }
-            } else {
-                v = mxplus_block_bf16(e, &r, p, codes, scales[b0 + j], meta[b0 + j],
-                                      b0 + j + 1 == nb ? last_len : 32);
+        for (size_t j = 0; j < g; j++, codes += cb, d += 32 * esz(dt)) {
+            if (!(fast >> j & 1)) {
+                mxplus_block(e, &r, p, codes, scales[b0 + j], meta[b0 + j], b0 + j + 1 == nb ? last_len : 32,
+                             dt, d, stream);
+                continue;
             }
-            st64(d, v, stream);
+            unsigned idx = meta[b0 + j] & 0x1F;
+            __m512i cw = words32(e.bits, codes), v;
+            if (special_lanes(e, cw) & ~(1u << idx)) {
+                v = _mm512_set1_epi16(0x7FC0);
+            } else {
+                v = wvals(e, &r, cw, codes, _mm512_set1_epi16(kw[j]));
+                v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16(xw[j])));
+            }
+            st_block16(dt, d, v, stream);
         }
     }
     if (stream)
@@ -706,26 +684,26 @@ static void dq_mx_bf16(DARGS)
 static void dq_mxplus_f32(DARGS)
 {
     switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mxplus_f32(KS_E2M1, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E2M3: d_mxplus_f32(KS_E2M3, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E3M2: d_mxplus_f32(KS_E3M2, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E4M3: d_mxplus_f32(KS_E4M3, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E5M2: d_mxplus_f32(KS_E5M2, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT8: d_mxplus_f32(KS_INT8, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT4: d_mxplus_f32(KS_INT4, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M1: d_mxplus(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus(KS_INT8, KS_ID_INT8, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus(KS_INT4, KS_ID_INT4, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
     }
 }
 
 static void dq_mxplus_bf16(DARGS)
 {
     switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mxplus_bf16(KS_E2M1, KS_ID_E2M1, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E2M3: d_mxplus_bf16(KS_E2M3, KS_ID_E2M3, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E3M2: d_mxplus_bf16(KS_E3M2, KS_ID_E3M2, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E4M3: d_mxplus_bf16(KS_E4M3, KS_ID_E4M3, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E5M2: d_mxplus_bf16(KS_E5M2, KS_ID_E5M2, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT8: d_mxplus_bf16(KS_INT8, KS_ID_INT8, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT4: d_mxplus_bf16(KS_INT4, KS_ID_INT4, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M1: d_mxplus(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus(KS_INT8, KS_ID_INT8, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus(KS_INT4, KS_ID_INT4, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
     }
 }
 
@@ -758,9 +736,8 @@ int bfp_cpu_avx512_dequant_init(bfp_kernels *k)
         case BFP_FAMILY_MX_PP:
             if (eid == KS_ID_NONE || !special_rule_holds(impl->elem, elem_of_id[eid]))
                 break;
-            d[0] = dq_mxplus_f32;
             if (wdefs[eid].ok)
-                d[1] = dq_mxplus_bf16;
+                d[0] = dq_mxplus_f32, d[1] = dq_mxplus_bf16;
             break;
         case BFP_FAMILY_NVFP4:
         case BFP_FAMILY_NVFP4_PLUS:
