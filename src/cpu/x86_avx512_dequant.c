@@ -24,11 +24,6 @@
 
 /* ---- shared pieces ------------------------------------------------------------ */
 
-A5 __m512i iota16(void)
-{
-    return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-}
-
 /* bfloat16 bits (low half of each lane) of 16 float32 values, as
  * bfp_f32_to_bf16: RNE, NaN kept quiet. */
 A5 __m512i bf16_bits16(__m512 v)
@@ -65,16 +60,6 @@ A5 __m512i nib16(const uint8_t *p)
 {
     __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
     return _mm512_cvtepu8_epi32(_mm_or_si128(x, _mm_slli_epi16(x, 4)));
-}
-
-/* Codes 16k .. 16k+15 of a 32-code block at width w, as clean dwords. */
-A5 __m512i codes16(int w, const uint8_t *blk, int k)
-{
-    if (w == 4)
-        return _mm512_and_si512(nib16(blk + 8 * k), _mm512_set1_epi32(0x0F));
-    if (w == 8)
-        return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 16 * k)));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(codes8(6, blk, 2 * k)), codes8(6, blk, 2 * k + 1), 1);
 }
 
 /* The 32 codes of a block at width w, one per 16-bit lane. */
@@ -212,132 +197,6 @@ A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, __m5
     return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(cw, 8), _mm512_set1_epi16((short)0x8000), 0xF8);
 }
 
-/* ---- MX -------------------------------------------------------------------------- */
-
-/* Signed element values of 16 codes at scale 1 (as x86_avx2.c's val8). */
-A5 __m512 val16(ks_elem e, __m512i c)
-{
-    if (e.kind == BFP_GRID_INT) {
-        const int sh = 32 - e.bits;
-        __m512i k = _mm512_srai_epi32(_mm512_slli_epi32(c, sh), sh);
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(1.0f / (float)(1 << e.mbits)));
-    }
-    const int sbit = 1 << (e.bits - 1);
-    __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(sbit - 1));
-    __m512i t = _mm512_add_epi32(_mm512_slli_epi32(mag, 23 - e.mbits), _mm512_set1_epi32((127 - e.bias) << 23));
-    __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(1 << e.mbits));
-    t = _mm512_mask_add_epi32(t, sub, t, _mm512_set1_epi32(1 << 23));
-    __m512 v = _mm512_mask_sub_ps(_mm512_castsi512_ps(t), sub, _mm512_castsi512_ps(t),
-                                  _mm512_set1_ps(ks_pow2(1 - e.bias)));
-    if (e.max_mag < sbit - 1) { /* E4M3, E5M2: NaN (and Inf) codes */
-        __mmask16 special = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(e.max_mag));
-        v = _mm512_mask_mov_ps(v, special, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-        if (e.emax == 15)
-            v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7C)),
-                                   _mm512_castsi512_ps(_mm512_set1_epi32(0x7F800000)));
-    }
-    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(sbit)), 32 - e.bits);
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
-}
-
-/* v * scale for a NaN scale: a NaN value stays, anything else is +NaN. */
-A5 __m512 nan_scaled16(__m512 v)
-{
-    __mmask16 isnan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_mask_mov_ps(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)), isnan, v);
-}
-
-/* Float32 values at scale 1 of the codes of a 4- or 6-bit type (4-bit: all
- * 16 signed values; 6-bit: the 32 magnitudes, the sign is or-ed in). */
-typedef struct {
-    __m512 a, b;
-} ztab;
-
-A5 ztab ztab_base(ks_elem e)
-{
-    ztab t;
-    if (e.bits == 4) {
-        t.a = val16(e, iota16());
-        t.b = t.a;
-    } else {
-        t.a = val16(e, iota16());
-        t.b = val16(e, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16)));
-    }
-    return t;
-}
-
-/* Float32 output lanes of 16 codes from a table scaled by s. */
-A5 __m512i flook(ks_elem e, ztab t, __m512i c)
-{
-    if (e.bits == 4)
-        return _mm512_permutexvar_epi32(c, _mm512_castps_si512(t.a));
-    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(32)), 26);
-    return _mm512_or_si512(_mm512_permutex2var_epi32(_mm512_castps_si512(t.a), c, _mm512_castps_si512(t.b)), sign);
-}
-
-A5 void d_mx_f32(ks_elem e, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
-                 size_t nb, void *dst)
-{
-    const int w = e.bits;
-    const size_t cb = (size_t)(4 * w);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    const __m512i qnan = _mm512_set1_epi32(0x7FC00000);
-    const ztab base = ztab_base(e);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += 128) {
-        unsigned sc = scales[b];
-        __m512 s = _mm512_set1_ps(ks_pow2((int)sc - 127));
-        if (w <= 6) { /* no NaN codes: a NaN scale makes every value +NaN */
-            ztab t = {_mm512_mul_ps(base.a, s), _mm512_mul_ps(base.b, s)};
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++)
-                st64(d + 64 * k, sc == 0xFF ? qnan : flook(e, t, codes16(w, codes, k)), stream);
-        } else {
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
-                __m512 x = val16(e, codes16(w, codes, k));
-                st64(d + 64 * k, _mm512_castps_si512(sc == 0xFF ? nan_scaled16(x) : _mm512_mul_ps(x, s)), stream);
-            }
-        }
-    }
-    if (stream)
-        _mm_sfence();
-}
-
-/* One block per element from the float32 value table (scales outside the
- * fast range: rare). */
-static __m512i mx_slow_bf16(const float *lut, int w, const uint8_t *blk, unsigned sc)
-{
-    alignas(64) uint16_t o[32];
-    float s = ks_pow2((int)sc - 127);
-    for (unsigned i = 0; i < 32; i++) {
-        float x = lut[ks_get_code(blk, i, w)];
-        o[i] = ks_bf16(ks_bits(sc == 0xFF ? ks_nan_scaled(x) : x * s));
-    }
-    return _mm512_load_si512(o);
-}
-
-A5 void d_mx_bf16(ks_elem e, int id, const bfp_dparams *p, const uint8_t *codes,
-                  const uint8_t *scales, size_t nb, void *dst)
-{
-    const int w = e.bits;
-    const size_t cb = (size_t)(4 * w);
-    const float *lut = bfp_cpu_elem_lut(p->impl->elem);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    const wregs r = wregs_load(e, id);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += 64) {
-        int k = (int)scales[b] - 127;
-        __m512i v = k_fast(&r, k) ? wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k << 7)))
-                                  : mx_slow_bf16(lut, w, codes, scales[b]);
-        st64(d, v, stream);
-    }
-    if (stream)
-        _mm_sfence();
-}
-
-/* ---- MX+ and MX++ ----------------------------------------------------------------- */
-
 /* 32 values in the output's form (bfloat16 lanes) to d as dtype: float32
  * is bfloat16 widened, exact. */
 A5 void st_block16(bfp_dtype dt, unsigned char *d, __m512i v, int stream)
@@ -355,6 +214,52 @@ A5 void st_block16(bfp_dtype dt, unsigned char *d, __m512i v, int stream)
     st64(d + 64, _mm512_permutex2var_epi16(z, hi, v), stream);
 }
 
+/* ---- MX -------------------------------------------------------------------------- */
+
+/* Value v stored as element i of a dtype array at d. */
+A5 void st_value(bfp_dtype dt, unsigned char *d, unsigned i, float v)
+{
+    if (dt == BFP_DTYPE_F32) {
+        memcpy(d + 4 * i, &v, 4);
+    } else {
+        uint16_t h = ks_bf16(ks_bits(v));
+        memcpy(d + 2 * i, &h, 2);
+    }
+}
+
+/* One block per element from the value table (NaN scales and scales
+ * outside the exponent-add range: rare), stored as dtype. */
+static void mx_slow(const float *lut, int w, const uint8_t *blk, unsigned sc, bfp_dtype dt, unsigned char *d)
+{
+    float s = ks_pow2((int)sc - 127);
+    for (unsigned i = 0; i < 32; i++) {
+        float x = lut[ks_get_code(blk, i, w)];
+        st_value(dt, d, i, sc == 0xFF ? ks_nan_scaled(x) : x * s);
+    }
+}
+
+A5 void d_mx(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
+             const uint8_t *scales, size_t nb, void *dst)
+{
+    const int w = e.bits;
+    const size_t cb = (size_t)(4 * w);
+    const float *lut = bfp_cpu_elem_lut(p->impl->elem);
+    unsigned char *d = (unsigned char *)dst;
+    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    const wregs r = wregs_load(e, id);
+    for (size_t b = 0; b < nb; b++, codes += cb, d += 32 * esz(dt)) {
+        int k = (int)scales[b] - 127;
+        if (k_fast(&r, k))
+            st_block16(dt, d, wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k << 7))), stream);
+        else
+            mx_slow(lut, w, codes, scales[b], dt, d);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- MX+ and MX++ ----------------------------------------------------------------- */
+
 /* One MX+ block per element from the value tables (scales outside the
  * exponent-add range: rare), stored as dtype. */
 static void mxplus_slow(const float *lut, const float *xlut, int w, const uint8_t *blk, int se,
@@ -363,13 +268,7 @@ static void mxplus_slow(const float *lut, const float *xlut, int w, const uint8_
     float s = ks_pow2(se - (int)delta);
     for (unsigned i = 0; i < 32; i++) {
         unsigned c = ks_get_code(blk, i, w);
-        float v = i == idx ? xlut[c] * ks_pow2(se) : lut[c] * s;
-        if (dt == BFP_DTYPE_F32) {
-            memcpy(d + 4 * i, &v, 4);
-        } else {
-            uint16_t h = ks_bf16(ks_bits(v));
-            memcpy(d + 2 * i, &h, 2);
-        }
+        st_value(dt, d, i, i == idx ? xlut[c] * ks_pow2(se) : lut[c] * s);
     }
 }
 
@@ -587,11 +486,12 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
 
 /* ---- HiF4 ----------------------------------------------------------------------------- */
 
+/* Values k/4 * E6M2 * 2^(E1_8 + E1_16): the bfloat16 row of the E6M2 code
+ * (exact: 3 significant bits times 3), then 1 or 2 added to the exponent
+ * field of the nonzero lanes of each group of 8 and of 4. */
 A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
                size_t nb, void *dst)
 {
-    const __m512 base = _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -0.0f, -.25f,
-                                       -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f);
     unsigned char *d = (unsigned char *)dst;
     const int stream = p->stream && ((uintptr_t)d & 63) == 0;
     /* lane i of a half: bit i/4 of E1_16's byte, bit i/8 of E1_8's nibble */
@@ -604,46 +504,20 @@ A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const u
     const __m512i one = _mm512_set1_epi16(1 << 7);
     for (size_t b = 0; b < nb; b++, codes += 32, d += 64 * esz(dt)) {
         uint32_t w = ks_load_le32(scales + 4 * b);
-        if ((w & 0xFF) == 0xFF) {
-            __m512i q = dt == BFP_DTYPE_F32 ? _mm512_set1_epi32(0x7FC00000) : _mm512_set1_epi16(0x7FC0);
-            for (size_t o = 0; o < 64 * esz(dt); o += 64)
-                st64(d + o, q, stream);
-            continue;
-        }
-        if (dt == BFP_DTYPE_F32) {
-            /* k/4 * E6M2 for the 16 codes, then times 2^(E1_8 + E1_16) per lane
-             * by adding to the exponent field: exact (every value is normal,
-             * zeros stay zero) */
-            __m512i tab = _mm512_castps_si512(_mm512_mul_ps(base, _mm512_set1_ps(ks_hif4_scale(w & 0xFF))));
-            __m512i gv = _mm512_set1_epi32((int)w);
-            __m512i e8 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)),
-                                          _mm512_set1_epi32(1));
-            __m512i e16 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))),
-                                           _mm512_set1_epi32(1));
-            __m512i add = _mm512_slli_epi32(_mm512_add_epi32(e8, e16), 23); /* per group */
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
-                                               4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
-                                               4 * k + 3, 4 * k + 3);
-                __m512i c = nib16(codes + 8 * k);
-                __mmask16 nz = _mm512_test_epi32_mask(c, _mm512_set1_epi32(7));
-                __m512i v = _mm512_permutexvar_epi32(c, tab);
-                st64(d + 64 * k, _mm512_mask_add_epi32(v, nz, v, _mm512_permutexvar_epi32(gi, add)), stream);
-            }
-            continue;
-        }
-        /* bfloat16: the table row of the E6M2 code, then the same exponent adds */
         __m512i tab = _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)hif4_rows[w & 0xFF]));
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            __m512i cw = words32(4, codes + 16 * h);
-            __mmask32 nz = _mm512_test_epi16_mask(cw, _mm512_set1_epi16(7));
-            __mmask32 m16 = _mm512_mask_test_epi16_mask(nz, _mm512_set1_epi16((short)((w >> (16 + 8 * h)) & 0xFF)), g4);
-            __mmask32 m8 = _mm512_mask_test_epi16_mask(nz, _mm512_set1_epi16((short)((w >> (8 + 4 * h)) & 0xF)), g8);
-            __m512i v = _mm512_permutexvar_epi16(cw, tab);
-            v = _mm512_mask_add_epi16(v, m16, v, one);
-            st64(d + 64 * h, _mm512_mask_add_epi16(v, m8, v, one), stream);
+            __m512i v = _mm512_set1_epi16(0x7FC0);
+            if ((w & 0xFF) != 0xFF) {
+                __m512i cw = words32(4, codes + 16 * h);
+                __mmask32 nz = _mm512_test_epi16_mask(cw, _mm512_set1_epi16(7));
+                __mmask32 m16 = _mm512_mask_test_epi16_mask(nz, _mm512_set1_epi16((short)((w >> (16 + 8 * h)) & 0xFF)), g4);
+                __mmask32 m8 = _mm512_mask_test_epi16_mask(nz, _mm512_set1_epi16((short)((w >> (8 + 4 * h)) & 0xF)), g8);
+                v = _mm512_permutexvar_epi16(cw, tab);
+                v = _mm512_mask_add_epi16(v, m16, v, one);
+                v = _mm512_mask_add_epi16(v, m8, v, one);
+            }
+            st_block16(dt, d + 32 * esz(dt) * (size_t)h, v, stream);
         }
     }
     if (stream)
@@ -658,26 +532,26 @@ A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const u
 static void dq_mx_f32(DARGS)
 {
     switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mx_f32(KS_E2M1, p, c, sc, nb, d); break;
-    case KS_ID_E2M3: d_mx_f32(KS_E2M3, p, c, sc, nb, d); break;
-    case KS_ID_E3M2: d_mx_f32(KS_E3M2, p, c, sc, nb, d); break;
-    case KS_ID_E4M3: d_mx_f32(KS_E4M3, p, c, sc, nb, d); break;
-    case KS_ID_E5M2: d_mx_f32(KS_E5M2, p, c, sc, nb, d); break;
-    case KS_ID_INT8: d_mx_f32(KS_INT8, p, c, sc, nb, d); break;
-    case KS_ID_INT4: d_mx_f32(KS_INT4, p, c, sc, nb, d); break;
+    case KS_ID_E2M1: d_mx(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx(KS_INT8, KS_ID_INT8, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx(KS_INT4, KS_ID_INT4, BFP_DTYPE_F32, p, c, sc, nb, d); break;
     }
 }
 
 static void dq_mx_bf16(DARGS)
 {
     switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mx_bf16(KS_E2M1, KS_ID_E2M1, p, c, sc, nb, d); break;
-    case KS_ID_E2M3: d_mx_bf16(KS_E2M3, KS_ID_E2M3, p, c, sc, nb, d); break;
-    case KS_ID_E3M2: d_mx_bf16(KS_E3M2, KS_ID_E3M2, p, c, sc, nb, d); break;
-    case KS_ID_E4M3: d_mx_bf16(KS_E4M3, KS_ID_E4M3, p, c, sc, nb, d); break;
-    case KS_ID_E5M2: d_mx_bf16(KS_E5M2, KS_ID_E5M2, p, c, sc, nb, d); break;
-    case KS_ID_INT8: d_mx_bf16(KS_INT8, KS_ID_INT8, p, c, sc, nb, d); break;
-    case KS_ID_INT4: d_mx_bf16(KS_INT4, KS_ID_INT4, p, c, sc, nb, d); break;
+    case KS_ID_E2M1: d_mx(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx(KS_INT8, KS_ID_INT8, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx(KS_INT4, KS_ID_INT4, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
     }
 }
 
@@ -728,9 +602,8 @@ int bfp_cpu_avx512_dequant_init(bfp_kernels *k)
         case BFP_FAMILY_MX:
             if (eid == KS_ID_NONE)
                 break;
-            d[0] = dq_mx_f32;
             if (wdefs[eid].ok)
-                d[1] = dq_mx_bf16;
+                d[0] = dq_mx_f32, d[1] = dq_mx_bf16;
             break;
         case BFP_FAMILY_MX_PLUS:
         case BFP_FAMILY_MX_PP:
