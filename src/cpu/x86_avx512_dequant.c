@@ -114,6 +114,9 @@ static void wdef_build(wdef *wd, const bfp_elem_desc *e)
     }
     for (unsigned c = 0; c < nt; c++)
         wd->v[c] = ks_bf16(ks_bits(lut[c]));
+    if (e->bits == 8 && e->kind == BFP_GRID_FLOAT) /* sign and magnitude, as wvals takes them */
+        for (unsigned c = 128; c < 256; c++)
+            wd->ok &= ks_bf16(ks_bits(lut[c])) == (wd->v[c - 128] | 0x8000);
     wd->kmin = 1 - lo;
     wd->kmax = 254 - hi;
 }
@@ -320,8 +323,7 @@ A5 void mxplus_block(ks_elem e, const wregs *r, const bfp_dparams *p, const uint
 }
 
 A5 void d_mxplus(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
-                      const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
-                      void *dst)
+                 const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len, void *dst)
 {
     const int plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
     const size_t cb = (size_t)(4 * e.bits);
