@@ -5,7 +5,9 @@
  * the block statistics must come out as the reference's. Rows without a
  * partial block are dequantized by one kernel call per thread (long calls
  * take other paths: NVFP4 makes all its rows up front): those are compared
- * with the reference on planes of arbitrary bytes. */
+ * with the reference on planes of arbitrary bytes, and so are outputs of
+ * 8 MiB and more (non-temporal stores, aligned or joined across cache lines
+ * when the output is off alignment) at several offsets and thread counts. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_simd_util.h"
 
@@ -102,6 +104,54 @@ static void test_whole_rows(bfp_format fmt, simd_rng *r)
     simd_planes_free(&q);
 }
 
+#define SROWS 64
+#define SCOLS 65536 /* 8 MiB of bfloat16 output: non-temporal stores */
+
+/* Random planes of fmt decoded at byte offsets of the output and thread
+ * counts; the bytes around the output stay untouched. */
+static void test_streamed(bfp_format fmt, simd_rng *r)
+{
+    static const int offsets[] = {0, 16, 16, 4, 60, 2};
+    static const int threads[] = {1, 1, 3, 3, 1, 1};
+    const bfp_format_info *f = bfp_format_get(fmt);
+    simd_planes q;
+    simd_planes_alloc(&q, fmt, SROWS, SCOLS, 0, 0);
+    for (size_t i = 0; i < q.sz.codes; i++)
+        q.p.codes[i] = (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q.sz.scales; i++)
+        q.p.scales[i] = rng_below(r, 64) ? (uint8_t)(f->scale == BFP_SCALE_UE4M3 ? 0x20 + rng_below(r, 0x50)
+                                                                                 : 100 + rng_below(r, 56))
+                                         : (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q.sz.meta; i++)
+        q.p.meta[i] = (uint8_t)rng_below(r, (uint32_t)f->block);
+    q.ts = 3.5f;
+    size_t n = (size_t)SROWS * SCOLS;
+    bfp_const_planes in = simd_const(&q);
+    for (int d = 0; d < 2; d++) {
+        bfp_dtype dt = d ? BFP_DTYPE_BF16 : BFP_DTYPE_F32;
+        size_t bytes = n * bfp_dtype_size(dt);
+        unsigned char *want = malloc(bytes), *buf = aligned_alloc(64, bytes + 128);
+        CHECK(bfp_dequantize_ref(fmt, &in, SROWS, SCOLS, dt, want) == BFP_OK, "reference");
+        for (size_t k = 0; k < sizeof offsets / sizeof offsets[0]; k++) {
+            char v[8];
+            snprintf(v, sizeof v, "%d", threads[k]);
+            setenv("BFP_THREADS", v, 1);
+            memset(buf, 0xA5, bytes + 128);
+            CHECK(bfp_dequantize(fmt, &in, SROWS, SCOLS, dt, buf + offsets[k]) == BFP_OK, "dequantize");
+            int around = 1;
+            for (size_t i = 0; i < 128; i++) /* the bytes before and after */
+                around &= buf[i < (size_t)offsets[k] ? i : bytes + i] == 0xA5;
+            CHECK(simd_diff(buf + offsets[k], want, bytes) < 0 && around,
+                  "%s to %s at offset %d, %d threads: as the reference, nothing else written", f->name,
+                  bfp_dtype_name(dt), offsets[k], threads[k]);
+        }
+        unsetenv("BFP_THREADS");
+        free(want);
+        free(buf);
+    }
+    simd_planes_free(&q);
+}
+
 int main(void)
 {
     if (simd_isa_skip("test_simd_threads"))
@@ -127,6 +177,9 @@ int main(void)
     test_format(BFP_HIF4, BFP_DTYPE_F16, h, 0);
     for (int i = 0; i < bfp_format_count(); i++)
         test_whole_rows(bfp_format_at(i)->id, &r);
+    static const bfp_format streamed[] = {BFP_MXFP4, BFP_MXFP6_E2M3_PLUS, BFP_NVFP4_PLUS, BFP_HIF4};
+    for (size_t i = 0; i < sizeof streamed / sizeof streamed[0]; i++)
+        test_streamed(streamed[i], &r);
     free(h);
     free(x);
     return check_summary("test_simd_threads");

@@ -36,22 +36,68 @@ A5 __m512i bf16_bits16(__m512 v)
     return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
 }
 
-/* 64 bytes to p; stream: non-temporal, p 64-byte aligned. */
-A5 void st64(void *p, __m512i v, int stream)
+/* Where a kernel's output goes, 64 bytes at a time in order. Large outputs
+ * (p->stream) bypass the cache with non-temporal stores, which need 64-byte
+ * aligned lines. A float32 output off that alignment by a multiple of 4
+ * bytes o (malloc gives 16) is still streamed: each line is joined from the
+ * last o bytes of one vector and the first 64 - o of the next (vpermt2d),
+ * the partial first and last lines stored with masks. (For bfloat16, whose
+ * decoders do more work per byte, the extra permute cost more than the
+ * stores saved.) Other offsets use plain stores. */
+typedef struct {
+    unsigned char *d;     /* where the next vector goes */
+    int mode;             /* SINK_PLAIN, SINK_STREAM (aligned) or SINK_JOIN */
+    int o, started;       /* SINK_JOIN: d's offset in its line; a vector seen */
+    __m512i prev, idx;    /* SINK_JOIN: the last vector; line dwords from (prev, next) */
+} sink;
+
+enum { SINK_PLAIN, SINK_STREAM, SINK_JOIN };
+
+A5 sink sink_at(bfp_dtype dt, void *dst, int stream)
 {
-    if (stream)
-        _mm512_stream_si512((__m512i *)p, v);
-    else
-        _mm512_storeu_si512(p, v);
+    sink s;
+    s.d = (unsigned char *)dst;
+    s.o = (int)((uintptr_t)dst & 63);
+    s.mode = !stream                                 ? SINK_PLAIN
+             : s.o == 0                              ? SINK_STREAM
+             : dt == BFP_DTYPE_F32 && s.o % 4 == 0 ? SINK_JOIN
+                                                     : SINK_PLAIN;
+    s.started = 0;
+    s.prev = _mm512_setzero_si512();
+    /* line dword i = dword i - o/4 of the next vector, or of prev below 0 */
+    s.idx = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                             _mm512_set1_epi32(16 - s.o / 4));
+    return s;
 }
 
-/* 32 bytes to p; stream: non-temporal, p 32-byte aligned. */
-A5 void st32(void *p, __m256i v, int stream)
+A5 void sink_push(sink *s, __m512i v)
 {
-    if (stream)
-        _mm256_stream_si256((__m256i *)p, v);
-    else
-        _mm256_storeu_si256((__m256i *)p, v);
+    if (s->mode == SINK_PLAIN) {
+        _mm512_storeu_si512(s->d, v);
+    } else if (s->mode == SINK_STREAM) {
+        _mm512_stream_si512((__m512i *)s->d, v);
+    } else if (s->started) {
+        _mm512_stream_si512((__m512i *)(s->d - s->o), _mm512_permutex2var_epi32(s->prev, s->idx, v));
+        s->prev = v;
+    } else { /* the first line: only its last 64 - o bytes are ours */
+        _mm512_mask_storeu_epi8(s->d, (__mmask64)(~0ull >> s->o), v);
+        s->prev = v;
+        s->started = 1;
+    }
+    s->d += 64;
+}
+
+/* Writes what is left (SINK_JOIN: the last o bytes) and orders the
+ * non-temporal stores before the caller's. */
+A5 void sink_end(sink *s)
+{
+    if (s->mode == SINK_JOIN && s->started)
+        _mm512_mask_storeu_epi8(s->d - s->o, (__mmask64)(~0ull >> (64 - s->o)),
+                                _mm512_permutex2var_epi32(s->prev, s->idx, _mm512_setzero_si512()));
+    if (s->mode != SINK_PLAIN)
+        _mm_sfence();
+    s->mode = SINK_PLAIN;
+    s->started = 0;
 }
 
 /* 16 4-bit codes from 8 bytes, as dwords (bits above the low 4 are junk:
@@ -202,10 +248,10 @@ A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, __m5
 
 /* 32 values in the output's form (bfloat16 lanes) to d as dtype: float32
  * is bfloat16 widened, exact. */
-A5 void st_block16(bfp_dtype dt, unsigned char *d, __m512i v, int stream)
+A5 void st_block16(bfp_dtype dt, sink *o, __m512i v)
 {
     if (dt == BFP_DTYPE_BF16) {
-        st64(d, v, stream);
+        sink_push(o, v);
         return;
     }
     const __m512i z = _mm512_setzero_si512();
@@ -213,8 +259,8 @@ A5 void st_block16(bfp_dtype dt, unsigned char *d, __m512i v, int stream)
                                          W2(0, 38), W2(0, 39), W2(0, 40), W2(0, 41), W2(0, 42), W2(0, 43),
                                          W2(0, 44), W2(0, 45), W2(0, 46), W2(0, 47));
     const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(W2(0, 16)));
-    st64(d, _mm512_permutex2var_epi16(z, lo, v), stream);
-    st64(d + 64, _mm512_permutex2var_epi16(z, hi, v), stream);
+    sink_push(o, _mm512_permutex2var_epi16(z, lo, v));
+    sink_push(o, _mm512_permutex2var_epi16(z, hi, v));
 }
 
 /* ---- MX -------------------------------------------------------------------------- */
@@ -230,15 +276,25 @@ A5 void st_value(bfp_dtype dt, unsigned char *d, unsigned i, float v)
     }
 }
 
+/* A block of 32 values of dtype at buf (64-byte aligned) to the sink. */
+A5 void push_block(bfp_dtype dt, sink *o, const unsigned char *buf)
+{
+    sink_push(o, _mm512_load_si512(buf));
+    if (dt == BFP_DTYPE_F32)
+        sink_push(o, _mm512_load_si512(buf + 64));
+}
+
 /* One block per element from the value table (NaN scales and scales
  * outside the exponent-add range: rare), stored as dtype. */
-static void mx_slow(const float *lut, int w, const uint8_t *blk, unsigned sc, bfp_dtype dt, unsigned char *d)
+static void mx_slow(const float *lut, int w, const uint8_t *blk, unsigned sc, bfp_dtype dt, sink *o)
 {
+    alignas(64) unsigned char d[128];
     float s = ks_pow2((int)sc - 127);
     for (unsigned i = 0; i < 32; i++) {
         float x = lut[ks_get_code(blk, i, w)];
         st_value(dt, d, i, sc == 0xFF ? ks_nan_scaled(x) : x * s);
     }
+    push_block(dt, o, d);
 }
 
 A5 void d_mx(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
@@ -247,18 +303,16 @@ A5 void d_mx(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_
     const int w = e.bits;
     const size_t cb = (size_t)(4 * w);
     const float *lut = bfp_cpu_elem_lut(p->impl->elem);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    sink o = sink_at(dt, dst, p->stream);
     const wregs r = wregs_load(e, id);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += 32 * esz(dt)) {
+    for (size_t b = 0; b < nb; b++, codes += cb) {
         int k = (int)scales[b] - 127;
         if (k_fast(&r, k))
-            st_block16(dt, d, wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k << 7))), stream);
+            st_block16(dt, &o, wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k << 7))));
         else
-            mx_slow(lut, w, codes, scales[b], dt, d);
+            mx_slow(lut, w, codes, scales[b], dt, &o);
     }
-    if (stream)
-        _mm_sfence();
+    sink_end(&o);
 }
 
 /* ---- MX+ and MX++ ----------------------------------------------------------------- */
@@ -266,13 +320,15 @@ A5 void d_mx(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_
 /* One MX+ block per element from the value tables (scales outside the
  * exponent-add range: rare), stored as dtype. */
 static void mxplus_slow(const float *lut, const float *xlut, int w, const uint8_t *blk, int se,
-                        unsigned delta, unsigned idx, bfp_dtype dt, unsigned char *d)
+                        unsigned delta, unsigned idx, bfp_dtype dt, sink *o)
 {
+    alignas(64) unsigned char d[128];
     float s = ks_pow2(se - (int)delta);
     for (unsigned i = 0; i < 32; i++) {
         unsigned c = ks_get_code(blk, i, w);
         st_value(dt, d, i, i == idx ? xlut[c] * ks_pow2(se) : lut[c] * s);
     }
+    push_block(dt, o, d);
 }
 
 /* The block max's bfloat16 lane: 1.m * 2^(emax + se), m the code's low
@@ -299,7 +355,7 @@ A5 uint32_t special_lanes(ks_elem e, __m512i cw)
 /* One MX+ block, any case (empty, flushed, bad, NaN scale, scales outside
  * the exponent-add range), stored as dtype. */
 A5 void mxplus_block(ks_elem e, const wregs *r, const bfp_dparams *p, const uint8_t *blk,
-                     unsigned sc, unsigned m, size_t n, bfp_dtype dt, unsigned char *d, int stream)
+                     unsigned sc, unsigned m, size_t n, bfp_dtype dt, sink *o)
 {
     const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
     unsigned idx = m & 0x1F, delta = m >> 5;
@@ -313,13 +369,13 @@ A5 void mxplus_block(ks_elem e, const wregs *r, const bfp_dparams *p, const uint
         v = _mm512_set1_epi16((short)(sc == 0 && !bad ? 0 : 0x7FC0));
     } else if (!k_fast(r, se - (int)delta) || xe > 254) {
         mxplus_slow(bfp_cpu_elem_lut(p->impl->elem), bfp_cpu_elem_lut(p->impl->bm_elem), w, blk, se, delta,
-                    idx, dt, d);
+                    idx, dt, o);
         return;
     } else {
         v = wvals(e, r, cw, blk, _mm512_set1_epi16((short)((se - (int)delta) << 7)));
         v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16((short)(xe << 7))));
     }
-    st_block16(dt, d, v, stream);
+    st_block16(dt, o, v);
 }
 
 A5 void d_mxplus(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
@@ -327,8 +383,7 @@ A5 void d_mxplus(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const ui
 {
     const int plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
     const size_t cb = (size_t)(4 * e.bits);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    sink o = sink_at(dt, dst, p->stream);
     const wregs r = wregs_load(e, id);
     alignas(64) int16_t kw[32], xw[32];
     for (size_t b0 = 0; b0 < nb; b0 += 32) {
@@ -352,10 +407,10 @@ A5 void d_mxplus(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const ui
             fast &= _mm512_testn_epi16_mask(mt, _mm512_set1_epi16(0xE0));
         if (b0 + g == nb && last_len < 32)
             fast &= ~(1u << (g - 1)); /* a partial block checks its index */
-        for (size_t j = 0; j < g; j++, codes += cb, d += 32 * esz(dt)) {
+        for (size_t j = 0; j < g; j++, codes += cb) {
             if (!(fast >> j & 1)) {
                 mxplus_block(e, &r, p, codes, scales[b0 + j], meta[b0 + j], b0 + j + 1 == nb ? last_len : 32,
-                             dt, d, stream);
+                             dt, &o);
                 continue;
             }
             unsigned idx = meta[b0 + j] & 0x1F;
@@ -366,11 +421,10 @@ A5 void d_mxplus(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const ui
                 v = wvals(e, &r, cw, codes, _mm512_set1_epi16(kw[j]));
                 v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16(xw[j])));
             }
-            st_block16(dt, d, v, stream);
+            st_block16(dt, &o, v);
         }
     }
-    if (stream)
-        _mm_sfence();
+    sink_end(&o);
 }
 
 /* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
@@ -435,8 +489,7 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
                 const uint8_t *meta, size_t nb, size_t last_len, void *dst)
 {
     const int plus = p->impl->bm_elem != NULL;
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    sink o = sink_at(dt, dst, p->stream);
     nvrows t;
     memset(t.have, 0, sizeof t.have);
     const int lazy = nb < 16384; /* else every row at once, no test per block */
@@ -452,12 +505,12 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
                 if (!t.have[rs[j]])
                     nvrow_make(&t, p, dt, rs[j]);
         if (dt == BFP_DTYPE_F32) {
-            for (size_t j = 0; j < g; j++, codes += 8, d += 64) {
+            for (size_t j = 0; j < g; j++, codes += 8) {
                 __m512i c = nib16(codes);
                 __m512i v = _mm512_permutexvar_epi32(c, _mm512_load_si512(t.f[rs[j]]));
                 if (plus)
                     v = _mm512_mask_permutexvar_epi32(v, (__mmask16)bm[j], c, _mm512_load_si512(t.xf[rs[j]]));
-                st64(d, v, stream);
+                sink_push(&o, v);
             }
             continue;
         }
@@ -465,7 +518,7 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
          * bit 4 picks the block-max half of a row, bit 5 the second block */
         const __m512i hi = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, W2(32, 32), W2(32, 32), W2(32, 32), W2(32, 32),
                                              W2(32, 32), W2(32, 32), W2(32, 32), W2(32, 32));
-        for (size_t j = 0; j < g; j += 2, codes += 16, d += 64) {
+        for (size_t j = 0; j < g; j += 2, codes += 16) {
             const int two = j + 1 < g;
             __m512i dw = two ? _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)codes))
                              : _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
@@ -476,14 +529,15 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
                 idx = _mm512_mask_add_epi16(idx, (__mmask32)bmm, idx, _mm512_set1_epi16(16));
             __m512i v = _mm512_permutex2var_epi16(_mm512_load_si512(t.f[rs[j]]), idx,
                                                   _mm512_load_si512(t.f[rs[two ? j + 1 : j]]));
-            if (two)
-                st64(d, v, stream);
-            else
-                st32(d, _mm512_castsi512_si256(v), stream && ((uintptr_t)d & 31) == 0);
+            if (two) {
+                sink_push(&o, v);
+            } else { /* the call's last block */
+                sink_end(&o);
+                _mm256_storeu_si256((__m256i *)o.d, _mm512_castsi512_si256(v));
+            }
         }
     }
-    if (stream)
-        _mm_sfence();
+    sink_end(&o);
 }
 
 /* ---- HiF4 ----------------------------------------------------------------------------- */
@@ -494,8 +548,7 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
 A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
                size_t nb, void *dst)
 {
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
+    sink o = sink_at(dt, dst, p->stream);
     /* lane i of a half: bit i/4 of E1_16's byte, bit i/8 of E1_8's nibble */
     const __m512i g4 = _mm512_setr_epi32(W2(1, 1), W2(1, 1), W2(2, 2), W2(2, 2), W2(4, 4), W2(4, 4), W2(8, 8),
                                          W2(8, 8), W2(16, 16), W2(16, 16), W2(32, 32), W2(32, 32), W2(64, 64),
@@ -504,7 +557,7 @@ A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const u
                                          W2(2, 2), W2(4, 4), W2(4, 4), W2(4, 4), W2(4, 4), W2(8, 8), W2(8, 8),
                                          W2(8, 8), W2(8, 8));
     const __m512i one = _mm512_set1_epi16(1 << 7);
-    for (size_t b = 0; b < nb; b++, codes += 32, d += 64 * esz(dt)) {
+    for (size_t b = 0; b < nb; b++, codes += 32) {
         uint32_t w = ks_load_le32(scales + 4 * b);
         __m512i tab = _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)hif4_rows[w & 0xFF]));
 #pragma GCC unroll 2
@@ -519,11 +572,10 @@ A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const u
                 v = _mm512_mask_add_epi16(v, m16, v, one);
                 v = _mm512_mask_add_epi16(v, m8, v, one);
             }
-            st_block16(dt, d + 32 * esz(dt) * (size_t)h, v, stream);
+            st_block16(dt, &o, v);
         }
     }
-    if (stream)
-        _mm_sfence();
+    sink_end(&o);
 }
 
 /* ---- thin wrappers: one per family and dtype, a case per element type ------------------ */
