@@ -218,7 +218,7 @@ A5 int k_fast(const wregs *r, int k)
 }
 
 /* bfloat16 bits of the 32 codes cw times 2^k (k in the table's range; kk:
- * k << 7 in every lane): the exponent field of every nonzero finite value
+ * k * 128 in every lane): the exponent field of every nonzero finite value
  * moves by k. */
 A5 __m512i wvals(ks_elem e, const wregs *r, __m512i cw, const uint8_t *blk, __m512i kk)
 {
@@ -308,7 +308,7 @@ A5 void d_mx(ks_elem e, int id, bfp_dtype dt, const bfp_dparams *p, const uint8_
     for (size_t b = 0; b < nb; b++, codes += cb) {
         int k = (int)scales[b] - 127;
         if (k_fast(&r, k))
-            st_block16(dt, &o, wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k << 7))));
+            st_block16(dt, &o, wvals(e, &r, words32(w, codes), codes, _mm512_set1_epi16((short)(k * 128))));
         else
             mx_slow(lut, w, codes, scales[b], dt, &o);
     }
@@ -372,7 +372,7 @@ A5 void mxplus_block(ks_elem e, const wregs *r, const bfp_dparams *p, const uint
                     idx, dt, o);
         return;
     } else {
-        v = wvals(e, r, cw, blk, _mm512_set1_epi16((short)((se - (int)delta) << 7)));
+        v = wvals(e, r, cw, blk, _mm512_set1_epi16((short)((se - (int)delta) * 128)));
         v = _mm512_mask_mov_epi16(v, (__mmask32)(1u << idx), bm_lanes(e, cw, _mm512_set1_epi16((short)(xe << 7))));
     }
     st_block16(dt, o, v);
