@@ -122,16 +122,15 @@ static void test_random_planes(void)
     }
 }
 
-/* Every code of every format under normal, extreme and NaN scales, and every
- * MX+ / NVFP4+ index, in one row per scale. */
-static void test_all_codes(void)
+/* Every code of every format under each scale byte of scales[] (the first
+ * byte of HiF4's scale word), and every MX+ / NVFP4+ index, in one row per
+ * scale. */
+static void all_codes_under(const uint8_t *scales, size_t nscales, const char *what)
 {
     for (int fi = 0; fi < bfp_format_count(); fi++) {
         const bfp_format_info *f = bfp_format_at(fi);
         size_t ncodes = (size_t)1 << f->elem_bits, cols = (size_t)f->block * 8;
-        static const uint8_t scales[] = {127, 0, 1, 2, 3, 64, 100, 0x7E, 0x7F, 0x80, 0x81,
-                                         130, 200, 253, 254, 0xFF};
-        size_t rows = sizeof scales;
+        size_t rows = nscales;
         simd_planes q;
         simd_planes_alloc(&q, f->id, rows, cols, 0, 0);
         for (size_t rr = 0; rr < rows; rr++) {
@@ -157,11 +156,31 @@ static void test_all_codes(void)
         q.ts = 1.0f;
         for (int d = 0; d < 2; d++) {
             bfp_dtype dt = d ? BFP_DTYPE_BF16 : BFP_DTYPE_F32;
-            CHECK(dequantize_matches(f->id, &q, rows, cols, dt, 0), "%s all codes to %s",
-                  f->name, bfp_dtype_name(dt));
+            CHECK(dequantize_matches(f->id, &q, rows, cols, dt, 0), "%s all codes %s to %s",
+                  f->name, what, bfp_dtype_name(dt));
         }
         simd_planes_free(&q);
     }
+}
+
+/* Normal, extreme and NaN scales. */
+static void test_all_codes(void)
+{
+    static const uint8_t scales[] = {127, 0, 1, 2, 3, 64, 100, 0x7E, 0x7F, 0x80, 0x81,
+                                     130, 200, 253, 254, 0xFF};
+    all_codes_under(scales, sizeof scales, "");
+}
+
+/* Every scale byte: the kernels decode a block one way while code value
+ * times scale stays a normal number of the output type and another way
+ * past that, at a boundary that depends on the element type (and, for MX++,
+ * on the block's exponent delta). */
+static void test_every_scale(void)
+{
+    uint8_t scales[256];
+    for (int i = 0; i < 256; i++)
+        scales[i] = (uint8_t)i;
+    all_codes_under(scales, 256, "under every scale");
 }
 
 static void test_errors(void)
@@ -210,6 +229,7 @@ int main(void)
     test_roundtrip();
     test_random_planes();
     test_all_codes();
+    test_every_scale();
     test_errors();
     return check_summary("test_simd_dequant");
 }

@@ -2,7 +2,12 @@
  * with bfp_options.threads = 1, 2, 3, 7 and automatic, dequantize with
  * BFP_THREADS = 1, 2, 3, 7, on a multi-MiB tensor whose rows end in partial
  * blocks; NVFP4's tensor amax (placed where only one thread sees it) and
- * the block statistics must come out as the reference's. */
+ * the block statistics must come out as the reference's. Rows without a
+ * partial block are dequantized by one kernel call per thread (long calls
+ * take other paths: NVFP4 makes all its rows up front): those are compared
+ * with the reference on planes of arbitrary bytes, and so are outputs of
+ * 8 MiB and more (non-temporal stores, aligned or joined across cache lines
+ * when the output is off alignment) at several offsets and thread counts. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_simd_util.h"
 
@@ -59,6 +64,94 @@ static void test_format(bfp_format fmt, bfp_dtype dt, const void *src, int with_
         simd_planes_free(&q[k]);
 }
 
+#define WROWS 24
+#define WCOLS 16384 /* 24K NVFP4 blocks: one call makes every row up front */
+
+/* Planes of arbitrary bytes, rows of whole blocks, float32 and bfloat16. */
+static void test_whole_rows(bfp_format fmt, simd_rng *r)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    simd_planes q;
+    simd_planes_alloc(&q, fmt, WROWS, WCOLS, 0, 0);
+    for (size_t i = 0; i < q.sz.codes; i++)
+        q.p.codes[i] = (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q.sz.scales; i++) /* mostly ordinary, some specials */
+        q.p.scales[i] = rng_below(r, 16) ? (uint8_t)(f->scale == BFP_SCALE_UE4M3 ? 0x20 + rng_below(r, 0x50)
+                                                                                 : 100 + rng_below(r, 56))
+                                         : (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q.sz.meta; i++)
+        q.p.meta[i] = rng_below(r, 16) ? (uint8_t)rng_below(r, (uint32_t)f->block) : (uint8_t)rng_u64(r);
+    q.ts = 8670.9677734375f;
+    size_t n = (size_t)WROWS * WCOLS;
+    bfp_const_planes in = simd_const(&q);
+    for (int d = 0; d < 2; d++) {
+        bfp_dtype dt = d ? BFP_DTYPE_BF16 : BFP_DTYPE_F32;
+        size_t bytes = n * bfp_dtype_size(dt);
+        unsigned char *want = malloc(bytes), *got = malloc(bytes);
+        CHECK(bfp_dequantize_ref(fmt, &in, WROWS, WCOLS, dt, want) == BFP_OK, "reference");
+        for (int k = 0; k < 4; k++) {
+            char v[8];
+            snprintf(v, sizeof v, "%d", counts[k]);
+            setenv("BFP_THREADS", v, 1);
+            CHECK(bfp_dequantize(fmt, &in, WROWS, WCOLS, dt, got) == BFP_OK, "dequantize");
+            CHECK(simd_diff(got, want, bytes) < 0, "%s whole rows to %s, %d threads: as the reference",
+                  f->name, bfp_dtype_name(dt), counts[k]);
+        }
+        unsetenv("BFP_THREADS");
+        free(want);
+        free(got);
+    }
+    simd_planes_free(&q);
+}
+
+#define SROWS 64
+#define SCOLS 65536 /* 8 MiB of bfloat16 output: non-temporal stores */
+
+/* Random planes of fmt decoded at byte offsets of the output and thread
+ * counts; the bytes around the output stay untouched. */
+static void test_streamed(bfp_format fmt, simd_rng *r)
+{
+    static const int offsets[] = {0, 16, 4, 60, 2};
+    static const int threads[] = {1, 3, 1, 3, 1};
+    const bfp_format_info *f = bfp_format_get(fmt);
+    simd_planes q;
+    simd_planes_alloc(&q, fmt, SROWS, SCOLS, 0, 0);
+    for (size_t i = 0; i < q.sz.codes; i++)
+        q.p.codes[i] = (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q.sz.scales; i++)
+        q.p.scales[i] = rng_below(r, 64) ? (uint8_t)(f->scale == BFP_SCALE_UE4M3 ? 0x20 + rng_below(r, 0x50)
+                                                                                 : 100 + rng_below(r, 56))
+                                         : (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q.sz.meta; i++)
+        q.p.meta[i] = (uint8_t)rng_below(r, (uint32_t)f->block);
+    q.ts = 3.5f;
+    size_t n = (size_t)SROWS * SCOLS;
+    bfp_const_planes in = simd_const(&q);
+    for (int d = 0; d < 2; d++) {
+        bfp_dtype dt = d ? BFP_DTYPE_BF16 : BFP_DTYPE_F32;
+        size_t bytes = n * bfp_dtype_size(dt);
+        unsigned char *want = malloc(bytes), *buf = aligned_alloc(64, bytes + 128);
+        CHECK(bfp_dequantize_ref(fmt, &in, SROWS, SCOLS, dt, want) == BFP_OK, "reference");
+        for (size_t k = 0; k < sizeof offsets / sizeof offsets[0]; k++) {
+            char v[8];
+            snprintf(v, sizeof v, "%d", threads[k]);
+            setenv("BFP_THREADS", v, 1);
+            memset(buf, 0xA5, bytes + 128);
+            CHECK(bfp_dequantize(fmt, &in, SROWS, SCOLS, dt, buf + offsets[k]) == BFP_OK, "dequantize");
+            int around = 1;
+            for (size_t i = 0; i < 128; i++) /* the bytes before and after */
+                around &= buf[i < (size_t)offsets[k] ? i : bytes + i] == 0xA5;
+            CHECK(simd_diff(buf + offsets[k], want, bytes) < 0 && around,
+                  "%s to %s at offset %d, %d threads: as the reference, nothing else written", f->name,
+                  bfp_dtype_name(dt), offsets[k], threads[k]);
+        }
+        unsetenv("BFP_THREADS");
+        free(want);
+        free(buf);
+    }
+    simd_planes_free(&q);
+}
+
 int main(void)
 {
     if (simd_isa_skip("test_simd_threads"))
@@ -82,6 +175,11 @@ int main(void)
         test_format(fmts[i], BFP_DTYPE_F32, x, fmts[i] == BFP_NVFP4);
     test_format(BFP_NVFP4_PLUS, BFP_DTYPE_BF16, h, 1);
     test_format(BFP_HIF4, BFP_DTYPE_F16, h, 0);
+    for (int i = 0; i < bfp_format_count(); i++)
+        test_whole_rows(bfp_format_at(i)->id, &r);
+    static const bfp_format streamed[] = {BFP_MXFP4, BFP_MXFP6_E2M3_PLUS, BFP_NVFP4_PLUS, BFP_HIF4};
+    for (size_t i = 0; i < sizeof streamed / sizeof streamed[0]; i++)
+        test_streamed(streamed[i], &r);
     free(h);
     free(x);
     return check_summary("test_simd_threads");

@@ -66,6 +66,9 @@ void bfp_cpu_generic_init(bfp_kernels *k);
  * (the file was compiled without its flags). */
 int bfp_cpu_avx2_init(bfp_kernels *k);
 int bfp_cpu_avx512_init(bfp_kernels *k);
+/* The AVX-512 dequantize kernels (x86_avx512_dequant.c), called by
+ * bfp_cpu_avx512_init(). */
+int bfp_cpu_avx512_dequant_init(bfp_kernels *k);
 
 /* Kernel sets by ISA, for tests that run every path in one process (the
  * differential fuzz target); the public entry points use the one the CPU

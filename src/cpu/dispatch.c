@@ -285,6 +285,15 @@ static void d_range(const drun *d, size_t b0, size_t b1)
 {
     const bfp_format_info *f = &d->p.impl->info;
     const size_t bpr = d->sz.blocks_per_row, block = (size_t)f->block;
+    if (d->tail == 0 && d->sz.code_row_bytes * 8 == bpr * block * (size_t)f->elem_bits) {
+        /* rows without partial blocks are contiguous in every plane: one
+         * call, so that per-call setup (tables) is paid once per thread */
+        if (b0 < b1)
+            d->fn(&d->p, d->in->codes + b0 * block * f->elem_bits / 8,
+                  d->in->scales + b0 * (size_t)f->scale_bytes, d->in->meta ? d->in->meta + b0 : NULL,
+                  b1 - b0, block, d->dst + b0 * block * d->esize);
+        return;
+    }
     while (b0 < b1) {
         size_t r = b0 / bpr, first = b0 % bpr;
         size_t end = b1 - r * bpr < bpr ? b1 - r * bpr : bpr;

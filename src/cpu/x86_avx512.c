@@ -43,59 +43,6 @@ A5 __m512i rne16(__m512 v)
     return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-A5 __m512i iota16(void)
-{
-    return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-}
-
-/* bfloat16 bits (low half of each lane) of 16 float32 values, as
- * bfp_f32_to_bf16: RNE, NaN kept quiet. */
-A5 __m512i bf16_bits16(__m512 v)
-{
-    __m512i b = _mm512_castps_si512(v);
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(abs16(b), _mm512_set1_epi32(0x7F800000));
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
-}
-
-/* 16 output values already in the output's form (float32 bits, or
- * bfloat16 bits in the low half of each lane) to p; stream: non-temporal,
- * p aligned to the store size. */
-A5 void st_lanes(bfp_dtype dt, unsigned char *p, __m512i v, int stream)
-{
-    if (dt == BFP_DTYPE_F32) {
-        if (stream)
-            _mm512_stream_si512((__m512i *)p, v);
-        else
-            _mm512_storeu_si512(p, v);
-        return;
-    }
-    __m256i h = _mm512_cvtepi32_epi16(v);
-    if (stream)
-        _mm256_stream_si256((__m256i *)p, h);
-    else
-        _mm256_storeu_si256((__m256i *)p, h);
-}
-
-/* Float32 values in the output's form. */
-A5 __m512i out_form(bfp_dtype dt, __m512 v)
-{
-    return dt == BFP_DTYPE_F32 ? _mm512_castps_si512(v) : bf16_bits16(v);
-}
-
-A5 void st16z(bfp_dtype dt, unsigned char *p, __m512 v, int stream)
-{
-    st_lanes(dt, p, out_form(dt, v), stream);
-}
-
-/* The sign bit of the output form from a code's sign bit at `bit`. */
-A5 __m512i out_sign(bfp_dtype dt, __m512i c, int bit)
-{
-    __m512i s = _mm512_and_si512(c, _mm512_set1_epi32(1 << bit));
-    return dt == BFP_DTYPE_F32 ? _mm512_slli_epi32(s, 31 - bit) : _mm512_slli_epi32(s, 15 - bit);
-}
-
 /* ---- code streams -------------------------------------------------------------- */
 
 /* 16 4-bit codes (dwords) as 8 bytes. */
@@ -115,24 +62,6 @@ A5 void store_codes32(int w, __m512i c0, __m512i c1, uint8_t *out)
     } else {
         store_codes(6, _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0)), out);
     }
-}
-
-/* 16 4-bit codes from 8 bytes, as dwords. */
-A5 __m512i nib16(const uint8_t *p)
-{
-    __m128i w = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
-    w = _mm_or_si128(_mm_and_si128(w, _mm_set1_epi16(0x0F)), _mm_slli_epi16(_mm_srli_epi16(w, 4), 8));
-    return _mm512_cvtepu8_epi32(w);
-}
-
-/* Codes 16k .. 16k+15 of a 32-code block at width w, as dwords. */
-A5 __m512i codes16(int w, const uint8_t *blk, int k)
-{
-    if (w == 4)
-        return nib16(blk + 8 * k);
-    if (w == 8)
-        return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 16 * k)));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(codes8(6, blk, 2 * k)), codes8(6, blk, 2 * k + 1), 1);
 }
 
 /* ---- element codecs ------------------------------------------------------------- */
@@ -157,82 +86,6 @@ A5 __m512i enc16(ks_elem e, __m512i x, __m512i a, __m512 f)
     q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
     __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
     return _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(1 << (e.bits - 1)));
-}
-
-/* Signed element values of 16 codes at scale 1 (as x86_avx2.c's val8). */
-A5 __m512 val16(ks_elem e, __m512i c)
-{
-    if (e.kind == BFP_GRID_INT) {
-        const int sh = 32 - e.bits;
-        __m512i k = _mm512_srai_epi32(_mm512_slli_epi32(c, sh), sh);
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(1.0f / (float)(1 << e.mbits)));
-    }
-    const int sbit = 1 << (e.bits - 1);
-    __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(sbit - 1));
-    __m512i t = _mm512_add_epi32(_mm512_slli_epi32(mag, 23 - e.mbits), _mm512_set1_epi32((127 - e.bias) << 23));
-    __mmask16 sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(1 << e.mbits));
-    t = _mm512_mask_add_epi32(t, sub, t, _mm512_set1_epi32(1 << 23));
-    __m512 v = _mm512_mask_sub_ps(_mm512_castsi512_ps(t), sub, _mm512_castsi512_ps(t),
-                                  _mm512_set1_ps(ks_pow2(1 - e.bias)));
-    if (e.max_mag < sbit - 1) { /* E4M3, E5M2: NaN (and Inf) codes */
-        __mmask16 special = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(e.max_mag));
-        v = _mm512_mask_mov_ps(v, special, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-        if (e.emax == 15)
-            v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7C)),
-                                   _mm512_castsi512_ps(_mm512_set1_epi32(0x7F800000)));
-    }
-    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(sbit)), 32 - e.bits);
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
-}
-
-/* v * scale for a NaN scale: a NaN value stays, anything else is +NaN. */
-A5 __m512 nan_scaled16(__m512 v)
-{
-    __mmask16 isnan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_mask_mov_ps(_mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)), isnan, v);
-}
-
-/* Values of the codes of a 4- or 6-bit type at scale 1 (4-bit: all 16
- * signed values; 6-bit: the 32 magnitudes, the sign is or-ed in). */
-typedef struct {
-    __m512 a, b;
-} ztab;
-
-A5 ztab ztab_base(ks_elem e)
-{
-    ztab t;
-    if (e.bits == 4) {
-        t.a = e.kind == BFP_GRID_INT
-                  ? _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -2, -1.75f, -1.5f,
-                                   -1.25f, -1, -.75f, -.5f, -.25f)
-                  : _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
-        t.b = t.a;
-    } else {
-        t.a = val16(e, iota16());
-        t.b = val16(e, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16)));
-    }
-    return t;
-}
-
-/* The table times s, in the output's form. */
-typedef struct {
-    __m512i a, b;
-} otab;
-
-A5 otab otab_scaled(bfp_dtype dt, ztab base, __m512 s)
-{
-    otab t;
-    t.a = out_form(dt, _mm512_mul_ps(base.a, s));
-    t.b = out_form(dt, _mm512_mul_ps(base.b, s));
-    return t;
-}
-
-/* Output lanes of 16 codes from a scaled table. */
-A5 __m512i olook(ks_elem e, bfp_dtype dt, otab t, __m512i c)
-{
-    if (e.bits == 4)
-        return _mm512_permutexvar_epi32(c, t.a);
-    return _mm512_or_si512(_mm512_permutex2var_epi32(t.a, c, t.b), out_sign(dt, c, 5));
 }
 
 /* ---- MX -------------------------------------------------------------------------- */
@@ -299,36 +152,6 @@ A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
         mx_encode16(e, dt, s, _mm512_set1_ps(ks_pow2(-se)), codes);
     }
     st->nonfinite_blocks += nonfinite;
-}
-
-A5 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
-             const uint8_t *scales, size_t nb, void *dst)
-{
-    const int w = e.bits;
-    const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    const __m512i qnan = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-    const ztab base = ztab_base(e);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
-        unsigned sc = scales[b];
-        __m512 s = _mm512_set1_ps(ks_pow2((int)sc - 127));
-        if (w <= 6) { /* no NaN codes: a NaN scale makes every value +NaN */
-            otab t = otab_scaled(dt, base, s);
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++)
-                st_lanes(dt, d + (size_t)k * ob / 2, sc == 0xFF ? qnan : olook(e, dt, t, codes16(w, codes, k)),
-                         stream);
-        } else {
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
-                __m512 x = val16(e, codes16(w, codes, k));
-                st16z(dt, d + (size_t)k * ob / 2, sc == 0xFF ? nan_scaled16(x) : _mm512_mul_ps(x, s), stream);
-            }
-        }
-    }
-    if (stream)
-        _mm_sfence();
 }
 
 /* ---- MX+ and MX++ ----------------------------------------------------------------- */
@@ -416,57 +239,6 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
     }
     st->nonfinite_blocks += nonfinite;
     st->flushed_blocks += flushed;
-}
-
-A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes,
-                 const uint8_t *scales, const uint8_t *meta, size_t nb, size_t last_len,
-                 void *dst)
-{
-    const int w = e.bits, plus_only = p->impl->info.family == BFP_FAMILY_MX_PLUS;
-    const int sbit = 1 << (w - 1), special = special_rule(e);
-    const float *xlut = bfp_cpu_elem_lut(p->impl->bm_elem);
-    const size_t cb = (size_t)(4 * w), ob = 32 * esz(dt);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    const ztab base = ztab_base(e);
-    for (size_t b = 0; b < nb; b++, codes += cb, d += ob) {
-        size_t n = b + 1 == nb ? last_len : 32;
-        unsigned sc = scales[b], m = meta[b], idx = m & 0x1F, delta = m >> 5;
-        int empty = sc == 0x00 || sc == 0xFF;
-        int bad = (empty && m != 0) || idx >= n || (plus_only && delta != 0);
-        __m512i c[2];
-        uint32_t any = 0, spec = 0;
-#pragma GCC unroll 2
-        for (int k = 0; k < 2; k++) {
-            c[k] = codes16(w, codes, k);
-            any |= (uint32_t)_mm512_test_epi32_mask(c[k], c[k]) << (16 * k);
-            if (special == SPECIAL_INT_MIN)
-                spec |= (uint32_t)_mm512_cmpeq_epi32_mask(c[k], _mm512_set1_epi32(sbit)) << (16 * k);
-            else if (special == SPECIAL_ABOVE_MAX)
-                spec |= (uint32_t)_mm512_cmpgt_epi32_mask(_mm512_and_si512(c[k], _mm512_set1_epi32(sbit - 1)),
-                                                          _mm512_set1_epi32(e.max_mag)) << (16 * k);
-        }
-        bad |= (empty && any) || (spec & ~(1u << idx)) != 0;
-        __m512i v[2];
-        if (sc == 0xFF || bad || sc == 0) {
-            v[0] = v[1] = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(sc == 0 && !bad ? 0 : 0x7FC00000)));
-        } else {
-            int se = (int)sc - 127;
-            __m512 s = _mm512_set1_ps(ks_pow2(se - (int)delta));
-            __m512i vbm = _mm512_set1_epi32(
-                (int)ks_out_bits(dt, xlut[ks_get_code(codes, idx, w)] * ks_pow2(se)));
-            otab t = otab_scaled(dt, base, s);
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
-                v[k] = w <= 6 ? olook(e, dt, t, c[k]) : out_form(dt, _mm512_mul_ps(val16(e, c[k]), s));
-                v[k] = _mm512_mask_mov_epi32(v[k], (__mmask16)((1u << idx) >> (16 * k)), vbm);
-            }
-        }
-        st_lanes(dt, d, v[0], stream);
-        st_lanes(dt, d + ob / 2, v[1], stream);
-    }
-    if (stream)
-        _mm_sfence();
 }
 
 /* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
@@ -574,55 +346,6 @@ A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, 
                  &nonfinite);
     }
     st->nonfinite_blocks += nonfinite;
-}
-
-A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
-                const uint8_t *meta, size_t nb, size_t last_len, void *dst)
-{
-    const int plus = p->impl->bm_elem != NULL;
-    const int s_enc_ok = p->s_enc_ok;
-    const __m512 base = _mm512_setr_ps(0, .5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -.5f, -1, -1.5f, -2, -3, -4, -6);
-    const __m512 xbase = _mm512_setr_ps(4, 4.5f, 5, 5.5f, 6, 6.5f, 7, 7.5f, -4, -4.5f, -5, -5.5f, -6, -6.5f, -7, -7.5f);
-    const __m512 senc = _mm512_set1_ps(p->s_enc);
-    const __m512i qnan = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-    const size_t ob = 16 * esz(dt);
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & (dt == BFP_DTYPE_F32 ? 63 : 31)) == 0;
-    /* (q * sb) / s_enc for the 16 codes (and the block-max codes) of each
-     * scale code met: one division per scale code, not per block */
-    __m512i rows[0x7F], xrows[0x7F];
-    uint8_t have[0x7F];
-    memset(have, 0, sizeof have);
-    for (size_t b = 0; b < nb; b++, codes += 8, d += ob) {
-        size_t n = b + 1 == nb ? last_len : 16;
-        unsigned sc = scales[b];
-        int bad = !s_enc_ok || (sc & 0x80) || sc == 0x7F, bm = -1;
-        if (plus && !bad) {
-            unsigned m = meta[b];
-            if ((m & 0xF0) || (sc <= KS_NV_PLAIN_MAX && m != 0) || m >= n)
-                bad = 1;
-            else if (sc > KS_NV_PLAIN_MAX)
-                bm = (int)m;
-        }
-        if (bad) {
-            st_lanes(dt, d, qnan, stream);
-            continue;
-        }
-        if (!have[sc]) {
-            __m512 sb = _mm512_set1_ps(ks_e4m3_value(sc));
-            rows[sc] = out_form(dt, _mm512_div_ps(_mm512_mul_ps(base, sb), senc));
-            if (plus)
-                xrows[sc] = out_form(dt, _mm512_div_ps(_mm512_mul_ps(xbase, sb), senc));
-            have[sc] = 1;
-        }
-        __m512i c = nib16(codes);
-        __m512i v = _mm512_permutexvar_epi32(c, rows[sc]);
-        if (bm >= 0)
-            v = _mm512_mask_mov_epi32(v, (__mmask16)(1u << bm), _mm512_permutexvar_epi32(c, xrows[sc]));
-        st_lanes(dt, d, v, stream);
-    }
-    if (stream)
-        _mm_sfence();
 }
 
 /* ---- HiF4 ----------------------------------------------------------------------------- */
@@ -766,50 +489,6 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
     st->nonfinite_blocks += nonfinite;
 }
 
-A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const uint8_t *scales,
-               size_t nb, void *dst)
-{
-    const __m512 base = _mm512_setr_ps(0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f, -0.0f, -.25f,
-                                       -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f);
-    const size_t ob = 64 * esz(dt);
-    const int ebit = dt == BFP_DTYPE_F32 ? 23 : 7; /* the output form's exponent field */
-    unsigned char *d = (unsigned char *)dst;
-    const int stream = p->stream && ((uintptr_t)d & 63) == 0;
-    for (size_t b = 0; b < nb; b++, codes += 32, d += ob) {
-        uint32_t w = ks_load_le32(scales + 4 * b);
-        __m512i v[4];
-        if ((w & 0xFF) == 0xFF) {
-            v[0] = v[1] = v[2] = v[3] = out_form(dt, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-        } else {
-            /* k/4 * E6M2 for the 16 codes, then times 2^(E1_8 + E1_16) per lane
-             * by adding to the exponent field: exact, and the same for the
-             * bfloat16 form since every value is normal (zeros stay zero) */
-            __m512i tab = out_form(dt, _mm512_mul_ps(base, _mm512_set1_ps(ks_hif4_scale(w & 0xFF))));
-            __m512i gv = _mm512_set1_epi32((int)w);
-            __m512i e8 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)),
-                                          _mm512_set1_epi32(1));
-            __m512i e16 = _mm512_and_si512(_mm512_srlv_epi32(gv, _mm512_add_epi32(iota16(), _mm512_set1_epi32(16))),
-                                           _mm512_set1_epi32(1));
-            __m512i add = _mm512_slli_epi32(_mm512_add_epi32(e8, e16), ebit); /* per group */
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
-                                               4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
-                                               4 * k + 3, 4 * k + 3);
-                __m512i c = nib16(codes + 8 * k);
-                __mmask16 nz = _mm512_test_epi32_mask(c, _mm512_set1_epi32(7));
-                v[k] = _mm512_mask_add_epi32(_mm512_permutexvar_epi32(c, tab), nz,
-                                             _mm512_permutexvar_epi32(c, tab), _mm512_permutexvar_epi32(gi, add));
-            }
-        }
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            st_lanes(dt, d + (size_t)k * 16 * esz(dt), v[k], stream);
-    }
-    if (stream)
-        _mm_sfence();
-}
-
 /* ---- amax (NVFP4 tensor scale) ------------------------------------------------------- */
 
 A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
@@ -847,8 +526,6 @@ A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
 
 #define QARGS const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc, \
               uint8_t *m, bfp_stats *st
-#define DARGS const bfp_dparams *p, const uint8_t *c, const uint8_t *sc, const uint8_t *m, \
-              size_t nb, size_t last, void *d
 
 A5 void q_mx_any(bfp_dtype dt, QARGS)
 {
@@ -876,32 +553,6 @@ A5 void q_mxplus_any(bfp_dtype dt, QARGS)
     }
 }
 
-A5 void d_mx_any(bfp_dtype dt, DARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mx(KS_E2M1, dt, p, c, sc, nb, d); break;
-    case KS_ID_E2M3: d_mx(KS_E2M3, dt, p, c, sc, nb, d); break;
-    case KS_ID_E3M2: d_mx(KS_E3M2, dt, p, c, sc, nb, d); break;
-    case KS_ID_E4M3: d_mx(KS_E4M3, dt, p, c, sc, nb, d); break;
-    case KS_ID_E5M2: d_mx(KS_E5M2, dt, p, c, sc, nb, d); break;
-    case KS_ID_INT8: d_mx(KS_INT8, dt, p, c, sc, nb, d); break;
-    case KS_ID_INT4: d_mx(KS_INT4, dt, p, c, sc, nb, d); break;
-    }
-}
-
-A5 void d_mxplus_any(bfp_dtype dt, DARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mxplus(KS_E2M1, dt, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E2M3: d_mxplus(KS_E2M3, dt, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E3M2: d_mxplus(KS_E3M2, dt, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E4M3: d_mxplus(KS_E4M3, dt, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E5M2: d_mxplus(KS_E5M2, dt, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT8: d_mxplus(KS_INT8, dt, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT4: d_mxplus(KS_INT4, dt, p, c, sc, m, nb, last, d); break;
-    }
-}
-
 static void q_mx_f32(QARGS) { q_mx_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
 static void q_mx_bf16(QARGS) { q_mx_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
 static void q_mx_f16(QARGS) { q_mx_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
@@ -915,21 +566,9 @@ static void q_hif4_f32(QARGS) { q_hif4(BFP_DTYPE_F32, s, nb, c, sc, st); }
 static void q_hif4_bf16(QARGS) { q_hif4(BFP_DTYPE_BF16, s, nb, c, sc, st); }
 static void q_hif4_f16(QARGS) { q_hif4(BFP_DTYPE_F16, s, nb, c, sc, st); }
 
-static void d_mx_f32(DARGS) { d_mx_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
-static void d_mx_bf16(DARGS) { d_mx_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
-static void d_mxplus_f32(DARGS) { d_mxplus_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
-static void d_mxplus_bf16(DARGS) { d_mxplus_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
-static void d_nvfp4_f32(DARGS) { d_nvfp4(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
-static void d_nvfp4_bf16(DARGS) { d_nvfp4(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
-static void d_hif4_f32(DARGS) { d_hif4(BFP_DTYPE_F32, p, c, sc, nb, d); }
-static void d_hif4_bf16(DARGS) { d_hif4(BFP_DTYPE_BF16, p, c, sc, nb, d); }
-
 static float amax_f32(const void *s, size_t n) { return amax_any(BFP_DTYPE_F32, s, n); }
 static float amax_bf16(const void *s, size_t n) { return amax_any(BFP_DTYPE_BF16, s, n); }
 static float amax_f16(const void *s, size_t n) { return amax_any(BFP_DTYPE_F16, s, n); }
-
-static const ks_elem elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
-                                               KS_E5M2, KS_INT8, KS_INT4};
 
 int bfp_cpu_avx512_init(bfp_kernels *k)
 {
@@ -938,40 +577,34 @@ int bfp_cpu_avx512_init(bfp_kernels *k)
         if (!impl)
             continue;
         bfp_qkernel *q = k->quant[id];
-        bfp_dkernel *d = k->dequant[id];
         int eid = ks_elem_id(impl);
         switch (impl->info.family) {
         case BFP_FAMILY_MX:
             if (eid == KS_ID_NONE)
                 break;
             q[0] = q_mx_f32, q[1] = q_mx_bf16, q[2] = q_mx_f16;
-            d[0] = d_mx_f32, d[1] = d_mx_bf16;
             break;
         case BFP_FAMILY_MX_PLUS:
         case BFP_FAMILY_MX_PP:
             if (eid == KS_ID_NONE)
                 break;
             q[0] = q_mxplus_f32, q[1] = q_mxplus_bf16, q[2] = q_mxplus_f16;
-            if (special_rule_holds(impl->elem, elem_of_id[eid]))
-                d[0] = d_mxplus_f32, d[1] = d_mxplus_bf16;
             break;
         case BFP_FAMILY_NVFP4:
         case BFP_FAMILY_NVFP4_PLUS:
             if (!ks_elem_is(impl->elem, KS_E2M1))
                 break;
             q[0] = q_nvfp4_f32, q[1] = q_nvfp4_bf16, q[2] = q_nvfp4_f16;
-            d[0] = d_nvfp4_f32, d[1] = d_nvfp4_bf16;
             break;
         case BFP_FAMILY_HIF4:
             q[0] = q_hif4_f32, q[1] = q_hif4_bf16, q[2] = q_hif4_f16;
-            d[0] = d_hif4_f32, d[1] = d_hif4_bf16;
             break;
         }
     }
     k->amax[0] = amax_f32;
     k->amax[1] = amax_bf16;
     k->amax[2] = amax_f16;
-    return 1;
+    return bfp_cpu_avx512_dequant_init(k); /* x86_avx512_dequant.c */
 }
 
 #else /* built without the AVX-512 flags */
