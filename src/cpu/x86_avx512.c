@@ -255,12 +255,19 @@ A5 __m512i block32_absmax16(bfp_dtype dt, const unsigned char *s)
     return _mm512_max_epi32(abs16(ld16(dt, s)), abs16(ld16(dt, s + 16 * esz(dt))));
 }
 
+#include "x86_avx512_q16.h"
+
 A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
              uint8_t *scales, bfp_stats *st)
 {
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
     size_t b = 0, nonfinite = 0;
+    if (dt == BFP_DTYPE_BF16) {
+        b = q_mx_groups16(e, src, nb, codes, scales, &nonfinite);
+        s += b * sbytes;
+        codes += b * cb;
+    }
     for (; b + 8 <= nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         if (dt == BFP_DTYPE_F32)
             prefetch_span(s, 8 * sbytes);
