@@ -340,23 +340,110 @@ A5 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes
 
 /* ---- MX+ and MX++ ----------------------------------------------------------------- */
 
+/* One MX+ block in float32 lanes: elements at scale 2^-nbm, the block max
+ * (index bm; bm < 0: found here from its magnitude amax) given its sign
+ * and the extended mantissa xq. Returns bm. */
+A5 int mxp_block32(ks_elem e, bfp_dtype dt, const unsigned char *sj, int nbm, int bm, uint32_t amax,
+                   int xq, uint8_t *cj)
+{
+    const size_t es = esz(dt);
+    __m512i x0 = ld16(dt, sj), x1 = ld16(dt, sj + 16 * es);
+    __m512i a0 = abs16(x0), a1 = abs16(x1), c0, c1;
+    if (bm < 0) { /* ties go to the lowest index */
+        __m512i am = _mm512_set1_epi32((int)amax);
+        bm = ks_ctz32((uint32_t)_mm512_cmpeq_epi32_mask(a0, am) | (uint32_t)_mm512_cmpeq_epi32_mask(a1, am) << 16);
+    }
+    if (-nbm <= 127) {
+        __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
+        c0 = enc16(e, x0, a0, f);
+        c1 = enc16(e, x1, a1, f);
+    } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
+        __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
+        c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
+        c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
+    }
+    __m512i bmv = _mm512_set1_epi32(xq | (sj[es * (size_t)bm + es - 1] >> 7) << (e.bits - 1));
+    c0 = _mm512_mask_mov_epi32(c0, (__mmask16)(1u << bm), bmv);
+    c1 = _mm512_mask_mov_epi32(c1, (__mmask16)((1u << bm) >> 16), bmv);
+    store_codes32(e.bits, c0, c1, cj);
+    return bm;
+}
+
+/* Eight blocks' block-max positions and, for MX++, the max of the others
+ * (the block max again where it repeats: only the first one is left out),
+ * all from one transposed reduction. bfloat16 blocks come as h (|x| words). */
+A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, __m256i amax,
+                       size_t g, int pp, int *bmv)
+{
+    const size_t sbytes = 32 * esz(dt);
+    uint32_t amv[8];
+    __m256i pm[8];
+    _mm256_storeu_si256((__m256i *)amv, amax);
+    if (dt != BFP_DTYPE_BF16 && !pp) /* mxp_block32 finds bm */
+        return amax;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        pm[j] = _mm256_setzero_si256();
+        if ((size_t)j >= g)
+            continue;
+        uint32_t eq;
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0;
+        if (dt == BFP_DTYPE_BF16) {
+            eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)(amv[j] | amv[j] >> 16)));
+        } else {
+            __m512i am = _mm512_set1_epi32((int)amv[j]);
+            a0 = abs16(ld16(dt, s + (size_t)j * sbytes));
+            a1 = abs16(ld16(dt, s + (size_t)j * sbytes + 16 * esz(dt)));
+            eq = (uint32_t)_mm512_cmpeq_epi32_mask(a0, am) | (uint32_t)_mm512_cmpeq_epi32_mask(a1, am) << 16;
+        }
+        bmv[j] = eq ? ks_ctz32(eq) : 0; /* ties go to the lowest index */
+        if (!pp)
+            continue;
+        uint32_t keep = ~(eq & (0u - eq));
+        if (dt == BFP_DTYPE_BF16)
+            pm[j] = fold16(pairmax_hi(_mm512_maskz_mov_epi16(keep, h[j])));
+        else
+            pm[j] = fold16(_mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)keep, a0),
+                                            _mm512_maskz_mov_epi32((__mmask16)(keep >> 16), a1)));
+    }
+    if (!pp)
+        return amax;
+    __m256i m2 = hmax_8x8(pm);
+    return dt == BFP_DTYPE_BF16 ? _mm256_and_si256(m2, _mm256_set1_epi32((int)0xFFFF0000u)) : m2;
+}
+
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
     const int pp = p->impl->info.family == BFP_FAMILY_MX_PP, xmb = e.bits - 1;
+    /* bfloat16 in 16-bit lanes; MX++ INT grids (none exist) would need k < 1 */
+    const int w16 = dt == BFP_DTYPE_BF16 && !(pp && e.kind == BFP_GRID_INT);
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
+    const q16k c = q16k_make(e);
+    const __m512i madd = q16_keep(_mm512_set1_epi32(0x00100001));
     size_t nonfinite = 0, flushed = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         const size_t g = nb - b < 8 ? nb - b : 8;
         /* eight blocks' maxima, shared exponents and block-max codes at once */
         if (dt == BFP_DTYPE_F32)
             prefetch_span(s, g * sbytes);
+        __m512i h[8];
         __m256i pm[8];
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++)
-            pm[j] = (size_t)j < g ? fold16(block32_absmax16(dt, s + (size_t)j * sbytes)) : _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            h[j] = _mm512_setzero_si512();
+            if ((size_t)j >= g)
+                pm[j] = _mm256_setzero_si256();
+            else if (w16) {
+                h[j] = _mm512_and_si512(_mm512_loadu_si512(s + (size_t)j * sbytes), c.abs);
+                pm[j] = fold16(pairmax_hi(h[j]));
+            } else
+                pm[j] = fold16(block32_absmax16(dt, s + (size_t)j * sbytes));
+        }
         __m256i amax = hmax_8x8(pm);
+        if (w16)
+            amax = _mm256_and_si256(amax, _mm256_set1_epi32((int)0xFFFF0000u));
         __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
         __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
         __m256i empty = _mm256_or_si256(nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */
@@ -367,18 +454,32 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         __m256i xq = _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps(ks_pow2(xmb - e.emax)))),
                                       _mm256_set1_epi32(1 << xmb));
         xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
-        int sev[8], xqv[8];
+        /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
+        int bmv[8];
+        memset(bmv, 0xFF, sizeof bmv); /* -1: not known yet */
+        __m256i max2 = mxp_bm_max2(w16 ? BFP_DTYPE_BF16 : dt, s, h, amax, g, pp, bmv);
+        __m256i nbm = se;
+        if (pp) {
+            __m256i ev = _mm256_sub_epi32(flog2_8(max2), _mm256_set1_epi32(e.emax - 1));
+            ev = _mm256_min_epi32(_mm256_max_epi32(ev, _mm256_sub_epi32(se, _mm256_set1_epi32(7))), se);
+            nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
+        }
+        int sev[8], nbmv[8], xqv[8];
         uint32_t amv[8];
+        _mm256_storeu_si256((__m256i *)amv, amax);
         uint8_t sc8[8];
         _mm256_storeu_si256((__m256i *)sev, se);
+        _mm256_storeu_si256((__m256i *)nbmv, nbm);
         _mm256_storeu_si256((__m256i *)xqv, xq);
-        _mm256_storeu_si256((__m256i *)amv, amax);
         store8_bytes(sc8, sc);
         memcpy(scales + b, sc8, g);
         const unsigned emptym = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(empty));
         const unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
-        for (size_t j = 0; j < g; j++) {
-            uint8_t *cj = codes + j * cb;
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            if ((size_t)j >= g)
+                break;
+            uint8_t *cj = codes + (size_t)j * cb;
             if (emptym >> j & 1) { /* codes and meta 0 */
                 meta[b + j] = 0;
                 memset(cj, 0, cb);
@@ -386,39 +487,20 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                 flushed += !(nfm >> j & 1);
                 continue;
             }
-            const unsigned char *sj = s + j * sbytes;
-            __m512i x0 = ld16(dt, sj), x1 = ld16(dt, sj + 16 * es);
-            __m512i a0 = abs16(x0), a1 = abs16(x1), am = _mm512_set1_epi32((int)amv[j]);
-            __mmask16 q0 = _mm512_cmpeq_epi32_mask(a0, am), q1 = _mm512_cmpeq_epi32_mask(a1, am);
-            uint32_t eq = (uint32_t)q0 | (uint32_t)q1 << 16;
-            int bm = ks_ctz32(eq); /* ties go to the lowest index */
-            int sej = sev[j], nbm = sej;
-            if (pp) { /* the others' max: the block max again if it repeats */
-                uint32_t max2 = amv[j];
-                if ((eq & (eq - 1)) == 0)
-                    max2 = (uint32_t)_mm512_reduce_max_epi32(
-                        _mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)~q0, a0),
-                                         _mm512_maskz_mov_epi32((__mmask16)~q1, a1)));
-                nbm = ks_mxpp_nbm_exp(max2, sej, e.emax);
+            const unsigned char *sj = s + (size_t)j * sbytes;
+            const int nb_j = nbmv[j];
+            int bm = bmv[j];
+            if (w16 && nb_j >= Q16_MIN_S) {
+                __m512i par = _mm512_set1_epi32((int)q16_param(e, nb_j));
+                __m512i q = enc32w(e, &c, _mm512_loadu_si512(sj), h[j], par);
+                /* the block max: sign and extended mantissa */
+                const int bmcode = xqv[j] | (sj[2 * (size_t)bm + 1] >> 7) << xmb;
+                q = _mm512_mask_mov_epi16(q, 1u << bm, _mm512_set1_epi16((short)bmcode));
+                store_codes32w(e.bits, q, madd, cj);
+            } else {
+                bm = mxp_block32(e, dt, sj, nb_j, bm, amv[j], xqv[j], cj);
             }
-            meta[b + j] = (uint8_t)(bm | (sej - nbm) << 5);
-            __m512i c0, c1;
-            if (-nbm <= 127) {
-                __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
-                c0 = enc16(e, x0, a0, f);
-                c1 = enc16(e, x1, a1, f);
-            } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
-                __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
-                c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
-                c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
-            }
-            /* the block max: sign and extended mantissa */
-            uint32_t neg = (uint32_t)_mm512_cmplt_epi32_mask(x0, _mm512_setzero_si512()) |
-                           (uint32_t)_mm512_cmplt_epi32_mask(x1, _mm512_setzero_si512()) << 16;
-            __m512i bmv = _mm512_set1_epi32(xqv[j] | (int)((neg >> bm) & 1u) << xmb);
-            c0 = _mm512_mask_mov_epi32(c0, (__mmask16)(1u << bm), bmv);
-            c1 = _mm512_mask_mov_epi32(c1, (__mmask16)((1u << bm) >> 16), bmv);
-            store_codes32(e.bits, c0, c1, cj);
+            meta[b + j] = (uint8_t)(bm | (sev[j] - nb_j) << 5);
         }
     }
     st->nonfinite_blocks += nonfinite;
