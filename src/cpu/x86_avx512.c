@@ -378,9 +378,11 @@ A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, _
     const size_t sbytes = 32 * esz(dt);
     uint32_t amv[8];
     __m256i pm[8];
-    _mm256_storeu_si256((__m256i *)amv, amax);
     if (dt != BFP_DTYPE_BF16 && !pp) /* mxp_block32 finds bm */
         return amax;
+    if (dt == BFP_DTYPE_BF16) /* the max's word, twice */
+        amax = _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16));
+    _mm256_storeu_si256((__m256i *)amv, amax);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         pm[j] = _mm256_setzero_si256();
@@ -389,7 +391,7 @@ A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, _
         uint32_t eq;
         __m512i a0 = _mm512_setzero_si512(), a1 = a0;
         if (dt == BFP_DTYPE_BF16) {
-            eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)(amv[j] | amv[j] >> 16)));
+            eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)amv[j]));
         } else {
             __m512i am = _mm512_set1_epi32((int)amv[j]);
             a0 = abs16(ld16(dt, s + (size_t)j * sbytes));
@@ -407,7 +409,7 @@ A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, _
                                             _mm512_maskz_mov_epi32((__mmask16)(keep >> 16), a1)));
     }
     if (!pp)
-        return amax;
+        return amax; /* unused */
     __m256i m2 = hmax_8x8(pm);
     return dt == BFP_DTYPE_BF16 ? _mm256_and_si256(m2, _mm256_set1_epi32((int)0xFFFF0000u)) : m2;
 }
@@ -465,8 +467,12 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
         }
         int sev[8], nbmv[8], xqv[8];
-        uint32_t amv[8];
+        uint32_t amv[8], parv[8];
         _mm256_storeu_si256((__m256i *)amv, amax);
+        if (w16) { /* word pairs for the 16-bit lanes */
+            _mm256_storeu_si256((__m256i *)parv, q16_param8(e, nbm));
+            xq = _mm256_or_si256(xq, _mm256_slli_epi32(xq, 16));
+        }
         uint8_t sc8[8];
         _mm256_storeu_si256((__m256i *)sev, se);
         _mm256_storeu_si256((__m256i *)nbmv, nbm);
@@ -491,14 +497,14 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             const int nb_j = nbmv[j];
             int bm = bmv[j];
             if (w16 && nb_j >= Q16_MIN_S) {
-                __m512i par = _mm512_set1_epi32((int)q16_param(e, nb_j));
-                __m512i q = enc32w(e, &c, _mm512_loadu_si512(sj), h[j], par);
-                /* the block max: sign and extended mantissa */
-                const int bmcode = xqv[j] | (sj[2 * (size_t)bm + 1] >> 7) << xmb;
-                q = _mm512_mask_mov_epi16(q, 1u << bm, _mm512_set1_epi16((short)bmcode));
+                __m512i q = enc32w(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]));
+                /* the block max: its code's sign bit (the max is not 0) and
+                 * the extended mantissa */
+                __m512i xcode = _mm512_or_si512(_mm512_and_si512(q, c.sgn), _mm512_set1_epi32(xqv[j]));
+                q = _mm512_mask_mov_epi16(q, 1u << bm, xcode);
                 store_codes32w(e.bits, q, madd, cj);
             } else {
-                bm = mxp_block32(e, dt, sj, nb_j, bm, amv[j], xqv[j], cj);
+                bm = mxp_block32(e, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);
             }
             meta[b + j] = (uint8_t)(bm | (sev[j] - nb_j) << 5);
         }
@@ -716,14 +722,11 @@ A5 void d_nvfp4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const 
 
 /* ---- HiF4 ----------------------------------------------------------------------------- */
 
-/* Exactly a * r >= th from pr = fl(a * r) and er = a * r - pr (FMA). */
-A5 __mmask16 ge_exact16(__m512 pr, __m512 er, __m512 th)
+/* Exactly a * r >= th: the FMA rounds a * r - th once, which keeps its sign. */
+A5 __mmask16 ge_exact16(__m512 a, __m512 r, __m512 th)
 {
-    return _mm512_cmp_ps_mask(pr, th, _CMP_GT_OQ) |
-           (_mm512_cmp_ps_mask(pr, th, _CMP_EQ_OQ) &
-            _mm512_cmp_ps_mask(er, _mm512_setzero_ps(), _CMP_GE_OQ));
+    return _mm512_cmp_ps_mask(_mm512_fmsub_ps(a, r, th), _mm512_setzero_ps(), _CMP_GE_OQ);
 }
-
 
 /* UE6M2 codes of eight blocks from their max |x| (ks_hif4_code, in float64
  * lanes: Vmax * BF16(1/7) is exact there). */
@@ -817,9 +820,8 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
             const __m512 r = _mm512_set1_ps(recv[j]);
             __m512i v8 = _mm512_max_epi32(v16[j], _mm512_shuffle_epi32(v16[j], (_MM_PERM_ENUM)0xB1));
             __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16[j]);
-            __m512 p8 = _mm512_mul_ps(f8, r), p16 = _mm512_mul_ps(f16, r);
-            __mmask16 g8 = ge_exact16(p8, _mm512_fmsub_ps(f8, r, p8), four);
-            __mmask16 g16 = ge_exact16(p16, _mm512_fmsub_ps(f16, r, p16), _mm512_mask_mov_ps(two, g8, four));
+            __mmask16 g8 = ge_exact16(f8, r, four);
+            __mmask16 g16 = ge_exact16(f16, r, _mm512_mask_mov_ps(two, g8, four));
             uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
             m8 = (m8 | m8 >> 1) & 0x3333u;
             m8 = (m8 | m8 >> 2) & 0x0F0Fu;
@@ -839,11 +841,15 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
                 __m512i x = ld16(dt, sj + (size_t)k * 16 * es);
                 __m512 rk = _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, rtab));
                 __m512 af = _mm512_castsi512_ps(abs16(x));
-                __m512 t = _mm512_mul_ps(af, rk), err = _mm512_fmsub_ps(af, rk, t);
-                __m512 tc = _mm512_min_ps(t, eight);
-                __m512i n = _mm512_cvttps_epi32(tc);
-                __m512 frac = _mm512_sub_ps(tc, _mm512_cvtepi32_ps(n));
-                n = _mm512_mask_add_epi32(n, ge_exact16(frac, err, half), n, _mm512_set1_epi32(1));
+                /* n = floor(|x| R' + 1/2), ties away (capped: the scale saturates) */
+                __m512i n = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_fmadd_ps(af, rk, half), eight),
+                                                     _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+                if (dt == BFP_DTYPE_F32) /* the sum rounded up onto an integer: one less (16-bit
+                                          * inputs: |x| R' has at most 19 bits, the sum
+                                          * cannot round across an integer) */
+                    n = _mm512_mask_sub_epi32(n, _mm512_cmp_ps_mask(_mm512_fmadd_ps(af, rk, _mm512_sub_ps(half, _mm512_cvtepi32_ps(n))),
+                                                                    _mm512_setzero_ps(), _CMP_LT_OQ),
+                                              n, _mm512_set1_epi32(1));
                 n = _mm512_min_epi32(n, _mm512_set1_epi32(7));
                 c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), n,
                                             _mm512_set1_epi32(8));

@@ -30,6 +30,13 @@ A5 uint32_t q16_param(ks_elem e, int s)
     return w | w << 16;
 }
 
+/* q16_param() of eight scale exponents. */
+A5 __m256i q16_param8(ks_elem e, __m256i s)
+{
+    __m256i w = _mm256_add_epi32(s, _mm256_set1_epi32(e.kind == BFP_GRID_INT ? 133 - e.mbits : 126 + (1 - e.bias)));
+    return _mm256_or_si256(w, _mm256_slli_epi32(w, 16));
+}
+
 /* An opaque copy of a constant: GCC otherwise rebuilds 16-bit constants
  * from a general register (two uops, one on the shuffle port) at every use
  * inside the loop; kept in a register it costs nothing. */
