@@ -428,7 +428,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         const size_t g = nb - b < 8 ? nb - b : 8;
         /* eight blocks' maxima, shared exponents and block-max codes at once */
-        if (dt == BFP_DTYPE_F32)
+        if (dt != BFP_DTYPE_F16) /* bf16 gains too on Zen 4 */
             prefetch_span(s, g * sbytes);
         __m512i h[8];
         __m256i pm[8];
@@ -592,7 +592,7 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
     float thr[7 * 8];
     int scv[8], xmag[8];
     uint32_t tmv[8];
-    if (dt == BFP_DTYPE_F32)
+    if (dt != BFP_DTYPE_F16)
         prefetch_span(s, g * 16 * es);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
@@ -782,7 +782,7 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
     size_t nonfinite = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * 32) {
         const size_t g = nb - b < 8 ? nb - b : 8;
-        if (dt == BFP_DTYPE_F32)
+        if (dt != BFP_DTYPE_F16)
             prefetch_span(s, g * sbytes);
         /* eight blocks' group maxima, scale codes and REC at once */
         __m512i v16[8];
@@ -915,7 +915,7 @@ A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
     __m512i m0 = _mm512_setzero_si512(), m1 = m0;
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        if (dt == BFP_DTYPE_F32)
+        if (dt != BFP_DTYPE_F16)
             prefetch_span(s + i * es, 32 * es);
         __m512i a0 = abs16(ld16(dt, s + i * es)), a1 = abs16(ld16(dt, s + (i + 16) * es));
         m0 = _mm512_mask_max_epi32(m0, _mm512_cmplt_epi32_mask(a0, inf), m0, a0);

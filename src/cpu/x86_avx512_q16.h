@@ -123,6 +123,7 @@ A5 size_t q_mx_groups16(ks_elem e, const void *src, size_t nb, uint8_t *codes, u
     const __m512i madd = q16_keep(_mm512_set1_epi32(0x00100001));
     size_t b = 0;
     for (; b + 8 <= nb; b += 8, s += 8 * 64, codes += 8 * cb) {
+        prefetch_span(s, 8 * 64);
         __m512i h[8];
         __m256i pm[8];
 #pragma GCC unroll 8
