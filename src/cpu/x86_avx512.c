@@ -566,30 +566,50 @@ A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
 
 /* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
 
-/* Index on a 7-midpoint grid (ties to even) of a against broadcast
- * thresholds thr[0], thr[stride], ... */
-A5 __m512i mid_index16(__m512 a, const float *thr, int stride)
+/* Constants of the NVFP4 loop, made once per call and kept in registers
+ * (q16_keep: GCC would rebuild them from general registers per block). */
+typedef struct {
+    __m512 senc, mids;
+    __m512i one, two, four, eight, three;
+} nvk;
+
+A5 nvk nvk_make(float s_enc)
 {
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i q = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int k = 0; k < 7; k += 2)
-        q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_set1_ps(thr[k * stride]), _CMP_GT_OQ), q, one);
-#pragma GCC unroll 3
-    for (int k = 1; k < 7; k += 2)
-        q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_set1_ps(thr[k * stride]), _CMP_GE_OQ), q, one);
-    return q;
+    nvk c;
+    c.senc = _mm512_castsi512_ps(q16_keep(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
+    c.mids = _mm512_castsi512_ps(q16_keep(_mm512_castps_si512(
+        _mm512_setr_ps(0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0))));
+    c.one = q16_keep(_mm512_set1_epi32(1));
+    c.two = q16_keep(_mm512_set1_epi32(2));
+    c.four = q16_keep(_mm512_set1_epi32(4));
+    c.eight = q16_keep(_mm512_set1_epi32(8));
+    c.three = q16_keep(_mm512_set1_epi32(3));
+    return c;
+}
+
+/* E2M1 index (ties to even) of a >= 0 with block scale sb, as a strict
+ * "a > T[k]" for every k: T[k] is mid_k * sb, for odd k (where ties go up)
+ * the next float below it (exact: these products are normal floats). Three
+ * steps of a binary search: T[3], then T[1] or T[5], then T[0|2|4|6]. */
+A5 __m512i e2m1_index16(const nvk *c, __m512 a, __m512 sb)
+{
+    __m512i ti = _mm512_castps_si512(_mm512_mul_ps(c->mids, sb));
+    __m512 t = _mm512_castsi512_ps(_mm512_mask_sub_epi32(ti, 0x2A, ti, c->one)); /* odd k */
+    __m512 t1 = _mm512_castsi512_ps(_mm512_alignr_epi32(ti, _mm512_castps_si512(t), 1)); /* T[k+1] */
+    __m512i q = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(c->three, t), _CMP_GT_OQ),
+                                       c->four);
+    q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, t1), _CMP_GT_OQ), q, c->two);
+    return _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, t), _CMP_GT_OQ), q, c->one);
 }
 
 /* Up to eight NVFP4(+) blocks (one vector each); scales eight at a time. */
-A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, size_t g,
+A5 void nv_group(bfp_dtype dt, const nvk *c, const unsigned char *s, size_t g,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite)
 {
     const size_t es = esz(dt);
-    const __m512 senc = _mm512_set1_ps(p->s_enc);
     __m512i t[8];
     __m256i pm[8];
-    float thr[7 * 8];
+    float sbv[8];
     int scv[8], xmag[8];
     uint32_t tmv[8];
     if (dt != BFP_DTYPE_F16)
@@ -597,7 +617,7 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         if ((size_t)j < g) {
-            t[j] = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), senc));
+            t[j] = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), c->senc));
             pm[j] = fold16(abs16(t[j]));
         } else {
             t[j] = _mm512_setzero_si512();
@@ -609,9 +629,7 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
     __m256i sc = e4m3_code8(_mm256_div_ps(_mm256_castsi256_ps(tmax), _mm256_set1_ps(6.0f)));
     sc = _mm256_blendv_epi8(sc, _mm256_set1_epi32(0x7F), nf);
     __m256 sb = e4m3_value8(sc);
-#pragma GCC unroll 7
-    for (int k = 0; k < 7; k++)
-        _mm256_storeu_ps(thr + 8 * k, _mm256_mul_ps(_mm256_set1_ps(ks_e2m1_mid[k]), sb));
+    _mm256_storeu_ps(sbv, sb);
     _mm256_storeu_si256((__m256i *)scv, sc);
     _mm256_storeu_si256((__m256i *)tmv, tmax);
     if (meta) {
@@ -642,9 +660,10 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
         }
         __mmask16 neg = _mm512_cmplt_epi32_mask(t[j], _mm512_setzero_si512());
         __m512i a = abs16(t[j]);
-        __m512i q = scv[j] == 0 ? _mm512_setzero_si512() /* signed zeros */
-                                : mid_index16(_mm512_castsi512_ps(a), thr + j, 8);
-        q = _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(8));
+        __m512i q = _mm512_setzero_si512(); /* scale 0: signed zeros */
+        if (scv[j] != 0)
+            q = e2m1_index16(c, _mm512_castsi512_ps(a), _mm512_set1_ps(sbv[j]));
+        q = _mm512_mask_or_epi32(q, neg, q, c->eight);
         int bm = -1;
         if (meta && (unsigned)scv[j] > KS_NV_PLAIN_MAX) {
             bm = ks_ctz32((uint32_t)_mm512_cmpeq_epi32_mask(a, _mm512_set1_epi32((int)tmv[j])));
@@ -662,10 +681,11 @@ A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, 
 {
     const int plus = p->impl->bm_elem != NULL;
     const unsigned char *s = (const unsigned char *)src;
+    const nvk c = nvk_make(p->s_enc);
     size_t nonfinite = 0;
     for (size_t b = 0; b < nb; b += 8) {
         size_t g = nb - b < 8 ? nb - b : 8;
-        nv_group(dt, p, s + b * 16 * esz(dt), g, codes + 8 * b, scales + b, plus ? meta + b : NULL,
+        nv_group(dt, &c, s + b * 16 * esz(dt), g, codes + 8 * b, scales + b, plus ? meta + b : NULL,
                  &nonfinite);
     }
     st->nonfinite_blocks += nonfinite;
