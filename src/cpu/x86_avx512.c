@@ -378,6 +378,7 @@ A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, _
     const size_t sbytes = 32 * esz(dt);
     uint32_t amv[8];
     __m256i pm[8];
+    __m512i m2w[8];
     if (dt != BFP_DTYPE_BF16 && !pp) /* mxp_block32 finds bm */
         return amax;
     if (dt == BFP_DTYPE_BF16) /* the max's word, twice */
@@ -386,6 +387,7 @@ A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, _
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         pm[j] = _mm256_setzero_si256();
+        m2w[j] = _mm512_setzero_si512();
         if ((size_t)j >= g)
             continue;
         uint32_t eq;
@@ -403,15 +405,14 @@ A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, _
             continue;
         uint32_t keep = ~(eq & (0u - eq));
         if (dt == BFP_DTYPE_BF16)
-            pm[j] = fold16(pairmax_hi(_mm512_maskz_mov_epi16(keep, h[j])));
+            m2w[j] = _mm512_maskz_mov_epi16(keep, h[j]);
         else
             pm[j] = fold16(_mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)keep, a0),
                                             _mm512_maskz_mov_epi32((__mmask16)(keep >> 16), a1)));
     }
     if (!pp)
         return amax; /* unused */
-    __m256i m2 = hmax_8x8(pm);
-    return dt == BFP_DTYPE_BF16 ? _mm256_and_si256(m2, _mm256_set1_epi32((int)0xFFFF0000u)) : m2;
+    return dt == BFP_DTYPE_BF16 ? hmax8w(m2w) : hmax_8x8(pm);
 }
 
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
@@ -431,21 +432,21 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         if (dt != BFP_DTYPE_F16) /* bf16 gains too on Zen 4 */
             prefetch_span(s, g * sbytes);
         __m512i h[8];
-        __m256i pm[8];
+        __m256i pm[8], amax;
+        if (w16) {
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-            h[j] = _mm512_setzero_si512();
-            if ((size_t)j >= g)
-                pm[j] = _mm256_setzero_si256();
-            else if (w16) {
-                h[j] = _mm512_and_si512(_mm512_loadu_si512(s + (size_t)j * sbytes), c.abs);
-                pm[j] = fold16(pairmax_hi(h[j]));
-            } else
-                pm[j] = fold16(block32_absmax16(dt, s + (size_t)j * sbytes));
+            for (int j = 0; j < 8; j++)
+                h[j] = (size_t)j < g ? _mm512_and_si512(_mm512_loadu_si512(s + (size_t)j * sbytes), c.abs)
+                                     : _mm512_setzero_si512();
+            amax = hmax8w(h);
+        } else {
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                h[j] = _mm512_setzero_si512(); /* unused */
+                pm[j] = (size_t)j < g ? fold16(block32_absmax16(dt, s + (size_t)j * sbytes)) : _mm256_setzero_si256();
+            }
+            amax = hmax_8x8(pm);
         }
-        __m256i amax = hmax_8x8(pm);
-        if (w16)
-            amax = _mm256_and_si256(amax, _mm256_set1_epi32((int)0xFFFF0000u));
         __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
         __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
         __m256i empty = _mm256_or_si256(nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */

@@ -14,7 +14,7 @@
  *   k = 7 - m, the exponent difference lands in the code's exponent field,
  *   a carry moves to the next binade by itself);
  *   INT grids: code = sig >> (133 + s - m - e1), k >= 1 because |x| < 2^(s+1).
- * k is capped at 16 (sig < 256: 0 from k = 9 on). This needs B >= 1 for
+ * Where k >= 9 (then v = sig < 256) the code is 0. This needs B >= 1 for
  * FLOAT grids and 133 + s - m >= 1 for INT ones: blocks with s < Q16_MIN_S
  * (only blocks whose max is below about 2^-98) take the float32 path. */
 #ifndef BFP_CPU_X86_AVX512_Q16_H
@@ -65,7 +65,9 @@ A5 q16k q16k_make(ks_elem e)
     return c;
 }
 
-/* Round-to-nearest-even v >> k per word, k in [1, 16]. */
+/* Round-to-nearest-even v >> k per word, v < 2^15, k >= 1. From k = 16 on
+ * (16 - k wraps to a large count too) every shift gives 0: right for v < 256
+ * (0 from k = 9 on), which is all the callers pass there. */
 A5 __m512i rne_shift32(const q16k *c, __m512i v, __m512i k)
 {
     __m512i lsb = _mm512_and_si512(_mm512_srlv_epi16(v, k), c->one);
@@ -82,14 +84,14 @@ A5 __m512i enc32w(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par)
     __m512i q;
     if (e.kind == BFP_GRID_INT) {
         __m512i v = _mm512_sub_epi16(h, _mm512_slli_epi16(e1, 7));
-        __m512i k = _mm512_min_epi16(_mm512_sub_epi16(par, e1), c->c16);
+        __m512i k = _mm512_sub_epi16(par, e1);
         q = _mm512_min_epu16(rne_shift32(c, v, k), c->mag);
         q = _mm512_mask_sub_epi16(q, neg, _mm512_setzero_si512(), q);
         return _mm512_and_si512(q, c->mask);
     }
     __m512i mn1 = _mm512_min_epu16(e1, par);
     __m512i v = _mm512_sub_epi16(h, _mm512_slli_epi16(mn1, 7));
-    __m512i k = _mm512_min_epu16(_mm512_add_epi16(_mm512_sub_epi16(par, mn1), c->k7m), c->c16);
+    __m512i k = _mm512_add_epi16(_mm512_sub_epi16(par, mn1), c->k7m);
     q = _mm512_min_epu16(rne_shift32(c, v, k), c->mag);
     return _mm512_mask_add_epi16(q, neg, q, c->sgn); /* q < the sign bit: add = or */
 }
@@ -105,11 +107,25 @@ A5 void store_codes32w(int w, __m512i c, __m512i madd, uint8_t *out)
         store_codes(6, _mm512_cvtepi16_epi8(c), out);
 }
 
-/* Per dword lane: max of its two words in the high word (the low word is
- * left over; mask it off after the lane reductions). */
-A5 __m512i pairmax_hi(__m512i h)
+/* Lane j of the result: the max word of h[j] (unsigned), shifted up 16 bits
+ * (float32 bits of a bfloat16 maximum). A transposing reduction: words of
+ * two blocks interleaved, then dwords of four, qwords of eight (each 128-bit
+ * lane holds one partial max per block), then across the four lanes. */
+A5 __m256i hmax8w(const __m512i *h)
 {
-    return _mm512_max_epu16(h, _mm512_slli_epi32(h, 16));
+    __m512i m[4], n[2];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        m[i] = _mm512_max_epu16(_mm512_unpacklo_epi16(h[2 * i], h[2 * i + 1]),
+                                _mm512_unpackhi_epi16(h[2 * i], h[2 * i + 1]));
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+        n[i] = _mm512_max_epu16(_mm512_unpacklo_epi32(m[2 * i], m[2 * i + 1]),
+                                _mm512_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
+    __m512i r = _mm512_max_epu16(_mm512_unpacklo_epi64(n[0], n[1]), _mm512_unpackhi_epi64(n[0], n[1]));
+    r = _mm512_max_epu16(r, _mm512_shuffle_i64x2(r, r, 0x4E));
+    r = _mm512_max_epu16(r, _mm512_shuffle_i64x2(r, r, 0xB1));
+    return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm512_castsi512_si128(r)), 16);
 }
 
 /* MX (not MX+) blocks of bfloat16 in groups of eight, from the start;
@@ -125,13 +141,10 @@ A5 size_t q_mx_groups16(ks_elem e, const void *src, size_t nb, uint8_t *codes, u
     for (; b + 8 <= nb; b += 8, s += 8 * 64, codes += 8 * cb) {
         prefetch_span(s, 8 * 64);
         __m512i h[8];
-        __m256i pm[8];
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < 8; j++)
             h[j] = _mm512_and_si512(_mm512_loadu_si512(s + 64 * j), c.abs);
-            pm[j] = fold16(pairmax_hi(h[j]));
-        }
-        __m256i amax = _mm256_and_si256(hmax_8x8(pm), _mm256_set1_epi32((int)0xFFFF0000u));
+        __m256i amax = hmax8w(h);
         __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
         __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
         se = _mm256_min_epi32(_mm256_max_epi32(se, _mm256_set1_epi32(-127)), _mm256_set1_epi32(127));
