@@ -137,26 +137,50 @@ A5 __m512i codes16(int w, const uint8_t *blk, int k)
 
 /* ---- element codecs ------------------------------------------------------------- */
 
+/* An opaque copy of a constant: GCC otherwise rebuilds vector constants
+ * from a general register (two uops, one on the shuffle port) at every use
+ * inside a loop; made once per call and kept in a register it costs nothing. */
+A5 __m512i keep512(__m512i v)
+{
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+/* The constants of enc16() for one element type. */
+typedef struct {
+    __m512i eminb, c254m, mag, sgn, mask;
+    __m512 im;
+} enck;
+
+A5 enck enck_make(ks_elem e)
+{
+    enck k;
+    k.eminb = keep512(_mm512_set1_epi32(128 - e.bias));
+    k.c254m = keep512(_mm512_set1_epi32(254 + e.mbits));
+    k.mag = keep512(_mm512_set1_epi32(e.max_mag));
+    k.sgn = keep512(_mm512_set1_epi32(1 << (e.bits - 1)));
+    k.mask = keep512(_mm512_set1_epi32((1 << e.bits) - 1));
+    k.im = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps((float)(1 << e.mbits)))));
+    return k;
+}
+
 /* Codes of 16 values (kern_scalar.h's ks_enc_mag): a = |x|, f = 2^-exponent. */
-A5 __m512i enc16(ks_elem e, __m512i x, __m512i a, __m512 f)
+A5 __m512i enc16(ks_elem e, const enck *k, __m512i x, __m512i a, __m512 f)
 {
     __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(a), f);
+    __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
     __m512i q;
     if (e.kind == BFP_GRID_INT) {
-        q = rne16(_mm512_mul_ps(y, _mm512_set1_ps((float)(1 << e.mbits))));
-        q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
-        __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
+        q = _mm512_min_epi32(rne16(_mm512_mul_ps(y, k->im)), k->mag);
         q = _mm512_mask_sub_epi32(q, neg, _mm512_setzero_si512(), q);
-        return _mm512_and_si512(q, _mm512_set1_epi32((1 << e.bits) - 1));
+        return _mm512_and_si512(q, k->mask);
     }
-    const int eminb = 128 - e.bias;
-    __m512i ee = _mm512_max_epi32(_mm512_srli_epi32(_mm512_castps_si512(y), 23), _mm512_set1_epi32(eminb));
-    __m512i mult = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(254 + e.mbits), ee), 23);
+    __m512i ee = _mm512_max_epi32(_mm512_srli_epi32(_mm512_castps_si512(y), 23), k->eminb);
+    __m512i mult = _mm512_slli_epi32(_mm512_sub_epi32(k->c254m, ee), 23);
     q = rne16(_mm512_mul_ps(y, _mm512_castsi512_ps(mult)));
-    q = _mm512_add_epi32(q, _mm512_slli_epi32(_mm512_sub_epi32(ee, _mm512_set1_epi32(eminb)), e.mbits));
-    q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
-    __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
-    return _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(1 << (e.bits - 1)));
+    q = _mm512_add_epi32(q, _mm512_slli_epi32(_mm512_sub_epi32(ee, k->eminb), e.mbits));
+    q = _mm512_min_epi32(q, k->mag);
+    return _mm512_mask_or_epi32(q, neg, q, k->sgn);
 }
 
 /* Signed element values of 16 codes at scale 1 (as x86_avx2.c's val8). */
@@ -237,10 +261,10 @@ A5 __m512i olook(ks_elem e, bfp_dtype dt, otab t, __m512i c)
 
 /* ---- MX -------------------------------------------------------------------------- */
 
-A5 void mx_encode16(ks_elem e, bfp_dtype dt, const unsigned char *s, __m512 f, uint8_t *codes)
+A5 void mx_encode16(ks_elem e, const enck *k, bfp_dtype dt, const unsigned char *s, __m512 f, uint8_t *codes)
 {
     __m512i x0 = ld16(dt, s), x1 = ld16(dt, s + 16 * esz(dt));
-    store_codes32(e.bits, enc16(e, x0, abs16(x0), f), enc16(e, x1, abs16(x1), f), codes);
+    store_codes32(e.bits, enc16(e, k, x0, abs16(x0), f), enc16(e, k, x1, abs16(x1), f), codes);
 }
 
 A5 __m512i block32_absmax16(bfp_dtype dt, const unsigned char *s)
@@ -262,9 +286,10 @@ A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
 {
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
+    const enck k = enck_make(e);
     size_t b = 0, nonfinite = 0;
     if (dt == BFP_DTYPE_BF16) {
-        b = q_mx_groups16(e, src, nb, codes, scales, &nonfinite);
+        b = q_mx_groups16(e, &k, src, nb, codes, scales, &nonfinite);
         s += b * sbytes;
         codes += b * cb;
     }
@@ -289,7 +314,7 @@ A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
                 memset(codes + (size_t)j * cb, 0, cb);
                 nonfinite++;
             } else {
-                mx_encode16(e, dt, s + (size_t)j * sbytes, _mm512_set1_ps(f[j]), codes + (size_t)j * cb);
+                mx_encode16(e, &k, dt, s + (size_t)j * sbytes, _mm512_set1_ps(f[j]), codes + (size_t)j * cb);
             }
         }
     }
@@ -303,7 +328,7 @@ A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
         }
         int se = ks_mx_shared_exp(amax, e.emax);
         scales[b] = (uint8_t)(se + 127);
-        mx_encode16(e, dt, s, _mm512_set1_ps(ks_pow2(-se)), codes);
+        mx_encode16(e, &k, dt, s, _mm512_set1_ps(ks_pow2(-se)), codes);
     }
     st->nonfinite_blocks += nonfinite;
 }
@@ -343,7 +368,7 @@ A5 void d_mx(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes
 /* One MX+ block in float32 lanes: elements at scale 2^-nbm, the block max
  * (index bm; bm < 0: found here from its magnitude amax) given its sign
  * and the extended mantissa xq. Returns bm. */
-A5 int mxp_block32(ks_elem e, bfp_dtype dt, const unsigned char *sj, int nbm, int bm, uint32_t amax,
+A5 int mxp_block32(ks_elem e, const enck *k, bfp_dtype dt, const unsigned char *sj, int nbm, int bm, uint32_t amax,
                    int xq, uint8_t *cj)
 {
     const size_t es = esz(dt);
@@ -355,12 +380,12 @@ A5 int mxp_block32(ks_elem e, bfp_dtype dt, const unsigned char *sj, int nbm, in
     }
     if (-nbm <= 127) {
         __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
-        c0 = enc16(e, x0, a0, f);
-        c1 = enc16(e, x1, a1, f);
+        c0 = enc16(e, k, x0, a0, f);
+        c1 = enc16(e, k, x1, a1, f);
     } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
         __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
-        c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
-        c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
+        c0 = enc16(e, k, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
+        c1 = enc16(e, k, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
     }
     __m512i bmv = _mm512_set1_epi32(xq | (sj[es * (size_t)bm + es - 1] >> 7) << (e.bits - 1));
     c0 = _mm512_mask_mov_epi32(c0, (__mmask16)(1u << bm), bmv);
@@ -424,7 +449,8 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
     const q16k c = q16k_make(e);
-    const __m512i madd = q16_keep(_mm512_set1_epi32(0x00100001));
+    const enck k = enck_make(e);
+    const __m512i madd = keep512(_mm512_set1_epi32(0x00100001));
     size_t nonfinite = 0, flushed = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         const size_t g = nb - b < 8 ? nb - b : 8;
@@ -505,7 +531,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                 q = _mm512_mask_mov_epi16(q, 1u << bm, xcode);
                 store_codes32w(e.bits, q, madd, cj);
             } else {
-                bm = mxp_block32(e, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);
+                bm = mxp_block32(e, &k, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);
             }
             meta[b + j] = (uint8_t)(bm | (sev[j] - nb_j) << 5);
         }
@@ -568,7 +594,7 @@ A5 void d_mxplus(ks_elem e, bfp_dtype dt, const bfp_dparams *p, const uint8_t *c
 /* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
 
 /* Constants of the NVFP4 loop, made once per call and kept in registers
- * (q16_keep: GCC would rebuild them from general registers per block). */
+ * (keep512). */
 typedef struct {
     __m512 senc, mids;
     __m512i one, two, four, eight, three;
@@ -577,14 +603,14 @@ typedef struct {
 A5 nvk nvk_make(float s_enc)
 {
     nvk c;
-    c.senc = _mm512_castsi512_ps(q16_keep(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
-    c.mids = _mm512_castsi512_ps(q16_keep(_mm512_castps_si512(
+    c.senc = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
+    c.mids = _mm512_castsi512_ps(keep512(_mm512_castps_si512(
         _mm512_setr_ps(0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0))));
-    c.one = q16_keep(_mm512_set1_epi32(1));
-    c.two = q16_keep(_mm512_set1_epi32(2));
-    c.four = q16_keep(_mm512_set1_epi32(4));
-    c.eight = q16_keep(_mm512_set1_epi32(8));
-    c.three = q16_keep(_mm512_set1_epi32(3));
+    c.one = keep512(_mm512_set1_epi32(1));
+    c.two = keep512(_mm512_set1_epi32(2));
+    c.four = keep512(_mm512_set1_epi32(4));
+    c.eight = keep512(_mm512_set1_epi32(8));
+    c.three = keep512(_mm512_set1_epi32(3));
     return c;
 }
 

@@ -37,15 +37,6 @@ A5 __m256i q16_param8(ks_elem e, __m256i s)
     return _mm256_or_si256(w, _mm256_slli_epi32(w, 16));
 }
 
-/* An opaque copy of a constant: GCC otherwise rebuilds 16-bit constants
- * from a general register (two uops, one on the shuffle port) at every use
- * inside the loop; kept in a register it costs nothing. */
-A5 __m512i q16_keep(__m512i v)
-{
-    __asm__("" : "+v"(v));
-    return v;
-}
-
 /* The constants of enc32w() for one element type. */
 typedef struct {
     __m512i one, c16, c7fff, k7m, mag, sgn, mask, abs;
@@ -54,13 +45,13 @@ typedef struct {
 A5 q16k q16k_make(ks_elem e)
 {
     q16k c;
-    c.one = q16_keep(_mm512_set1_epi16(1));
-    c.c16 = q16_keep(_mm512_set1_epi16(16));
-    c.c7fff = q16_keep(_mm512_set1_epi16(0x7FFF));
-    c.k7m = q16_keep(_mm512_set1_epi16((short)(7 - e.mbits)));
-    c.mag = q16_keep(_mm512_set1_epi16((short)e.max_mag));
-    c.sgn = q16_keep(_mm512_set1_epi16((short)(1 << (e.bits - 1))));
-    c.mask = q16_keep(_mm512_set1_epi16((short)((1 << e.bits) - 1)));
+    c.one = keep512(_mm512_set1_epi16(1));
+    c.c16 = keep512(_mm512_set1_epi16(16));
+    c.c7fff = keep512(_mm512_set1_epi16(0x7FFF));
+    c.k7m = keep512(_mm512_set1_epi16((short)(7 - e.mbits)));
+    c.mag = keep512(_mm512_set1_epi16((short)e.max_mag));
+    c.sgn = keep512(_mm512_set1_epi16((short)(1 << (e.bits - 1))));
+    c.mask = keep512(_mm512_set1_epi16((short)((1 << e.bits) - 1)));
     c.abs = c.c7fff;
     return c;
 }
@@ -130,13 +121,13 @@ A5 __m256i hmax8w(const __m512i *h)
 
 /* MX (not MX+) blocks of bfloat16 in groups of eight, from the start;
  * returns the blocks done (the caller finishes the rest). */
-A5 size_t q_mx_groups16(ks_elem e, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
+A5 size_t q_mx_groups16(ks_elem e, const enck *k, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
                         size_t *nonfinite)
 {
     const size_t cb = (size_t)(4 * e.bits);
     const unsigned char *s = (const unsigned char *)src;
     const q16k c = q16k_make(e);
-    const __m512i madd = q16_keep(_mm512_set1_epi32(0x00100001));
+    const __m512i madd = keep512(_mm512_set1_epi32(0x00100001));
     size_t b = 0;
     for (; b + 8 <= nb; b += 8, s += 8 * 64, codes += 8 * cb) {
         prefetch_span(s, 8 * 64);
@@ -163,7 +154,7 @@ A5 size_t q_mx_groups16(ks_elem e, const void *src, size_t nb, uint8_t *codes, u
                 memset(cj, 0, cb);
                 (*nonfinite)++;
             } else if (sev[j] < Q16_MIN_S) {
-                mx_encode16(e, BFP_DTYPE_BF16, s + 64 * j, _mm512_set1_ps(ks_pow2(-sev[j])), cj);
+                mx_encode16(e, k, BFP_DTYPE_BF16, s + 64 * j, _mm512_set1_ps(ks_pow2(-sev[j])), cj);
             } else {
                 __m512i x = _mm512_loadu_si512(s + 64 * j);
                 __m512i par = _mm512_set1_epi32((int)parv[j]);
