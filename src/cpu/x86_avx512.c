@@ -685,12 +685,13 @@ A5 void nv_group(bfp_dtype dt, const nvk *c, const unsigned char *s, size_t g,
     uint8_t sc8[8];
     store8_bytes(sc8, sc);
     memcpy(scales, sc8, g);
+    __m512i qv[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
+        qv[j] = _mm512_setzero_si512();
         if ((size_t)j >= g)
-            break;
-        if (scv[j] == 0x7F) { /* NaN or Inf */
-            memset(codes + 8 * j, 0, 8);
+            continue;
+        if (scv[j] == 0x7F) { /* NaN or Inf: codes 0 */
             if (meta)
                 meta[j] = 0;
             (*nonfinite)++;
@@ -710,8 +711,15 @@ A5 void nv_group(bfp_dtype dt, const nvk *c, const unsigned char *s, size_t g,
         }
         if (meta)
             meta[j] = (uint8_t)(bm < 0 ? 0 : bm);
-        _mm_storel_epi64((__m128i *)(codes + 8 * j), nib_bytes16(q));
+        qv[j] = q;
     }
+    if (g == 8) { /* four blocks' codes per 32-byte store */
+        _mm256_storeu_si256((__m256i *)codes, nib_bytes64(qv));
+        _mm256_storeu_si256((__m256i *)(codes + 32), nib_bytes64(qv + 4));
+        return;
+    }
+    for (size_t j = 0; j < g; j++)
+        _mm_storel_epi64((__m128i *)(codes + 8 * j), nib_bytes16(qv[j]));
 }
 
 A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, uint8_t *codes,
