@@ -470,12 +470,13 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             prefetch_span(s, g * sbytes);
         __m512i h[8];
         __m256i pm[8], amax;
+        __m256i max2w = _mm256_setzero_si256(); /* MX++, 16-bit lanes */
         if (w16) {
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++)
                 h[j] = (size_t)j < g ? _mm512_and_si512(_mm512_loadu_si512(s + (size_t)j * sbytes), c.abs)
                                      : _mm512_setzero_si512();
-            amax = hmax8w(h);
+            amax = pp ? hmax8w_top2(h, &max2w) : hmax8w(h);
         } else {
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) {
@@ -497,7 +498,9 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
         int bmv[8];
         memset(bmv, 0xFF, sizeof bmv); /* -1: not known yet */
-        __m256i max2 = mxp_bm_max2(w16 ? BFP_DTYPE_BF16 : dt, s, h, amax, g, pp, bmv);
+        __m256i max2 = mxp_bm_max2(w16 ? BFP_DTYPE_BF16 : dt, s, h, amax, g, pp && !w16, bmv);
+        if (w16)
+            max2 = max2w;
         __m256i nbm = se;
         if (pp) {
             __m256i ev = _mm256_sub_epi32(flog2_8(max2), _mm256_set1_epi32(e.emax - 1));

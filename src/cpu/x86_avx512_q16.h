@@ -119,6 +119,38 @@ A5 __m256i hmax8w(const __m512i *h)
     return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm512_castsi512_si128(r)), 16);
 }
 
+/* Top two of a multiset, kept as (largest, second) vector pairs: merging
+ * (a1, a2) and (b1, b2) gives max(a1, b1) and max(min(a1, b1), a2, b2). */
+A5 void top2_merge16(__m512i a1, __m512i a2, __m512i b1, __m512i b2, __m512i *m1, __m512i *m2)
+{
+    *m1 = _mm512_max_epu16(a1, b1);
+    *m2 = _mm512_max_epu16(_mm512_min_epu16(a1, b1), _mm512_max_epu16(a2, b2));
+}
+
+/* hmax8w() and, in *second, the second largest word of each h[j] (the
+ * largest again where it repeats: MX++'s max of the other elements). */
+A5 __m256i hmax8w_top2(const __m512i *h, __m256i *second)
+{
+    __m512i m1[4], m2[4], n1[2], n2[2], r1, r2;
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        __m512i l = _mm512_unpacklo_epi16(h[2 * i], h[2 * i + 1]), u = _mm512_unpackhi_epi16(h[2 * i], h[2 * i + 1]);
+        m1[i] = _mm512_max_epu16(l, u);
+        m2[i] = _mm512_min_epu16(l, u);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+        top2_merge16(_mm512_unpacklo_epi32(m1[2 * i], m1[2 * i + 1]), _mm512_unpacklo_epi32(m2[2 * i], m2[2 * i + 1]),
+                     _mm512_unpackhi_epi32(m1[2 * i], m1[2 * i + 1]), _mm512_unpackhi_epi32(m2[2 * i], m2[2 * i + 1]),
+                     &n1[i], &n2[i]);
+    top2_merge16(_mm512_unpacklo_epi64(n1[0], n1[1]), _mm512_unpacklo_epi64(n2[0], n2[1]),
+                 _mm512_unpackhi_epi64(n1[0], n1[1]), _mm512_unpackhi_epi64(n2[0], n2[1]), &r1, &r2);
+    top2_merge16(r1, r2, _mm512_shuffle_i64x2(r1, r1, 0x4E), _mm512_shuffle_i64x2(r2, r2, 0x4E), &r1, &r2);
+    top2_merge16(r1, r2, _mm512_shuffle_i64x2(r1, r1, 0xB1), _mm512_shuffle_i64x2(r2, r2, 0xB1), &r1, &r2);
+    *second = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm512_castsi512_si128(r2)), 16);
+    return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm512_castsi512_si128(r1)), 16);
+}
+
 /* MX (not MX+) blocks of bfloat16 in groups of eight, from the start;
  * returns the blocks done (the caller finishes the rest). */
 A5 size_t q_mx_groups16(ks_elem e, const enck *k, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
