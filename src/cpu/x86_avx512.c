@@ -405,50 +405,63 @@ A5 int mxp_block32(ks_elem e, const enck *k, bfp_dtype dt, const unsigned char *
     return bm;
 }
 
-/* Eight blocks' block-max positions and, for MX++, the max of the others
- * (the block max again where it repeats: only the first one is left out),
- * all from one transposed reduction. bfloat16 blocks come as h (|x| words). */
-A5 __m256i mxp_bm_max2(bfp_dtype dt, const unsigned char *s, const __m512i *h, __m256i amax,
-                       size_t g, int pp, int *bmv)
+/* Top two of a multiset as (largest, second) pairs, 8 dword lanes (values
+ * non-negative): merging (a1, a2) and (b1, b2) gives max(a1, b1) and
+ * max(min(a1, b1), a2, b2). */
+A5 void top2_merge8(__m256i a1, __m256i a2, __m256i b1, __m256i b2, __m256i *m1, __m256i *m2)
 {
-    const size_t sbytes = 32 * esz(dt);
+    *m1 = _mm256_max_epi32(a1, b1);
+    *m2 = _mm256_max_epi32(_mm256_min_epi32(a1, b1), _mm256_max_epi32(a2, b2));
+}
+
+/* A float32-lane block's |x| as (largest, second) pairs in 8 lanes. */
+A5 void top2_block32(bfp_dtype dt, const unsigned char *s, __m256i *t1, __m256i *t2)
+{
+    __m512i a0 = abs16(ld16(dt, s)), a1 = abs16(ld16(dt, s + 16 * esz(dt)));
+    __m512i m1 = _mm512_max_epi32(a0, a1), m2 = _mm512_min_epi32(a0, a1);
+    top2_merge8(_mm512_castsi512_si256(m1), _mm512_castsi512_si256(m2), _mm512_extracti64x4_epi64(m1, 1),
+                _mm512_extracti64x4_epi64(m2, 1), t1, t2);
+}
+
+/* hmax_8x8() of v1 and, in *second, lane j: the second largest of block j
+ * (the largest again where it repeats), from its pairs (v1[j], v2[j]). */
+A5 __m256i hmax_8x8_top2(const __m256i *v1, const __m256i *v2, __m256i *second)
+{
+    __m256i q1[4], q2[4], h1[2], h2[2], r1, r2;
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        top2_merge8(_mm256_unpacklo_epi32(v1[2 * i], v1[2 * i + 1]), _mm256_unpacklo_epi32(v2[2 * i], v2[2 * i + 1]),
+                    _mm256_unpackhi_epi32(v1[2 * i], v1[2 * i + 1]), _mm256_unpackhi_epi32(v2[2 * i], v2[2 * i + 1]),
+                    &q1[i], &q2[i]);
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+        top2_merge8(_mm256_unpacklo_epi64(q1[2 * i], q1[2 * i + 1]), _mm256_unpacklo_epi64(q2[2 * i], q2[2 * i + 1]),
+                    _mm256_unpackhi_epi64(q1[2 * i], q1[2 * i + 1]), _mm256_unpackhi_epi64(q2[2 * i], q2[2 * i + 1]),
+                    &h1[i], &h2[i]);
+    top2_merge8(_mm256_permute2x128_si256(h1[0], h1[1], 0x20), _mm256_permute2x128_si256(h2[0], h2[1], 0x20),
+                _mm256_permute2x128_si256(h1[0], h1[1], 0x31), _mm256_permute2x128_si256(h2[0], h2[1], 0x31),
+                &r1, &r2);
+    *second = r2;
+    return r1;
+}
+
+/* Eight bfloat16 blocks' block-max positions (ties: the lowest index), from
+ * h (|x| words) and their maxima; float32-lane blocks find theirs in
+ * mxp_block32. */
+A5 void mxp_bm16(int w16, const unsigned char *s, const __m512i *h, __m256i amax, size_t g, int *bmv)
+{
     uint32_t amv[8];
-    __m256i pm[8];
-    __m512i m2w[8];
-    if (dt != BFP_DTYPE_BF16 && !pp) /* mxp_block32 finds bm */
-        return amax;
-    if (dt == BFP_DTYPE_BF16) /* the max's word, twice */
-        amax = _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16));
+    if (!w16)
+        return;
+    amax = _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)); /* the max's word, twice */
     _mm256_storeu_si256((__m256i *)amv, amax);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
-        pm[j] = _mm256_setzero_si256();
-        m2w[j] = _mm512_setzero_si512();
         if ((size_t)j >= g)
             continue;
-        uint32_t eq;
-        __m512i a0 = _mm512_setzero_si512(), a1 = a0;
-        if (dt == BFP_DTYPE_BF16) {
-            eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)amv[j]));
-        } else {
-            __m512i am = _mm512_set1_epi32((int)amv[j]);
-            a0 = abs16(ld16(dt, s + (size_t)j * sbytes));
-            a1 = abs16(ld16(dt, s + (size_t)j * sbytes + 16 * esz(dt)));
-            eq = (uint32_t)_mm512_cmpeq_epi32_mask(a0, am) | (uint32_t)_mm512_cmpeq_epi32_mask(a1, am) << 16;
-        }
-        bmv[j] = eq ? ks_ctz32(eq) : 0; /* ties go to the lowest index */
-        if (!pp)
-            continue;
-        uint32_t keep = ~(eq & (0u - eq));
-        if (dt == BFP_DTYPE_BF16)
-            m2w[j] = _mm512_maskz_mov_epi16(keep, h[j]);
-        else
-            pm[j] = fold16(_mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)keep, a0),
-                                            _mm512_maskz_mov_epi32((__mmask16)(keep >> 16), a1)));
+        uint32_t eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)amv[j]));
+        bmv[j] = eq ? ks_ctz32(eq) : 0;
     }
-    if (!pp)
-        return amax; /* unused */
-    return dt == BFP_DTYPE_BF16 ? hmax8w(m2w) : hmax_8x8(pm);
 }
 
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
@@ -470,13 +483,23 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             prefetch_span(s, g * sbytes);
         __m512i h[8];
         __m256i pm[8], amax;
-        __m256i max2w = _mm256_setzero_si256(); /* MX++, 16-bit lanes */
+        __m256i max2w = _mm256_setzero_si256(); /* MX++ */
         if (w16) {
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++)
                 h[j] = (size_t)j < g ? _mm512_and_si512(_mm512_loadu_si512(s + (size_t)j * sbytes), c.abs)
                                      : _mm512_setzero_si512();
             amax = pp ? hmax8w_top2(h, &max2w) : hmax8w(h);
+        } else if (pp) { /* the others' max with the block max: top two */
+            __m256i p2[8];
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                h[j] = _mm512_setzero_si512(); /* unused */
+                pm[j] = p2[j] = _mm256_setzero_si256();
+                if ((size_t)j < g)
+                    top2_block32(dt, s + (size_t)j * sbytes, &pm[j], &p2[j]);
+            }
+            amax = hmax_8x8_top2(pm, p2, &max2w);
         } else {
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) {
@@ -498,9 +521,8 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
         int bmv[8];
         memset(bmv, 0xFF, sizeof bmv); /* -1: not known yet */
-        __m256i max2 = mxp_bm_max2(w16 ? BFP_DTYPE_BF16 : dt, s, h, amax, g, pp && !w16, bmv);
-        if (w16)
-            max2 = max2w;
+        mxp_bm16(w16, s, h, amax, g, bmv);
+        const __m256i max2 = max2w;
         __m256i nbm = se;
         if (pp) {
             __m256i ev = _mm256_sub_epi32(flog2_8(max2), _mm256_set1_epi32(e.emax - 1));
