@@ -869,7 +869,7 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
     const size_t es = esz(dt), sbytes = 64 * es;
     const unsigned char *s = (const unsigned char *)src;
     const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), eight = _mm512_set1_ps(8.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), cap = _mm512_set1_ps(7.5f);
     size_t nonfinite = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * 32) {
         const size_t g = nb - b < 8 ? nb - b : 8;
@@ -932,16 +932,11 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
                 __m512i x = ld16(dt, sj + (size_t)k * 16 * es);
                 __m512 rk = _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, rtab));
                 __m512 af = _mm512_castsi512_ps(abs16(x));
-                /* n = floor(|x| R' + 1/2), ties away (capped: the scale saturates) */
-                __m512i n = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_fmadd_ps(af, rk, half), eight),
-                                                     _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-                if (dt == BFP_DTYPE_F32) /* the sum rounded up onto an integer: one less (16-bit
-                                          * inputs: |x| R' has at most 19 bits, the sum
-                                          * cannot round across an integer) */
-                    n = _mm512_mask_sub_epi32(n, _mm512_cmp_ps_mask(_mm512_fmadd_ps(af, rk, _mm512_sub_ps(half, _mm512_cvtepi32_ps(n))),
-                                                                    _mm512_setzero_ps(), _CMP_LT_OQ),
-                                              n, _mm512_set1_epi32(1));
-                n = _mm512_min_epi32(n, _mm512_set1_epi32(7));
+                /* n = floor(|x| R' + 1/2), ties away: the FMA rounds the exact sum
+                 * down, which never crosses an integer (integers are floats), so
+                 * its floor is exact; capped at 7.5 (the scale saturates) */
+                __m512 u = _mm512_fmadd_round_ps(af, rk, half, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+                __m512i n = _mm512_cvt_roundps_epi32(_mm512_min_ps(u, cap), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
                 c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), n,
                                             _mm512_set1_epi32(8));
             }
