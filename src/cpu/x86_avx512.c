@@ -563,7 +563,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                 __m512i q = enc32w(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]));
                 /* the block max: its code's sign bit (the max is not 0) and
                  * the extended mantissa */
-                __m512i xcode = _mm512_or_si512(_mm512_and_si512(q, c.sgn), _mm512_set1_epi32(xqv[j]));
+                __m512i xcode = _mm512_ternarylogic_epi32(q, c.sgn, _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)), 0xEA); /* q & sgn | xq */
                 q = _mm512_mask_mov_epi16(q, 1u << bm, xcode);
                 store_codes32w(e.bits, q, madd, cj);
             } else {
