@@ -448,7 +448,8 @@ A5 __m256i hmax_8x8_top2(const __m256i *v1, const __m256i *v2, __m256i *second)
 /* Eight bfloat16 blocks' block-max positions (ties: the lowest index), from
  * h (|x| words) and their maxima; float32-lane blocks find theirs in
  * mxp_block32. */
-A5 void mxp_bm16(int w16, const unsigned char *s, const __m512i *h, __m256i amax, size_t g, int *bmv)
+A5 void mxp_bm16(int w16, const unsigned char *s, const __m512i *h, __m256i amax, size_t g, int *bmv,
+                 uint32_t *bmk)
 {
     uint32_t amv[8];
     if (!w16)
@@ -461,6 +462,7 @@ A5 void mxp_bm16(int w16, const unsigned char *s, const __m512i *h, __m256i amax
             continue;
         uint32_t eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)amv[j]));
         bmv[j] = eq ? ks_ctz32(eq) : 0;
+        bmk[j] = eq & (0u - eq);
     }
 }
 
@@ -521,7 +523,8 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
         int bmv[8];
         memset(bmv, 0xFF, sizeof bmv); /* -1: not known yet */
-        mxp_bm16(w16, s, h, amax, g, bmv);
+        uint32_t bmk[8]; /* 1 << bmv[j] */
+        mxp_bm16(w16, s, h, amax, g, bmv, bmk);
         const __m256i max2 = max2w;
         __m256i nbm = se;
         if (pp) {
@@ -564,7 +567,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                 /* the block max: its code's sign bit (the max is not 0) and
                  * the extended mantissa */
                 __m512i xcode = _mm512_ternarylogic_epi32(q, c.sgn, _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)), 0xEA); /* q & sgn | xq */
-                q = _mm512_mask_mov_epi16(q, 1u << bm, xcode);
+                q = _mm512_mask_mov_epi16(q, bmk[j], xcode);
                 store_codes32w(e.bits, q, madd, cj);
             } else {
                 bm = mxp_block32(e, &k, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);
