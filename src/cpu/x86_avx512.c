@@ -445,27 +445,6 @@ A5 __m256i hmax_8x8_top2(const __m256i *v1, const __m256i *v2, __m256i *second)
     return r1;
 }
 
-/* Eight bfloat16 blocks' block-max positions (ties: the lowest index), from
- * h (|x| words) and their maxima; float32-lane blocks find theirs in
- * mxp_block32. */
-A5 void mxp_bm16(int w16, const unsigned char *s, const __m512i *h, __m256i amax, size_t g, int *bmv,
-                 uint32_t *bmk)
-{
-    uint32_t amv[8];
-    if (!w16)
-        return;
-    amax = _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)); /* the max's word, twice */
-    _mm256_storeu_si256((__m256i *)amv, amax);
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) {
-        if ((size_t)j >= g)
-            continue;
-        uint32_t eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_set1_epi32((int)amv[j]));
-        bmv[j] = eq ? ks_ctz32(eq) : 0;
-        bmk[j] = eq & (0u - eq);
-    }
-}
-
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
@@ -521,10 +500,6 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                                       _mm256_set1_epi32(1 << xmb));
         xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
         /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
-        int bmv[8];
-        memset(bmv, 0xFF, sizeof bmv); /* -1: not known yet */
-        uint32_t bmk[8]; /* 1 << bmv[j] */
-        mxp_bm16(w16, s, h, amax, g, bmv, bmk);
         const __m256i max2 = max2w;
         __m256i nbm = se;
         if (pp) {
@@ -537,6 +512,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         _mm256_storeu_si256((__m256i *)amv, amax);
         if (w16) { /* word pairs for the 16-bit lanes */
             _mm256_storeu_si256((__m256i *)parv, q16_param8(e, nbm));
+            _mm256_storeu_si256((__m256i *)amv, _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)));
             xq = _mm256_or_si256(xq, _mm256_slli_epi32(xq, 16));
         }
         uint8_t sc8[8];
@@ -561,13 +537,18 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             }
             const unsigned char *sj = s + (size_t)j * sbytes;
             const int nb_j = nbmv[j];
-            int bm = bmv[j];
+            int bm = -1; /* float32 lanes: mxp_block32 finds it */
+            uint32_t eq = 0;
+            if (w16) { /* the first lane holding the max word */
+                eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_broadcastd_epi32(_mm_loadu_si32(amv + j)));
+                bm = ks_ctz32(eq);
+            }
             if (w16 && nb_j >= Q16_MIN_S) {
                 __m512i q = enc32w(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]));
                 /* the block max: its code's sign bit (the max is not 0) and
                  * the extended mantissa */
                 __m512i xcode = _mm512_ternarylogic_epi32(q, c.sgn, _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)), 0xEA); /* q & sgn | xq */
-                q = _mm512_mask_mov_epi16(q, bmk[j], xcode);
+                q = _mm512_mask_mov_epi16(q, eq & (0u - eq), xcode);
                 store_codes32w(e.bits, q, madd, cj);
             } else {
                 bm = mxp_block32(e, &k, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);
