@@ -544,11 +544,9 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                 bm = ks_ctz32(eq);
             }
             if (w16 && nb_j >= Q16_MIN_S) {
-                __m512i q = enc32w(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]));
-                /* the block max: its code's sign bit (the max is not 0) and
-                 * the extended mantissa */
-                __m512i xcode = _mm512_ternarylogic_epi32(q, c.sgn, _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)), 0xEA); /* q & sgn | xq */
-                q = _mm512_mask_mov_epi16(q, eq & (0u - eq), xcode);
+                /* the block max: its sign and the extended mantissa */
+                __m512i q = enc32w_bm(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]),
+                                      eq & (0u - eq), _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)));
                 store_codes32w(e.bits, q, madd, cj);
             } else {
                 bm = mxp_block32(e, &k, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);

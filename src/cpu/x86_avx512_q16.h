@@ -67,8 +67,10 @@ A5 __m512i rne_shift32(const q16k *c, __m512i v, __m512i k)
 }
 
 /* Codes (one per word) of 32 bfloat16 values x, h = |x| bits, par =
- * q16_param() broadcast. */
-A5 __m512i enc32w(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par)
+ * q16_param() broadcast; the lanes of bm (MX+: at most one) get the
+ * magnitude xq with the element's sign instead. */
+A5 __m512i enc32w_bm(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par, __mmask32 bm,
+                     __m512i xq)
 {
     const __m512i e1 = _mm512_subs_epu16(_mm512_srli_epi16(h, 7), c->one);
     const __mmask32 neg = _mm512_movepi16_mask(x);
@@ -78,13 +80,21 @@ A5 __m512i enc32w(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par)
         __m512i k = _mm512_sub_epi16(par, e1);
         q = _mm512_min_epu16(rne_shift32(c, v, k), c->mag);
         q = _mm512_mask_sub_epi16(q, neg, _mm512_setzero_si512(), q);
-        return _mm512_and_si512(q, c->mask);
+        q = _mm512_and_si512(q, c->mask);
+        /* sign-magnitude there: the two's-complement code's top bit is the
+         * sign (the block max is not 0) */
+        return _mm512_mask_mov_epi16(q, bm, _mm512_ternarylogic_epi32(q, c->sgn, xq, 0xEA));
     }
     __m512i mn1 = _mm512_min_epu16(e1, par);
     __m512i v = _mm512_sub_epi16(h, _mm512_slli_epi16(mn1, 7));
     __m512i k = _mm512_add_epi16(_mm512_sub_epi16(par, mn1), c->k7m);
-    q = _mm512_min_epu16(rne_shift32(c, v, k), c->mag);
+    q = _mm512_mask_mov_epi16(_mm512_min_epu16(rne_shift32(c, v, k), c->mag), bm, xq);
     return _mm512_mask_add_epi16(q, neg, q, c->sgn); /* q < the sign bit: add = or */
+}
+
+A5 __m512i enc32w(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par)
+{
+    return enc32w_bm(e, c, x, h, par, 0, _mm512_setzero_si512());
 }
 
 /* 32 codes (words) at width w into out (16, 24 or 32 bytes). */
