@@ -115,6 +115,42 @@ static void test_ties(void)
     free(x);
 }
 
+/* bfloat16 blocks at every exponent: row r has block maxima with exponent
+ * field r (0: subnormal blocks), the other elements up to 14 binades lower
+ * (subnormals below field 1) with random 7-bit mantissas, so that ties of
+ * every grid, carries into the next binade and the smallest scales all
+ * occur; the maximum sits at a random place and sometimes repeats. The
+ * bfloat16 kernels encode in 16-bit integer lanes with a float32 path for
+ * blocks below a scale threshold: this crosses it. */
+static void test_bf16_exponents(void)
+{
+    enum { ROWS = 255, COLS = 512 }; /* eight blocks and more per row: the grouped loops run */
+    simd_rng r = {4242};
+    uint16_t *h = malloc(ROWS * COLS * sizeof *h);
+    for (int row = 0; row < ROWS; row++) {
+        for (int b = 0; b < COLS / 32; b++) {
+            uint16_t *x = h + row * COLS + 32 * b;
+            for (int i = 0; i < 32; i++) {
+                int e = row - (int)rng_below(&r, 15);
+                unsigned m = rng_below(&r, 128);
+                if (rng_below(&r, 4) == 0)
+                    m &= 0x70; /* few mantissa bits: exact grid points and midpoints */
+                x[i] = (uint16_t)((rng_below(&r, 2) << 15) | (unsigned)(e > 0 ? e : 0) << 7 | m);
+            }
+            uint16_t mx = (uint16_t)(row << 7 | rng_below(&r, 128));
+            x[rng_below(&r, 32)] = mx;
+            if (b % 2)
+                x[rng_below(&r, 32)] = (uint16_t)(mx | 0x8000);
+        }
+    }
+    for (int fi = 0; fi < bfp_format_count(); fi++) {
+        bfp_format fmt = bfp_format_at(fi)->id;
+        CHECK(quantize_matches(fmt, BFP_DTYPE_BF16, h, ROWS, COLS, NULL, 0),
+              "%s: bf16 blocks at every exponent", bfp_format_at(fi)->name);
+    }
+    free(h);
+}
+
 /* HiF4 with float32 input: |x| * REC is not exact in float32, so blocks are
  * built where it rounds onto a decision point (a flag threshold 2 or 4, or
  * a half-integer of t) from just below or above. Group maxima fix the
@@ -270,6 +306,7 @@ int main(void)
     test_random();
     test_all_half_patterns();
     test_ties();
+    test_bf16_exponents();
     test_hif4_boundaries();
     test_options();
     test_errors();

@@ -51,6 +51,17 @@ A5 __m128i nib_bytes16(__m512i c)
     return _mm512_cvtepi64_epi8(_mm512_or_si512(c, _mm512_srli_epi64(c, 28)));
 }
 
+/* 64 4-bit codes (four vectors of dwords) as 32 bytes, in fewer steps than
+ * four nib_bytes16: the packs leave each 128-bit lane L holding codes
+ * 4L..4L+3 of c[0], c[1], c[2], c[3] in turn; a multiply-add joins the
+ * pairs, and a word permutation puts the pair words in order. */
+A5 __m256i nib_bytes64(const __m512i *c)
+{
+    __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(c[0], c[1]), _mm512_packus_epi32(c[2], c[3]));
+    __m256i w = _mm512_cvtepi16_epi8(_mm512_maddubs_epi16(b, _mm512_set1_epi16(0x1001))); /* c0 + 16 c1 */
+    return _mm256_permutexvar_epi16(_mm256_setr_epi16(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
+}
+
 /* 32 codes (two vectors of dwords) at width w into out (16, 24, 32 bytes). */
 A5 void store_codes32(int w, __m512i c0, __m512i c1, uint8_t *out)
 {
@@ -66,34 +77,58 @@ A5 void store_codes32(int w, __m512i c0, __m512i c1, uint8_t *out)
 
 /* ---- element codecs ------------------------------------------------------------- */
 
+/* An opaque copy of a constant: GCC otherwise rebuilds vector constants
+ * from a general register (two uops, one on the shuffle port) at every use
+ * inside a loop; made once per call and kept in a register it costs nothing. */
+A5 __m512i keep512(__m512i v)
+{
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+/* The constants of enc16() for one element type. */
+typedef struct {
+    __m512i eminb, c254m, mag, sgn, mask;
+    __m512 im;
+} enck;
+
+A5 enck enck_make(ks_elem e)
+{
+    enck k;
+    k.eminb = keep512(_mm512_set1_epi32(128 - e.bias));
+    k.c254m = keep512(_mm512_set1_epi32(254 + e.mbits));
+    k.mag = keep512(_mm512_set1_epi32(e.max_mag));
+    k.sgn = keep512(_mm512_set1_epi32(1 << (e.bits - 1)));
+    k.mask = keep512(_mm512_set1_epi32((1 << e.bits) - 1));
+    k.im = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps((float)(1 << e.mbits)))));
+    return k;
+}
+
 /* Codes of 16 values (kern_scalar.h's ks_enc_mag): a = |x|, f = 2^-exponent. */
-A5 __m512i enc16(ks_elem e, __m512i x, __m512i a, __m512 f)
+A5 __m512i enc16(ks_elem e, const enck *k, __m512i x, __m512i a, __m512 f)
 {
     __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(a), f);
+    __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
     __m512i q;
     if (e.kind == BFP_GRID_INT) {
-        q = rne16(_mm512_mul_ps(y, _mm512_set1_ps((float)(1 << e.mbits))));
-        q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
-        __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
+        q = _mm512_min_epi32(rne16(_mm512_mul_ps(y, k->im)), k->mag);
         q = _mm512_mask_sub_epi32(q, neg, _mm512_setzero_si512(), q);
-        return _mm512_and_si512(q, _mm512_set1_epi32((1 << e.bits) - 1));
+        return _mm512_and_si512(q, k->mask);
     }
-    const int eminb = 128 - e.bias;
-    __m512i ee = _mm512_max_epi32(_mm512_srli_epi32(_mm512_castps_si512(y), 23), _mm512_set1_epi32(eminb));
-    __m512i mult = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(254 + e.mbits), ee), 23);
+    __m512i ee = _mm512_max_epi32(_mm512_srli_epi32(_mm512_castps_si512(y), 23), k->eminb);
+    __m512i mult = _mm512_slli_epi32(_mm512_sub_epi32(k->c254m, ee), 23);
     q = rne16(_mm512_mul_ps(y, _mm512_castsi512_ps(mult)));
-    q = _mm512_add_epi32(q, _mm512_slli_epi32(_mm512_sub_epi32(ee, _mm512_set1_epi32(eminb)), e.mbits));
-    q = _mm512_min_epi32(q, _mm512_set1_epi32(e.max_mag));
-    __mmask16 neg = _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512());
-    return _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(1 << (e.bits - 1)));
+    q = _mm512_add_epi32(q, _mm512_slli_epi32(_mm512_sub_epi32(ee, k->eminb), e.mbits));
+    q = _mm512_min_epi32(q, k->mag);
+    return _mm512_mask_or_epi32(q, neg, q, k->sgn);
 }
 
 /* ---- MX -------------------------------------------------------------------------- */
 
-A5 void mx_encode16(ks_elem e, bfp_dtype dt, const unsigned char *s, __m512 f, uint8_t *codes)
+A5 void mx_encode16(ks_elem e, const enck *k, bfp_dtype dt, const unsigned char *s, __m512 f, uint8_t *codes)
 {
     __m512i x0 = ld16(dt, s), x1 = ld16(dt, s + 16 * esz(dt));
-    store_codes32(e.bits, enc16(e, x0, abs16(x0), f), enc16(e, x1, abs16(x1), f), codes);
+    store_codes32(e.bits, enc16(e, k, x0, abs16(x0), f), enc16(e, k, x1, abs16(x1), f), codes);
 }
 
 A5 __m512i block32_absmax16(bfp_dtype dt, const unsigned char *s)
@@ -108,12 +143,20 @@ A5 __m512i block32_absmax16(bfp_dtype dt, const unsigned char *s)
     return _mm512_max_epi32(abs16(ld16(dt, s)), abs16(ld16(dt, s + 16 * esz(dt))));
 }
 
+#include "x86_avx512_q16.h"
+
 A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
              uint8_t *scales, bfp_stats *st)
 {
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
+    const enck k = enck_make(e);
     size_t b = 0, nonfinite = 0;
+    if (dt == BFP_DTYPE_BF16) {
+        b = q_mx_groups16(e, &k, src, nb, codes, scales, &nonfinite);
+        s += b * sbytes;
+        codes += b * cb;
+    }
     for (; b + 8 <= nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         if (dt == BFP_DTYPE_F32)
             prefetch_span(s, 8 * sbytes);
@@ -135,7 +178,7 @@ A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
                 memset(codes + (size_t)j * cb, 0, cb);
                 nonfinite++;
             } else {
-                mx_encode16(e, dt, s + (size_t)j * sbytes, _mm512_set1_ps(f[j]), codes + (size_t)j * cb);
+                mx_encode16(e, &k, dt, s + (size_t)j * sbytes, _mm512_set1_ps(f[j]), codes + (size_t)j * cb);
             }
         }
     }
@@ -149,30 +192,126 @@ A5 void q_mx(ks_elem e, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes
         }
         int se = ks_mx_shared_exp(amax, e.emax);
         scales[b] = (uint8_t)(se + 127);
-        mx_encode16(e, dt, s, _mm512_set1_ps(ks_pow2(-se)), codes);
+        mx_encode16(e, &k, dt, s, _mm512_set1_ps(ks_pow2(-se)), codes);
     }
     st->nonfinite_blocks += nonfinite;
 }
 
 /* ---- MX+ and MX++ ----------------------------------------------------------------- */
 
+/* One MX+ block in float32 lanes: elements at scale 2^-nbm, the block max
+ * (index bm; bm < 0: found here from its magnitude amax) given its sign
+ * and the extended mantissa xq. Returns bm. */
+A5 int mxp_block32(ks_elem e, const enck *k, bfp_dtype dt, const unsigned char *sj, int nbm, int bm, uint32_t amax,
+                   int xq, uint8_t *cj)
+{
+    const size_t es = esz(dt);
+    __m512i x0 = ld16(dt, sj), x1 = ld16(dt, sj + 16 * es);
+    __m512i a0 = abs16(x0), a1 = abs16(x1), c0, c1;
+    if (bm < 0) { /* ties go to the lowest index */
+        __m512i am = _mm512_set1_epi32((int)amax);
+        bm = ks_ctz32((uint32_t)_mm512_cmpeq_epi32_mask(a0, am) | (uint32_t)_mm512_cmpeq_epi32_mask(a1, am) << 16);
+    }
+    if (-nbm <= 127) {
+        __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
+        c0 = enc16(e, k, x0, a0, f);
+        c1 = enc16(e, k, x1, a1, f);
+    } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
+        __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
+        c0 = enc16(e, k, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
+        c1 = enc16(e, k, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
+    }
+    __m512i bmv = _mm512_set1_epi32(xq | (sj[es * (size_t)bm + es - 1] >> 7) << (e.bits - 1));
+    c0 = _mm512_mask_mov_epi32(c0, (__mmask16)(1u << bm), bmv);
+    c1 = _mm512_mask_mov_epi32(c1, (__mmask16)((1u << bm) >> 16), bmv);
+    store_codes32(e.bits, c0, c1, cj);
+    return bm;
+}
+
+/* Top two of a multiset as (largest, second) pairs, 8 dword lanes (values
+ * non-negative): merging (a1, a2) and (b1, b2) gives max(a1, b1) and
+ * max(min(a1, b1), a2, b2). */
+A5 void top2_merge8(__m256i a1, __m256i a2, __m256i b1, __m256i b2, __m256i *m1, __m256i *m2)
+{
+    *m1 = _mm256_max_epi32(a1, b1);
+    *m2 = _mm256_max_epi32(_mm256_min_epi32(a1, b1), _mm256_max_epi32(a2, b2));
+}
+
+/* A float32-lane block's |x| as (largest, second) pairs in 8 lanes. */
+A5 void top2_block32(bfp_dtype dt, const unsigned char *s, __m256i *t1, __m256i *t2)
+{
+    __m512i a0 = abs16(ld16(dt, s)), a1 = abs16(ld16(dt, s + 16 * esz(dt)));
+    __m512i m1 = _mm512_max_epi32(a0, a1), m2 = _mm512_min_epi32(a0, a1);
+    top2_merge8(_mm512_castsi512_si256(m1), _mm512_castsi512_si256(m2), _mm512_extracti64x4_epi64(m1, 1),
+                _mm512_extracti64x4_epi64(m2, 1), t1, t2);
+}
+
+/* hmax_8x8() of v1 and, in *second, lane j: the second largest of block j
+ * (the largest again where it repeats), from its pairs (v1[j], v2[j]). */
+A5 __m256i hmax_8x8_top2(const __m256i *v1, const __m256i *v2, __m256i *second)
+{
+    __m256i q1[4], q2[4], h1[2], h2[2], r1, r2;
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        top2_merge8(_mm256_unpacklo_epi32(v1[2 * i], v1[2 * i + 1]), _mm256_unpacklo_epi32(v2[2 * i], v2[2 * i + 1]),
+                    _mm256_unpackhi_epi32(v1[2 * i], v1[2 * i + 1]), _mm256_unpackhi_epi32(v2[2 * i], v2[2 * i + 1]),
+                    &q1[i], &q2[i]);
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+        top2_merge8(_mm256_unpacklo_epi64(q1[2 * i], q1[2 * i + 1]), _mm256_unpacklo_epi64(q2[2 * i], q2[2 * i + 1]),
+                    _mm256_unpackhi_epi64(q1[2 * i], q1[2 * i + 1]), _mm256_unpackhi_epi64(q2[2 * i], q2[2 * i + 1]),
+                    &h1[i], &h2[i]);
+    top2_merge8(_mm256_permute2x128_si256(h1[0], h1[1], 0x20), _mm256_permute2x128_si256(h2[0], h2[1], 0x20),
+                _mm256_permute2x128_si256(h1[0], h1[1], 0x31), _mm256_permute2x128_si256(h2[0], h2[1], 0x31),
+                &r1, &r2);
+    *second = r2;
+    return r1;
+}
+
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
     const int pp = p->impl->info.family == BFP_FAMILY_MX_PP, xmb = e.bits - 1;
+    /* bfloat16 in 16-bit lanes; MX++ INT grids (none exist) would need k < 1 */
+    const int w16 = dt == BFP_DTYPE_BF16 && !(pp && e.kind == BFP_GRID_INT);
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
     const unsigned char *s = (const unsigned char *)src;
+    const q16k c = q16k_make(e);
+    const enck k = enck_make(e);
+    const __m512i madd = keep512(_mm512_set1_epi32(0x00100001));
     size_t nonfinite = 0, flushed = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         const size_t g = nb - b < 8 ? nb - b : 8;
         /* eight blocks' maxima, shared exponents and block-max codes at once */
-        if (dt == BFP_DTYPE_F32)
+        if (dt != BFP_DTYPE_F16) /* bf16 gains too on Zen 4 */
             prefetch_span(s, g * sbytes);
-        __m256i pm[8];
+        __m512i h[8];
+        __m256i pm[8], amax;
+        __m256i max2w = _mm256_setzero_si256(); /* MX++ */
+        if (w16) {
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++)
-            pm[j] = (size_t)j < g ? fold16(block32_absmax16(dt, s + (size_t)j * sbytes)) : _mm256_setzero_si256();
-        __m256i amax = hmax_8x8(pm);
+            for (int j = 0; j < 8; j++)
+                h[j] = (size_t)j < g ? _mm512_and_si512(_mm512_loadu_si512(s + (size_t)j * sbytes), c.abs)
+                                     : _mm512_setzero_si512();
+            amax = pp ? hmax8w_top2(h, &max2w) : hmax8w(h);
+        } else if (pp) { /* the others' max with the block max: top two */
+            __m256i p2[8];
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                h[j] = _mm512_setzero_si512(); /* unused */
+                pm[j] = p2[j] = _mm256_setzero_si256();
+                if ((size_t)j < g)
+                    top2_block32(dt, s + (size_t)j * sbytes, &pm[j], &p2[j]);
+            }
+            amax = hmax_8x8_top2(pm, p2, &max2w);
+        } else {
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                h[j] = _mm512_setzero_si512(); /* unused */
+                pm[j] = (size_t)j < g ? fold16(block32_absmax16(dt, s + (size_t)j * sbytes)) : _mm256_setzero_si256();
+            }
+            amax = hmax_8x8(pm);
+        }
         __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
         __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
         __m256i empty = _mm256_or_si256(nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */
@@ -183,18 +322,35 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
         __m256i xq = _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps(ks_pow2(xmb - e.emax)))),
                                       _mm256_set1_epi32(1 << xmb));
         xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
-        int sev[8], xqv[8];
-        uint32_t amv[8];
+        /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
+        const __m256i max2 = max2w;
+        __m256i nbm = se;
+        if (pp) {
+            __m256i ev = _mm256_sub_epi32(flog2_8(max2), _mm256_set1_epi32(e.emax - 1));
+            ev = _mm256_min_epi32(_mm256_max_epi32(ev, _mm256_sub_epi32(se, _mm256_set1_epi32(7))), se);
+            nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
+        }
+        int sev[8], nbmv[8], xqv[8];
+        uint32_t amv[8], parv[8];
+        _mm256_storeu_si256((__m256i *)amv, amax);
+        if (w16) { /* word pairs for the 16-bit lanes */
+            _mm256_storeu_si256((__m256i *)parv, q16_param8(e, nbm));
+            _mm256_storeu_si256((__m256i *)amv, _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)));
+            xq = _mm256_or_si256(xq, _mm256_slli_epi32(xq, 16));
+        }
         uint8_t sc8[8];
         _mm256_storeu_si256((__m256i *)sev, se);
+        _mm256_storeu_si256((__m256i *)nbmv, nbm);
         _mm256_storeu_si256((__m256i *)xqv, xq);
-        _mm256_storeu_si256((__m256i *)amv, amax);
         store8_bytes(sc8, sc);
         memcpy(scales + b, sc8, g);
         const unsigned emptym = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(empty));
         const unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
-        for (size_t j = 0; j < g; j++) {
-            uint8_t *cj = codes + j * cb;
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            if ((size_t)j >= g)
+                break;
+            uint8_t *cj = codes + (size_t)j * cb;
             if (emptym >> j & 1) { /* codes and meta 0 */
                 meta[b + j] = 0;
                 memset(cj, 0, cb);
@@ -202,39 +358,23 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
                 flushed += !(nfm >> j & 1);
                 continue;
             }
-            const unsigned char *sj = s + j * sbytes;
-            __m512i x0 = ld16(dt, sj), x1 = ld16(dt, sj + 16 * es);
-            __m512i a0 = abs16(x0), a1 = abs16(x1), am = _mm512_set1_epi32((int)amv[j]);
-            __mmask16 q0 = _mm512_cmpeq_epi32_mask(a0, am), q1 = _mm512_cmpeq_epi32_mask(a1, am);
-            uint32_t eq = (uint32_t)q0 | (uint32_t)q1 << 16;
-            int bm = ks_ctz32(eq); /* ties go to the lowest index */
-            int sej = sev[j], nbm = sej;
-            if (pp) { /* the others' max: the block max again if it repeats */
-                uint32_t max2 = amv[j];
-                if ((eq & (eq - 1)) == 0)
-                    max2 = (uint32_t)_mm512_reduce_max_epi32(
-                        _mm512_max_epi32(_mm512_maskz_mov_epi32((__mmask16)~q0, a0),
-                                         _mm512_maskz_mov_epi32((__mmask16)~q1, a1)));
-                nbm = ks_mxpp_nbm_exp(max2, sej, e.emax);
+            const unsigned char *sj = s + (size_t)j * sbytes;
+            const int nb_j = nbmv[j];
+            int bm = -1; /* float32 lanes: mxp_block32 finds it */
+            uint32_t eq = 0;
+            if (w16) { /* the first lane holding the max word */
+                eq = (uint32_t)_mm512_cmpeq_epi16_mask(h[j], _mm512_broadcastd_epi32(_mm_loadu_si32(amv + j)));
+                bm = ks_ctz32(eq);
             }
-            meta[b + j] = (uint8_t)(bm | (sej - nbm) << 5);
-            __m512i c0, c1;
-            if (-nbm <= 127) {
-                __m512 f = _mm512_set1_ps(ks_pow2(-nbm));
-                c0 = enc16(e, x0, a0, f);
-                c1 = enc16(e, x1, a1, f);
-            } else { /* MX++ of a tiny block: 2^-nbm needs two exact steps */
-                __m512 f = _mm512_set1_ps(ks_pow2(-nbm - 64)), up = _mm512_set1_ps(0x1p64f);
-                c0 = enc16(e, x0, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a0), up)), f);
-                c1 = enc16(e, x1, _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a1), up)), f);
+            if (w16 && nb_j >= Q16_MIN_S) {
+                /* the block max: its sign and the extended mantissa */
+                __m512i q = enc32w_bm(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]),
+                                      eq & (0u - eq), _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)));
+                store_codes32w(e.bits, q, madd, cj);
+            } else {
+                bm = mxp_block32(e, &k, dt, sj, nb_j, bm, amv[j], xqv[j] & 0xFFFF, cj);
             }
-            /* the block max: sign and extended mantissa */
-            uint32_t neg = (uint32_t)_mm512_cmplt_epi32_mask(x0, _mm512_setzero_si512()) |
-                           (uint32_t)_mm512_cmplt_epi32_mask(x1, _mm512_setzero_si512()) << 16;
-            __m512i bmv = _mm512_set1_epi32(xqv[j] | (int)((neg >> bm) & 1u) << xmb);
-            c0 = _mm512_mask_mov_epi32(c0, (__mmask16)(1u << bm), bmv);
-            c1 = _mm512_mask_mov_epi32(c1, (__mmask16)((1u << bm) >> 16), bmv);
-            store_codes32(e.bits, c0, c1, cj);
+            meta[b + j] = (uint8_t)(bm | (sev[j] - nb_j) << 5);
         }
     }
     st->nonfinite_blocks += nonfinite;
@@ -243,38 +383,58 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
 
 /* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
 
-/* Index on a 7-midpoint grid (ties to even) of a against broadcast
- * thresholds thr[0], thr[stride], ... */
-A5 __m512i mid_index16(__m512 a, const float *thr, int stride)
+/* Constants of the NVFP4 loop, made once per call and kept in registers
+ * (keep512). */
+typedef struct {
+    __m512 senc, mids;
+    __m512i one, two, four, eight, three;
+} nvk;
+
+A5 nvk nvk_make(float s_enc)
 {
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i q = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int k = 0; k < 7; k += 2)
-        q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_set1_ps(thr[k * stride]), _CMP_GT_OQ), q, one);
-#pragma GCC unroll 3
-    for (int k = 1; k < 7; k += 2)
-        q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_set1_ps(thr[k * stride]), _CMP_GE_OQ), q, one);
-    return q;
+    nvk c;
+    c.senc = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
+    c.mids = _mm512_castsi512_ps(keep512(_mm512_castps_si512(
+        _mm512_setr_ps(0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0))));
+    c.one = keep512(_mm512_set1_epi32(1));
+    c.two = keep512(_mm512_set1_epi32(2));
+    c.four = keep512(_mm512_set1_epi32(4));
+    c.eight = keep512(_mm512_set1_epi32(8));
+    c.three = keep512(_mm512_set1_epi32(3));
+    return c;
+}
+
+/* E2M1 index (ties to even) of a >= 0 with block scale sb, as a strict
+ * "a > T[k]" for every k: T[k] is mid_k * sb, for odd k (where ties go up)
+ * the next float below it (exact: these products are normal floats). Three
+ * steps of a binary search: T[3], then T[1] or T[5], then T[0|2|4|6]. */
+A5 __m512i e2m1_index16(const nvk *c, __m512 a, __m512 sb)
+{
+    __m512i ti = _mm512_castps_si512(_mm512_mul_ps(c->mids, sb));
+    __m512 t = _mm512_castsi512_ps(_mm512_mask_sub_epi32(ti, 0x2A, ti, c->one)); /* odd k */
+    __m512 t1 = _mm512_castsi512_ps(_mm512_alignr_epi32(ti, _mm512_castps_si512(t), 1)); /* T[k+1] */
+    __m512i q = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(c->three, t), _CMP_GT_OQ),
+                                       c->four);
+    q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, t1), _CMP_GT_OQ), q, c->two);
+    return _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, t), _CMP_GT_OQ), q, c->one);
 }
 
 /* Up to eight NVFP4(+) blocks (one vector each); scales eight at a time. */
-A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, size_t g,
+A5 void nv_group(bfp_dtype dt, const nvk *c, const unsigned char *s, size_t g,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite)
 {
     const size_t es = esz(dt);
-    const __m512 senc = _mm512_set1_ps(p->s_enc);
     __m512i t[8];
     __m256i pm[8];
-    float thr[7 * 8];
+    float sbv[8];
     int scv[8], xmag[8];
     uint32_t tmv[8];
-    if (dt == BFP_DTYPE_F32)
+    if (dt != BFP_DTYPE_F16)
         prefetch_span(s, g * 16 * es);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         if ((size_t)j < g) {
-            t[j] = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), senc));
+            t[j] = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), c->senc));
             pm[j] = fold16(abs16(t[j]));
         } else {
             t[j] = _mm512_setzero_si512();
@@ -286,9 +446,7 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
     __m256i sc = e4m3_code8(_mm256_div_ps(_mm256_castsi256_ps(tmax), _mm256_set1_ps(6.0f)));
     sc = _mm256_blendv_epi8(sc, _mm256_set1_epi32(0x7F), nf);
     __m256 sb = e4m3_value8(sc);
-#pragma GCC unroll 7
-    for (int k = 0; k < 7; k++)
-        _mm256_storeu_ps(thr + 8 * k, _mm256_mul_ps(_mm256_set1_ps(ks_e2m1_mid[k]), sb));
+    _mm256_storeu_ps(sbv, sb);
     _mm256_storeu_si256((__m256i *)scv, sc);
     _mm256_storeu_si256((__m256i *)tmv, tmax);
     if (meta) {
@@ -306,12 +464,13 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
     uint8_t sc8[8];
     store8_bytes(sc8, sc);
     memcpy(scales, sc8, g);
+    __m512i qv[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
+        qv[j] = _mm512_setzero_si512();
         if ((size_t)j >= g)
-            break;
-        if (scv[j] == 0x7F) { /* NaN or Inf */
-            memset(codes + 8 * j, 0, 8);
+            continue;
+        if (scv[j] == 0x7F) { /* NaN or Inf: codes 0 */
             if (meta)
                 meta[j] = 0;
             (*nonfinite)++;
@@ -319,9 +478,10 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
         }
         __mmask16 neg = _mm512_cmplt_epi32_mask(t[j], _mm512_setzero_si512());
         __m512i a = abs16(t[j]);
-        __m512i q = scv[j] == 0 ? _mm512_setzero_si512() /* signed zeros */
-                                : mid_index16(_mm512_castsi512_ps(a), thr + j, 8);
-        q = _mm512_mask_or_epi32(q, neg, q, _mm512_set1_epi32(8));
+        __m512i q = _mm512_setzero_si512(); /* scale 0: signed zeros */
+        if (scv[j] != 0)
+            q = e2m1_index16(c, _mm512_castsi512_ps(a), _mm512_set1_ps(sbv[j]));
+        q = _mm512_mask_or_epi32(q, neg, q, c->eight);
         int bm = -1;
         if (meta && (unsigned)scv[j] > KS_NV_PLAIN_MAX) {
             bm = ks_ctz32((uint32_t)_mm512_cmpeq_epi32_mask(a, _mm512_set1_epi32((int)tmv[j])));
@@ -330,8 +490,15 @@ A5 void nv_group(bfp_dtype dt, const bfp_qparams *p, const unsigned char *s, siz
         }
         if (meta)
             meta[j] = (uint8_t)(bm < 0 ? 0 : bm);
-        _mm_storel_epi64((__m128i *)(codes + 8 * j), nib_bytes16(q));
+        qv[j] = q;
     }
+    if (g == 8) { /* four blocks' codes per 32-byte store */
+        _mm256_storeu_si256((__m256i *)codes, nib_bytes64(qv));
+        _mm256_storeu_si256((__m256i *)(codes + 32), nib_bytes64(qv + 4));
+        return;
+    }
+    for (size_t j = 0; j < g; j++)
+        _mm_storel_epi64((__m128i *)(codes + 8 * j), nib_bytes16(qv[j]));
 }
 
 A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, uint8_t *codes,
@@ -339,10 +506,11 @@ A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, 
 {
     const int plus = p->impl->bm_elem != NULL;
     const unsigned char *s = (const unsigned char *)src;
+    const nvk c = nvk_make(p->s_enc);
     size_t nonfinite = 0;
     for (size_t b = 0; b < nb; b += 8) {
         size_t g = nb - b < 8 ? nb - b : 8;
-        nv_group(dt, p, s + b * 16 * esz(dt), g, codes + 8 * b, scales + b, plus ? meta + b : NULL,
+        nv_group(dt, &c, s + b * 16 * esz(dt), g, codes + 8 * b, scales + b, plus ? meta + b : NULL,
                  &nonfinite);
     }
     st->nonfinite_blocks += nonfinite;
@@ -350,14 +518,11 @@ A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, 
 
 /* ---- HiF4 ----------------------------------------------------------------------------- */
 
-/* Exactly a * r >= th from pr = fl(a * r) and er = a * r - pr (FMA). */
-A5 __mmask16 ge_exact16(__m512 pr, __m512 er, __m512 th)
+/* Exactly a * r >= th: the FMA rounds a * r - th once, which keeps its sign. */
+A5 __mmask16 ge_exact16(__m512 a, __m512 r, __m512 th)
 {
-    return _mm512_cmp_ps_mask(pr, th, _CMP_GT_OQ) |
-           (_mm512_cmp_ps_mask(pr, th, _CMP_EQ_OQ) &
-            _mm512_cmp_ps_mask(er, _mm512_setzero_ps(), _CMP_GE_OQ));
+    return _mm512_cmp_ps_mask(_mm512_fmsub_ps(a, r, th), _mm512_setzero_ps(), _CMP_GE_OQ);
 }
-
 
 /* UE6M2 codes of eight blocks from their max |x| (ks_hif4_code, in float64
  * lanes: Vmax * BF16(1/7) is exact there). */
@@ -403,17 +568,32 @@ A5 __m512i hif4_v16(const __m512i *a)
                                    _mm512_permutex2var_epi32(g[2], hi, g[3]));
 }
 
+/* hif4_v16() of a bfloat16 block straight from its 16-bit words: the max
+ * of each group of four is word 0 of a qword after two shift-max steps. */
+A5 __m512i hif4_v16w(const unsigned char *s)
+{
+    __m256i g[2];
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        __m512i h = _mm512_and_si512(_mm512_loadu_si512(s + 64 * k), _mm512_set1_epi16(0x7FFF));
+        h = _mm512_max_epu16(h, _mm512_srli_epi64(h, 16));
+        h = _mm512_max_epu16(h, _mm512_srli_epi64(h, 32));
+        g[k] = _mm512_cvtepi64_epi32(h); /* words 0 and 1 of each qword */
+    }
+    return _mm512_slli_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(g[0]), g[1], 1), 16);
+}
+
 A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
                bfp_stats *st)
 {
     const size_t es = esz(dt), sbytes = 64 * es;
     const unsigned char *s = (const unsigned char *)src;
     const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), eight = _mm512_set1_ps(8.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), cap = _mm512_set1_ps(7.5f);
     size_t nonfinite = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * 32) {
         const size_t g = nb - b < 8 ? nb - b : 8;
-        if (dt == BFP_DTYPE_F32)
+        if (dt != BFP_DTYPE_F16)
             prefetch_span(s, g * sbytes);
         /* eight blocks' group maxima, scale codes and REC at once */
         __m512i v16[8];
@@ -421,11 +601,15 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             if ((size_t)j < g) {
-                __m512i a[4];
+                if (dt == BFP_DTYPE_BF16) {
+                    v16[j] = hif4_v16w(s + (size_t)j * sbytes);
+                } else {
+                    __m512i a[4];
 #pragma GCC unroll 4
-                for (int k = 0; k < 4; k++)
-                    a[k] = abs16(ld16(dt, s + (size_t)j * sbytes + (size_t)k * 16 * es));
-                v16[j] = hif4_v16(a);
+                    for (int k = 0; k < 4; k++)
+                        a[k] = abs16(ld16(dt, s + (size_t)j * sbytes + (size_t)k * 16 * es));
+                    v16[j] = hif4_v16(a);
+                }
                 pm[j] = fold16(v16[j]);
             } else {
                 v16[j] = _mm512_setzero_si512();
@@ -451,9 +635,8 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
             const __m512 r = _mm512_set1_ps(recv[j]);
             __m512i v8 = _mm512_max_epi32(v16[j], _mm512_shuffle_epi32(v16[j], (_MM_PERM_ENUM)0xB1));
             __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16[j]);
-            __m512 p8 = _mm512_mul_ps(f8, r), p16 = _mm512_mul_ps(f16, r);
-            __mmask16 g8 = ge_exact16(p8, _mm512_fmsub_ps(f8, r, p8), four);
-            __mmask16 g16 = ge_exact16(p16, _mm512_fmsub_ps(f16, r, p16), _mm512_mask_mov_ps(two, g8, four));
+            __mmask16 g8 = ge_exact16(f8, r, four);
+            __mmask16 g16 = ge_exact16(f16, r, _mm512_mask_mov_ps(two, g8, four));
             uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
             m8 = (m8 | m8 >> 1) & 0x3333u;
             m8 = (m8 | m8 >> 2) & 0x0F0Fu;
@@ -473,17 +656,15 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
                 __m512i x = ld16(dt, sj + (size_t)k * 16 * es);
                 __m512 rk = _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, rtab));
                 __m512 af = _mm512_castsi512_ps(abs16(x));
-                __m512 t = _mm512_mul_ps(af, rk), err = _mm512_fmsub_ps(af, rk, t);
-                __m512 tc = _mm512_min_ps(t, eight);
-                __m512i n = _mm512_cvttps_epi32(tc);
-                __m512 frac = _mm512_sub_ps(tc, _mm512_cvtepi32_ps(n));
-                n = _mm512_mask_add_epi32(n, ge_exact16(frac, err, half), n, _mm512_set1_epi32(1));
-                n = _mm512_min_epi32(n, _mm512_set1_epi32(7));
+                /* n = floor(|x| R' + 1/2), ties away: the FMA rounds the exact sum
+                 * down, which never crosses an integer (integers are floats), so
+                 * its floor is exact; capped at 7.5 (the scale saturates) */
+                __m512 u = _mm512_fmadd_round_ps(af, rk, half, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+                __m512i n = _mm512_cvt_roundps_epi32(_mm512_min_ps(u, cap), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
                 c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), n,
                                             _mm512_set1_epi32(8));
             }
-            _mm_storeu_si128((__m128i *)cj, _mm_unpacklo_epi64(nib_bytes16(c[0]), nib_bytes16(c[1])));
-            _mm_storeu_si128((__m128i *)(cj + 16), _mm_unpacklo_epi64(nib_bytes16(c[2]), nib_bytes16(c[3])));
+            _mm256_storeu_si256((__m256i *)cj, nib_bytes64(c));
         }
     }
     st->nonfinite_blocks += nonfinite;
@@ -499,7 +680,7 @@ A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
     __m512i m0 = _mm512_setzero_si512(), m1 = m0;
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        if (dt == BFP_DTYPE_F32)
+        if (dt != BFP_DTYPE_F16)
             prefetch_span(s + i * es, 32 * es);
         __m512i a0 = abs16(ld16(dt, s + i * es)), a1 = abs16(ld16(dt, s + (i + 16) * es));
         m0 = _mm512_mask_max_epi32(m0, _mm512_cmplt_epi32_mask(a0, inf), m0, a0);
