@@ -212,7 +212,10 @@ __device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(F
          * d1 = sb / s_enc (q = 0.5, 1, 2, 4) and d3 = 1.5 sb / s_enc (1.5, 3, 6);
          * RN(2^k x) = 2^k RN(x) while the results stay normal */
         float d1 = __fdiv_rn(sb, s_enc), d3 = __fdiv_rn(__fmul_rn(1.5f, sb), s_enc);
-        bool fast = d1 >= 2.350988701644575e-38f; /* 2^-125: 0.5 d1 is normal */
+        /* 2^-125: 0.5 d1 is normal; d1 finite: an overflowed d1 would make
+         * 0.5 d1 Inf where fp32(0.5 sb / s_enc) is finite (s_enc < ~1e-36);
+         * a d3 or 2^k d that overflows is Inf in the reference as well */
+        bool fast = d1 >= 2.350988701644575e-38f && d1 <= 3.402823466e38f;
         if (fast) { /* one branch per block, not per element */
 #pragma unroll
             for (int j = 0; j < 8; j++) {
@@ -248,9 +251,17 @@ __device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(F
  * product is exact and normal, so it returns the exact product's bits. */
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b)
 {
+#ifdef __CUDA_ARCH__
     uint32_t d;
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else /* host emulation for tools/dequant_emul.cc: the product of two bf16
+       * values is exact in fp32, then RNE to bf16 (finite results) */
+    uint32_t lo = f2u(u2f(a << 16) * u2f(b << 16)), hi = f2u(u2f(a & 0xFFFF0000u) * u2f(b & 0xFFFF0000u));
+    lo += 0x7FFFu + ((lo >> 16) & 1u);
+    hi += 0x7FFFu + ((hi >> 16) & 1u);
+    return (lo >> 16) | (hi & 0xFFFF0000u);
+#endif
 }
 
 /* 8 sign-magnitude 4-bit codes (element j in bits 4j..4j+3) to 8 bf16 values
