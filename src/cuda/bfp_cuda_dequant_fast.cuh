@@ -102,18 +102,17 @@ __device__ __forceinline__ uint32_t load_aux(const DParams &P, size_t bidx)
 /* MX+ / MX++ block check (bfp_mxplus_block_is_bad) over the T lanes of the
  * block: all 32 lanes of the warp must call it (it shuffles). */
 template <int FMT>
-__device__ __forceinline__ bool mxplus_bad(const DParams &P, PackT<grid_of(fmt_of(FMT).elem).bits> codes,
-                                           uint32_t aux, bool valid, size_t blk, int sub)
+__device__ __forceinline__ bool mxplus_bad(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
+                                           bool valid, int sub, int n, int nblk)
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
     constexpr uint32_t CMASK = (1u << W) - 1;
     constexpr Grid G = grid_of(F.elem);
     uint32_t sc = aux & 0xFFu, meta = (aux >> 8) & 0xFFu;
-    size_t nblk = valid ? min(P.L.cols - blk * F.block, (size_t)F.block) : 0;
     uint32_t bmi = meta & 0x1Fu, delta = meta >> 5;
     bool empty = sc == 0u || sc == 0xFFu;
-    int nn = valid ? (int)min(P.L.cols - (blk * F.block + (size_t)sub * 8), (size_t)8) : 0;
+    int nn = valid ? n : 0;
     /* codes of the valid elements only (a partial group's padding is not checked) */
     PackT<W> vm = nn >= 8 ? ~(PackT<W>)0 : (((PackT<W>)1 << (W * (nn > 0 ? nn : 0))) - 1);
     PackT<W> cv = codes & vm;
@@ -129,7 +128,7 @@ __device__ __forceinline__ bool mxplus_bad(const DParams &P, PackT<grid_of(fmt_o
         }
     }
     bad = group_or<T>(bad);
-    if (valid && ((empty && meta != 0) || bmi >= nblk ||
+    if (valid && ((empty && meta != 0) || (int)bmi >= nblk ||
                   (F.fam == BFP_FAMILY_MX_PLUS && delta != 0)))
         bad = 1;
     return bad != 0;
@@ -139,9 +138,9 @@ __device__ __forceinline__ bool mxplus_bad(const DParams &P, PackT<grid_of(fmt_o
  * MX+ / MX++ take the block check from mxplus_bad (so this shuffles never
  * and may run in a divergent branch). */
 template <int FMT>
-__device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(FMT).elem).bits> codes,
-                                        uint32_t aux, bool valid, size_t blk, int sub, float s_enc,
-                                        bool mpbad, float v[8])
+__device__ __forceinline__ void decode8(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
+                                        bool valid, int sub, int nblk, float s_enc, bool mpbad,
+                                        float v[8])
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int W = grid_of(F.elem).bits;
@@ -200,9 +199,8 @@ __device__ __forceinline__ void decode8(const DParams &P, PackT<grid_of(fmt_of(F
         uint32_t bm = 0xFFu;
         if (PLUS) {
             uint32_t meta = (aux >> 8) & 0xFFu;
-            size_t nblk = valid ? min(P.L.cols - blk * 16, (size_t)16) : 0;
             bool plain = sc <= 0x02u || sc == 0x7Fu;
-            if ((meta & 0xF0u) || (plain && meta != 0) || meta >= nblk)
+            if ((meta & 0xF0u) || (plain && meta != 0) || (int)meta >= (valid ? nblk : 0))
                 bad = true;
             if (!bad && sc > 0x02u)
                 bm = meta;
@@ -367,13 +365,29 @@ __device__ __forceinline__ void elem_scale_consts(int se, float &sf, float &nc)
     }
 }
 
+/* Replace bf16 value j (0..7) of the 4 words w by hb, by shifts and masks:
+ * a loop over w with a test on j becomes a dynamic index, and w local memory. */
+__device__ __forceinline__ void put_bf16(uint32_t w[4], int j, uint32_t hb)
+{
+    uint64_t lo = (uint64_t)w[1] << 32 | w[0], hi = (uint64_t)w[3] << 32 | w[2];
+    uint32_t s = 16u * (uint32_t)(j & 3);
+    uint64_t keep = ~(0xFFFFull << s), put = (uint64_t)hb << s;
+    if (j & 4)
+        hi = (hi & keep) | put;
+    else
+        lo = (lo & keep) | put;
+    w[0] = (uint32_t)lo;
+    w[1] = (uint32_t)(lo >> 32);
+    w[2] = (uint32_t)hi;
+    w[3] = (uint32_t)(hi >> 32);
+}
+
 /* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
  * mpbad: the MX+ block check (from mxplus_bad); nvtab: the NVFP4 tables. */
 template <int FMT>
-__device__ __forceinline__ void decode8_bf16(const DParams &P, PackT<grid_of(fmt_of(FMT).elem).bits> codes,
-                                             uint32_t aux, bool valid, size_t blk, int sub,
-                                             float s_enc, bool mpbad, const uint4 *nvtab,
-                                             uint32_t w[4])
+__device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
+                                             bool valid, int sub, int nblk, float s_enc, bool mpbad,
+                                             const uint4 *nvtab, uint32_t w[4])
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int W = grid_of(F.elem).bits;
@@ -385,10 +399,12 @@ __device__ __forceinline__ void decode8_bf16(const DParams &P, PackT<grid_of(fmt
         if (MXP) /* elements but the block max: 2^(se - delta); delta is 0 for MX+ */
             se -= (int)(aux >> 13 & 7u);
         /* MX: the range excludes sc = 0xFF; MX+ also needs a good block and
-         * sc != 0 (flushed: zeros), sc != 0xFF (NaN) */
+         * sc != 0 (flushed: zeros), sc != 0xFF (NaN), sc + emax <= 254 (the
+         * block max is a normal bf16) */
         fast = (unsigned)(se - fast_se_lo<F.elem>()) <=
                    (unsigned)(fast_se_hi<F.elem>() - fast_se_lo<F.elem>()) &&
-               (MXP ? !mpbad && sc - 1u < 0xFEu : !any_nan_inf<F.elem>((uint64_t)codes));
+               (MXP ? !mpbad && sc - 1u < 254u - (uint32_t)ext_of(F.elem).emax
+                    : !any_nan_inf<F.elem>((uint64_t)codes));
         if (fast) {
             if (F.elem == BFP_ELEM_E2M1) {
                 /* e * 2^se for the 2-significant-bit normal bf16 e is exact
@@ -406,17 +422,18 @@ __device__ __forceinline__ void decode8_bf16(const DParams &P, PackT<grid_of(fmt
                     w[k] = __byte_perm(elem_scaled<F.elem>(codes, 2 * k, sf, nc),
                                        elem_scaled<F.elem>(codes, 2 * k + 1, sf, nc), 0x7632u);
             }
-            if (MXP) { /* the block max: ext value * 2^se, by the lane that holds it */
+            if (MXP) { /* the block max, by the lane that holds it */
                 uint32_t bmi = aux >> 8 & 0x1Fu;
                 if (bmi / 8 == (uint32_t)sub) {
+                    /* ext value 2^emax (1 + i / 2^(W-1)) * 2^se: at most 8
+                     * significant bits, exponent field sc + emax in [1, 254]
+                     * (checked above): an exact normal bf16 */
+                    constexpr Grid X = ext_of(F.elem);
                     int jb = (int)(bmi % 8);
                     uint32_t c = (uint32_t)(codes >> (W * jb)) & ((1u << W) - 1);
-                    uint32_t hb = f32_to_bf16(__fmul_rn(code_value<F.elem, true>(c),
-                                                        pow2f((int)(aux & 0xFFu) - 127)));
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        if (k == jb / 2)
-                            w[k] = jb & 1 ? (w[k] & 0xFFFFu) | hb << 16 : (w[k] & 0xFFFF0000u) | hb;
+                    uint32_t hb = (c >> (W - 1)) << 15 | ((aux & 0xFFu) + X.emax) << 7 |
+                                  (c & (uint32_t)X.maxidx) << (7 - X.m);
+                    put_bf16(w, jb, hb);
                 }
             }
             return;
@@ -446,9 +463,8 @@ __device__ __forceinline__ void decode8_bf16(const DParams &P, PackT<grid_of(fmt
         uint32_t bm = 0xFFu;
         if (F.fam == BFP_FAMILY_NVFP4_PLUS) {
             uint32_t meta = (aux >> 8) & 0xFFu;
-            size_t nblk = valid ? min(P.L.cols - blk * 16, (size_t)16) : 0;
             bool plain = sc <= 0x02u; /* 0x7F: not fast anyway */
-            fast = fast && !((meta & 0xF0u) || (plain && meta != 0) || meta >= nblk);
+            fast = fast && !((meta & 0xF0u) || (plain && meta != 0) || (int)meta >= (valid ? nblk : 0));
             if (sc > 0x02u)
                 bm = meta;
         }
@@ -460,17 +476,14 @@ __device__ __forceinline__ void decode8_bf16(const DParams &P, PackT<grid_of(fmt
                 float sb = grid_value<BFP_ELEM_E4M3, false>(sc);
                 uint32_t hb = f32_to_bf16(
                     __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), sb), s_enc));
-#pragma unroll
-                for (int k = 0; k < 4; k++)
-                    if (k == jb / 2)
-                        w[k] = jb & 1 ? (w[k] & 0xFFFFu) | hb << 16 : (w[k] & 0xFFFF0000u) | hb;
+                put_bf16(w, jb, hb);
             }
             return;
         }
     }
     /* fallback: the exact decoder */
     float v[8];
-    decode8<FMT>(P, codes, aux, valid, blk, sub, s_enc, mpbad, v);
+    decode8<FMT>(codes, aux, valid, sub, nblk, s_enc, mpbad, v);
 #pragma unroll
     for (int k = 0; k < 4; k++)
         w[k] = (uint32_t)f32_to_bf16(v[2 * k]) | (uint32_t)f32_to_bf16(v[2 * k + 1]) << 16;
@@ -509,7 +522,7 @@ __device__ __forceinline__ uint4 nv_bf16_table(uint32_t sc, float s_enc)
 }
 
 template <int FMT, int NU>
-__device__ __forceinline__ void dequant_body(const DParams &P)
+__device__ __forceinline__ void dequant_body(const DParams &P, uint4 *nvtab)
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
@@ -523,6 +536,8 @@ __device__ __forceinline__ void dequant_body(const DParams &P)
     int n = g < P.L.gpr && col0 < P.L.cols ? (int)min(P.L.cols - col0, (size_t)8) : 0;
     size_t off = col0 / 8 * W;
     int nb = n > 0 ? (int)min(P.crb - off, (size_t)W) : 0;
+    /* elements in this block (MX+ / NVFP4+ meta check); the same for every row */
+    int nblk = g < P.L.gpr && blk * F.block < P.L.cols ? (int)min(P.L.cols - blk * F.block, (size_t)F.block) : 0;
     /* all loads first */
     PackT<W> codes[NU];
     uint32_t aux[NU];
@@ -538,7 +553,6 @@ __device__ __forceinline__ void dequant_body(const DParams &P)
     if (NV)
         s_enc = __ldg(P.tscale);
     const bool bf16 = P.dt == BFP_DTYPE_BF16;
-    __shared__ uint4 nvtab[NV ? 256 : 1];
     if (NV && bf16) { /* uniform per launch: every thread reaches the barrier */
         nvtab[threadIdx.x & 255u] = nv_bf16_table(threadIdx.x & 255u, s_enc);
         __syncthreads();
@@ -547,15 +561,15 @@ __device__ __forceinline__ void dequant_body(const DParams &P)
     for (int u = 0; u < NU; u++) {
         size_t row = row0 + u;
         bool valid = g < P.L.gpr && row < P.L.rows;
-        bool mpbad = MXP ? mxplus_bad<FMT>(P, codes[u], aux[u], valid, blk, sub) : false;
+        bool mpbad = MXP ? mxplus_bad<FMT>(codes[u], aux[u], valid, sub, n, nblk) : false;
         if (bf16) {
             uint32_t w[4];
-            decode8_bf16<FMT>(P, codes[u], aux[u], valid, blk, sub, s_enc, mpbad, nvtab, w);
+            decode8_bf16<FMT>(codes[u], aux[u], valid, sub, nblk, s_enc, mpbad, nvtab, w);
             if (valid && n > 0)
                 store_bf16x8(P.dst, row * P.L.cols + col0, n, P.vec_out, w);
         } else {
             float v[8];
-            decode8<FMT>(P, codes[u], aux[u], valid, blk, sub, s_enc, mpbad, v);
+            decode8<FMT>(codes[u], aux[u], valid, sub, nblk, s_enc, mpbad, v);
             if (valid && n > 0)
                 store8(P.dst, P.dt, row * P.L.cols + col0, n, P.vec_out, v);
         }
@@ -565,10 +579,12 @@ __device__ __forceinline__ void dequant_body(const DParams &P)
 template <int FMT>
 __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
 {
+    constexpr FmtT F = fmt_of(FMT);
+    __shared__ uint4 nvtab[F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS ? 256 : 1];
     if (P.L.qu == QU)
-        dequant_body<FMT, QU>(P);
+        dequant_body<FMT, QU>(P, nvtab);
     else
-        dequant_body<FMT, 1>(P);
+        dequant_body<FMT, 1>(P, nvtab);
 }
 
 } // namespace bfpcuda

@@ -102,6 +102,7 @@ static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int 
         for (size_t blk = 0; blk < sz.blocks_per_row; blk++) {
             PackT<W> codes[T];
             uint32_t aux = load_aux<FMT>(P, row * P.G + blk);
+            int nblk = (int)min(cols - blk * F.block, (size_t)F.block);
             bool bad = false;
             for (int sub = 0; sub < T; sub++) {
                 size_t col0 = blk * F.block + (size_t)sub * 8;
@@ -110,7 +111,7 @@ static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int 
                 int nb = n > 0 ? (int)min(P.crb - off, (size_t)W) : 0;
                 codes[sub] = nb > 0 ? (PackT<W>)load_codes<W>(P.codes + row * P.crb + off, nb, false) : 0;
                 if (MXP)
-                    bad |= mxplus_bad<FMT>(P, codes[sub], aux, true, blk, sub);
+                    bad |= mxplus_bad<FMT>(codes[sub], aux, true, sub, n, nblk);
             }
             for (int sub = 0; sub < T; sub++) {
                 size_t col0 = blk * F.block + (size_t)sub * 8;
@@ -118,12 +119,12 @@ static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int 
                 size_t e = row * cols + col0;
                 if (dt == BFP_DTYPE_BF16) {
                     uint32_t w[4];
-                    decode8_bf16<FMT>(P, codes[sub], aux, true, blk, sub, s_enc, bad, nvtab, w);
+                    decode8_bf16<FMT>(codes[sub], aux, true, sub, nblk, s_enc, bad, nvtab, w);
                     for (int j = 0; j < n; j++)
                         ((uint16_t *)out)[e + j] = (uint16_t)(w[j / 2] >> (16 * (j & 1)));
                 } else {
                     float v[8];
-                    decode8<FMT>(P, codes[sub], aux, true, blk, sub, s_enc, bad, v);
+                    decode8<FMT>(codes[sub], aux, true, sub, nblk, s_enc, bad, v);
                     for (int j = 0; j < n; j++) {
                         if (dt == BFP_DTYPE_F32)
                             ((uint32_t *)out)[e + j] = f2u(v[j]);
