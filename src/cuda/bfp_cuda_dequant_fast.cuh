@@ -120,11 +120,24 @@ __device__ __forceinline__ bool mxplus_bad(PackT<grid_of(fmt_of(FMT).elem).bits>
     /* NaN / Inf / INT -max-1 codes anywhere but at the block max; E2M1, E2M3
      * and E3M2 have none */
     if (G.kind == GK_INT || (int)CMASK / 2 > G.maxidx) {
-        int jb = (uint32_t)sub == bmi / 8 ? (int)(bmi % 8) : 8;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            uint32_t c = (uint32_t)(cv >> (W * j)) & CMASK;
-            bad |= (j < nn && j != jb && code_special<F.elem>(c)) ? 1u : 0u;
+        /* all 8 codes at once (W = 4 or 8): the excluded codes (padding, the
+         * block max) become a harmless code first */
+        constexpr PackT<W> ONES = (PackT<W>)0x0101010101010101ull * (W == 4 ? 0x11u : 1u);
+        constexpr PackT<W> TOP = ONES << (W - 1); /* the top bit of every code */
+        PackT<W> ex = ~vm;
+        if ((uint32_t)sub == bmi / 8)
+            ex |= (PackT<W>)CMASK << (W * (bmi % 8));
+        if (G.kind == GK_INT) {
+            /* special: code == TOP; any zero code of v = codes ^ TOP, with
+             * the excluded codes made 1: (v - ONES) & ~v & TOP is nonzero iff
+             * some code of v is zero (a borrow starts only at a zero code) */
+            PackT<W> v = (codes ^ TOP) & ~ex | (ex & ONES);
+            bad |= ((v - ONES) & ~v & TOP) != 0;
+        } else {
+            /* E4M3 mag 0x7F, E5M2 mag >= 0x7C: mag + (0x80 - first special
+             * magnitude) reaches bit 7, with no carry out of the byte */
+            constexpr PackT<W> ADD = ONES * (uint32_t)(CMASK / 2 - G.maxidx);
+            bad |= ((((codes & ~ex) & ~TOP) + ADD) & TOP) != 0;
         }
     }
     bad = group_or<T>(bad);
@@ -365,21 +378,19 @@ __device__ __forceinline__ void elem_scale_consts(int se, float &sf, float &nc)
     }
 }
 
-/* Replace bf16 value j (0..7) of the 4 words w by hb, by shifts and masks:
- * a loop over w with a test on j becomes a dynamic index, and w local memory. */
-__device__ __forceinline__ void put_bf16(uint32_t w[4], int j, uint32_t hb)
+/* Replace bf16 value j (0..7) of the 4 words w by hb if on, with one PRMT
+ * per word: selector 0x3210 keeps a word, 0x3254 / 0x5410 put hb into its
+ * low / high half. (A loop over w with a test on j would become a dynamic
+ * index and put w in local memory.) */
+__device__ __forceinline__ void put_bf16(uint32_t w[4], int j, uint32_t hb, bool on)
 {
-    uint64_t lo = (uint64_t)w[1] << 32 | w[0], hi = (uint64_t)w[3] << 32 | w[2];
-    uint32_t s = 16u * (uint32_t)(j & 3);
-    uint64_t keep = ~(0xFFFFull << s), put = (uint64_t)hb << s;
-    if (j & 4)
-        hi = (hi & keep) | put;
-    else
-        lo = (lo & keep) | put;
-    w[0] = (uint32_t)lo;
-    w[1] = (uint32_t)(lo >> 32);
-    w[2] = (uint32_t)hi;
-    w[3] = (uint32_t)(hi >> 32);
+    uint32_t d = on ? ((j & 1) ? 0x5410u ^ 0x3210u : 0x3254u ^ 0x3210u) : 0u;
+    uint64_t sels = 0x3210321032103210ull ^ ((uint64_t)d << (16 * (j >> 1)));
+    uint32_t slo = (uint32_t)sels, shi = (uint32_t)(sels >> 32);
+    w[0] = __byte_perm(w[0], hb, slo);
+    w[1] = __byte_perm(w[1], hb, slo >> 16);
+    w[2] = __byte_perm(w[2], hb, shi);
+    w[3] = __byte_perm(w[3], hb, shi >> 16);
 }
 
 /* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
@@ -422,19 +433,17 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                     w[k] = __byte_perm(elem_scaled<F.elem>(codes, 2 * k, sf, nc),
                                        elem_scaled<F.elem>(codes, 2 * k + 1, sf, nc), 0x7632u);
             }
-            if (MXP) { /* the block max, by the lane that holds it */
+            if (MXP) { /* the block max, in the lane that holds it (no branch) */
+                /* ext value 2^emax (1 + i / 2^(W-1)) * 2^se: at most 8
+                 * significant bits, exponent field sc + emax in [1, 254]
+                 * (checked above): an exact normal bf16 */
+                constexpr Grid X = ext_of(F.elem);
                 uint32_t bmi = aux >> 8 & 0x1Fu;
-                if (bmi / 8 == (uint32_t)sub) {
-                    /* ext value 2^emax (1 + i / 2^(W-1)) * 2^se: at most 8
-                     * significant bits, exponent field sc + emax in [1, 254]
-                     * (checked above): an exact normal bf16 */
-                    constexpr Grid X = ext_of(F.elem);
-                    int jb = (int)(bmi % 8);
-                    uint32_t c = (uint32_t)(codes >> (W * jb)) & ((1u << W) - 1);
-                    uint32_t hb = (c >> (W - 1)) << 15 | ((aux & 0xFFu) + X.emax) << 7 |
-                                  (c & (uint32_t)X.maxidx) << (7 - X.m);
-                    put_bf16(w, jb, hb);
-                }
+                int jb = (int)(bmi % 8);
+                uint32_t c = (uint32_t)(codes >> (W * jb)) & ((1u << W) - 1);
+                uint32_t hb = (c >> (W - 1)) << 15 | ((aux & 0xFFu) + X.emax) << 7 |
+                              (c & (uint32_t)X.maxidx) << (7 - X.m);
+                put_bf16(w, jb, hb, bmi / 8 == (uint32_t)sub);
             }
             return;
         }
@@ -476,7 +485,7 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                 float sb = grid_value<BFP_ELEM_E4M3, false>(sc);
                 uint32_t hb = f32_to_bf16(
                     __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), sb), s_enc));
-                put_bf16(w, jb, hb);
+                put_bf16(w, jb, hb, true);
             }
             return;
         }
