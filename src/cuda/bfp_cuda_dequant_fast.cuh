@@ -13,6 +13,8 @@
 #ifndef BFP_CUDA_DEQUANT_FAST_CUH
 #define BFP_CUDA_DEQUANT_FAST_CUH
 
+#include <cuda_fp8.h>
+
 namespace bfpcuda {
 
 /* ---- stores ------------------------------------------------------------------ */
@@ -305,6 +307,12 @@ constexpr uint32_t E2M1_HIA = 0x3F3F3F00u, E2M1_HIB = 0x40404040u, E2M1_LOA = 0x
 constexpr uint32_t INT3_HIA = 0x40403F00u, INT3_HIB = 0x40404040u, INT3_LOA = 0x40008000u,
                    INT3_LOB = 0xE0C0A080u;
 
+template <int ELEM>
+__host__ __device__ constexpr int f16_shift()
+{
+    return ELEM == BFP_ELEM_E2M3 ? -6 : ELEM == BFP_ELEM_E3M2 ? -12 : 0;
+}
+
 /* Range of shared exponents se for which value * 2^se is an fp32 / bf16
  * normal number for every nonzero finite element value of ELEM, and the
  * constants of the f16 embedding below stay normal fp32 numbers. */
@@ -318,12 +326,12 @@ __host__ __device__ constexpr int fast_se_lo()
 template <int ELEM>
 __host__ __device__ constexpr int fast_se_hi()
 {
-    /* FLOAT: values < 2^(emax+1), and 2^(se + 15 - bias) <= 2^127;
-     * INT: (2^23 + 2^(bits-1)) * 2^(se-m) < 2^128 (fma_int below) */
+    /* FLOAT: values < 2^(emax+1), and the multiplier 2^(se - f16_shift) <=
+     * 2^127; INT: (2^23 + 2^(bits-1)) * 2^(se-m) < 2^128 (int_scaled) */
     return grid_of(ELEM).kind == GK_INT
                ? grid_of(ELEM).m + 104
-               : (127 - grid_of(ELEM).emax < 112 + grid_of(ELEM).bias ? 127 - grid_of(ELEM).emax
-                                                                      : 112 + grid_of(ELEM).bias);
+               : (127 - grid_of(ELEM).emax < 127 + f16_shift<ELEM>() ? 127 - grid_of(ELEM).emax
+                                                                     : 127 + f16_shift<ELEM>());
 }
 
 /* 1 if any of the 8 codes is a NaN / Inf code (E4M3 mag 0x7F, E5M2 mag >= 0x7C) */
@@ -338,44 +346,62 @@ __device__ __forceinline__ bool any_nan_inf(uint64_t codes)
     return (((codes & 0x7F7F7F7F7F7F7F7Full) + ADD) & 0x8080808080808080ull) != 0;
 }
 
-/* Element j of 8 W-bit codes times 2^se as fp32 bits, exact, for se in
- * [fast_se_lo, fast_se_hi] and a finite code (the result is then a normal
- * fp32 number or zero with at most 8 significant bits, so its high half is
- * its bf16 encoding).
- * FLOAT: the magnitude bits placed at (10 - m) form an f16 whose value is
- * value * 2^(bias - 15) exactly, subnormal codes included (f16 has 5 exponent
- * bits and 10 mantissa bits, the codes at most 5 and 3); cvt.f32.f16 is exact
- * and the product with 2^(se + 15 - bias) too. sf = 2^(se + 15 - bias).
- * INT: f = 2^23 + 2^(bits-1) + k (k the signed code) is exact; the fma of
- * f * s - (2^23 + 2^(bits-1)) * s rounds once, and k * s is representable:
- * exact. sf = s = 2^(se - m), nc = -(2^23 + 2^(bits-1)) * s. */
-template <int ELEM, typename PK>
-__device__ __forceinline__ uint32_t elem_scaled(PK codes, int j, float sf, float nc)
+/* 6/8-bit FLOAT codes as 4 f16x2 words (element 2k in the low half of
+ * h[k]), each f16 = value * 2^f16_shift exactly, sign and subnormal codes
+ * included; finite codes only (NaN / Inf codes give garbage):
+ * E5M2 is f16's top byte (shift 0); E4M3 converts exactly in hardware
+ * (cvt.rn.f16x2.e4m3x2: every E4M3 value is an f16 normal); E2M3 and E3M2
+ * are first rewritten as E4M3 / E5M2 bytes with the same exponent and
+ * mantissa fields (s e m -> s 0 0 e m): fields at the exponent field's
+ * bottom scale every value, subnormals included, by 2^(bias - bias') =
+ * 2^-6 (E2M3 in E4M3) and 2^-12 (E3M2 in E5M2). */
+/* 4 six-bit codes (24 bits) to bytes, sign from bit 5 to bit 7 */
+__device__ __forceinline__ uint32_t six_to_bytes(uint32_t t)
 {
-    constexpr Grid G = grid_of(ELEM);
-    constexpr int W = G.bits;
-    uint32_t c = (uint32_t)(codes >> (W * j)) & ((1u << W) - 1);
-    if (G.kind == GK_INT) {
-        float f = u2f(0x4B000000u | (c ^ (1u << (W - 1))));
-        return f2u(__fmaf_rn(f, sf, nc));
-    }
-    uint32_t h = (c & ((1u << (W - 1)) - 1)) << (10 - G.m) | (c >> (W - 1)) << 15;
-    float f = __half2float(__ushort_as_half((unsigned short)h));
-    return f2u(__fmul_rn(f, sf));
+    uint32_t p = (t & 0xFFFu) | (t << 4 & 0x0FFF0000u);     /* 2 codes per 16-bit lane */
+    uint32_t y = (p & 0x003F003Fu) | (p << 2 & 0x3F003F00u); /* one per byte */
+    return (y & 0x1F1F1F1Fu) | (y << 2 & 0x80808080u);
 }
 
-template <int ELEM>
-__device__ __forceinline__ void elem_scale_consts(int se, float &sf, float &nc)
+template <int ELEM, typename PK>
+__device__ __forceinline__ void f16_pairs(PK codes, uint32_t h[4])
 {
-    constexpr Grid G = grid_of(ELEM);
-    constexpr int W = G.bits;
-    if (G.kind == GK_INT) {
-        sf = u2f((uint32_t)(se - G.m + 127) << 23);
-        nc = -u2f((uint32_t)(se - G.m + 127 + 23) << 23 | 1u << (W - 1)); /* (2^23 + 2^(W-1)) s */
+    uint32_t lo, hi; /* 4 byte codes each */
+    if (grid_of(ELEM).bits == 6) {
+        uint64_t c = (uint64_t)codes;
+        lo = six_to_bytes((uint32_t)c);
+        hi = six_to_bytes((uint32_t)(c >> 24));
     } else {
-        sf = u2f((uint32_t)(se + 15 - G.bias + 127) << 23);
-        nc = 0.0f;
+        lo = (uint32_t)(uint64_t)codes;
+        hi = (uint32_t)((uint64_t)codes >> 32);
     }
+    if (ELEM == BFP_ELEM_E5M2 || ELEM == BFP_ELEM_E3M2) {
+        h[0] = __byte_perm(lo, 0u, 0x1404u); /* bytes 0, 1 to the lanes' top bytes */
+        h[1] = __byte_perm(lo, 0u, 0x3424u);
+        h[2] = __byte_perm(hi, 0u, 0x1404u);
+        h[3] = __byte_perm(hi, 0u, 0x3424u);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(
+                (__nv_fp8x2_storage_t)((k < 2 ? lo : hi) >> (16 * (k & 1))), __NV_E4M3);
+            h[k] = (uint32_t)r.x | (uint32_t)r.y << 16;
+        }
+    }
+}
+
+/* INT codes: element j times s = 2^(se - m) as fp32 bits, exact for se in
+ * [fast_se_lo, fast_se_hi]: f = 2^23 + 2^(bits-1) + k (k the signed code) is
+ * exact; the fma f * s - (2^23 + 2^(bits-1)) * s rounds once, and k * s (at
+ * most 8 significant bits, normal or zero) is representable: exact. Its high
+ * half is then its bf16 encoding. */
+template <int ELEM, typename PK>
+__device__ __forceinline__ uint32_t int_scaled(PK codes, int j, float s, float nc)
+{
+    constexpr int W = grid_of(ELEM).bits;
+    uint32_t c = (uint32_t)(codes >> (W * j)) & ((1u << W) - 1);
+    float f = u2f(0x4B000000u | (c ^ (1u << (W - 1))));
+    return f2u(__fmaf_rn(f, s, nc));
 }
 
 /* Replace bf16 value j (0..7) of the 4 words w by hb if on, with one PRMT
@@ -425,13 +451,27 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
 #pragma unroll
                 for (int k = 0; k < 4; k++)
                     w[k] = bf16x2_mul(w[k], s2);
-            } else {
-                float sf, nc;
-                elem_scale_consts<F.elem>(se, sf, nc);
+            } else if (grid_of(F.elem).kind == GK_INT) {
+                constexpr Grid G = grid_of(F.elem);
+                float sv = u2f((uint32_t)(se - G.m + 127) << 23);
+                float nc = -u2f((uint32_t)(se - G.m + 127 + 23) << 23 | 1u << (W - 1)); /* (2^23 + 2^(W-1)) s */
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    w[k] = __byte_perm(elem_scaled<F.elem>(codes, 2 * k, sf, nc),
-                                       elem_scaled<F.elem>(codes, 2 * k + 1, sf, nc), 0x7632u);
+                    w[k] = __byte_perm(int_scaled<F.elem>(codes, 2 * k, sv, nc),
+                                       int_scaled<F.elem>(codes, 2 * k + 1, sv, nc), 0x7632u);
+            } else {
+                /* f16 value * 2^(se - f16_shift): v * 2^se exactly, a normal
+                 * fp32 number (or +-0) with at most 4 significant bits, so its
+                 * high half is its bf16 encoding */
+                uint32_t h[4];
+                f16_pairs<F.elem>(codes, h);
+                float sv = u2f((uint32_t)(se - f16_shift<F.elem>() + 127) << 23);
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    float fx = __half2float(__ushort_as_half((unsigned short)h[k]));
+                    float fy = __half2float(__ushort_as_half((unsigned short)(h[k] >> 16)));
+                    w[k] = __byte_perm(f2u(__fmul_rn(fx, sv)), f2u(__fmul_rn(fy, sv)), 0x7632u);
+                }
             }
             if (MXP) { /* the block max, in the lane that holds it (no branch) */
                 /* ext value 2^emax (1 + i / 2^(W-1)) * 2^se: at most 8

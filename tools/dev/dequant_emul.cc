@@ -211,8 +211,8 @@ int main()
                         checked++;
                         if (memcmp(&got[i * es], &ref[i * es], es) != 0) {
                             if (bad < 5)
-                                printf("%s %s %zux%zu ts=%g: [%zu,%zu] (scale %02x meta %02x)\n", f->name,
-                                       bfp_dtype_name(dts[d]), rows, cols, (double)tscale, i / cols, i % cols,
+                                printf("%s %s %zux%zu ts=%g: [%zu,%zu] got %x ref %x (scale %02x meta %02x)\n", f->name,
+                                       bfp_dtype_name(dts[d]), rows, cols, (double)tscale, i / cols, i % cols, got[i * es] | got[i * es + 1] << 8, ref[i * es] | ref[i * es + 1] << 8,
                                        f->scale_bytes == 1 ? scales[(i / cols) * sz.blocks_per_row + (i % cols) / f->block] : 0,
                                        sz.meta ? meta[(i / cols) * sz.blocks_per_row + (i % cols) / f->block] : 0);
                             bad++;
