@@ -277,6 +277,19 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b)
 #endif
 }
 
+/* PRMT with a selector whose nibbles are all < 8 (__byte_perm would mask
+ * them with 0x7777 first, one more instruction) */
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s));
+    return d;
+#else
+    return __byte_perm(a, b, s);
+#endif
+}
+
 /* 8 sign-magnitude 4-bit codes (element j in bits 4j..4j+3) to 8 bf16 values
  * from a table of 8 magnitudes, given as its high bytes (hia: entries 0-3,
  * hib: 4-7) and low bytes (loa, lob); the code's bit 3 becomes bit 15.
@@ -413,10 +426,10 @@ __device__ __forceinline__ void put_bf16(uint32_t w[4], int j, uint32_t hb, bool
     uint32_t d = on ? ((j & 1) ? 0x5410u ^ 0x3210u : 0x3254u ^ 0x3210u) : 0u;
     uint64_t sels = 0x3210321032103210ull ^ ((uint64_t)d << (16 * (j >> 1)));
     uint32_t slo = (uint32_t)sels, shi = (uint32_t)(sels >> 32);
-    w[0] = __byte_perm(w[0], hb, slo);
-    w[1] = __byte_perm(w[1], hb, slo >> 16);
-    w[2] = __byte_perm(w[2], hb, shi);
-    w[3] = __byte_perm(w[3], hb, shi >> 16);
+    w[0] = prmt(w[0], hb, slo);
+    w[1] = prmt(w[1], hb, slo >> 16);
+    w[2] = prmt(w[2], hb, shi);
+    w[3] = prmt(w[3], hb, shi >> 16);
 }
 
 /* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
@@ -522,9 +535,15 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
             if (F.fam == BFP_FAMILY_NVFP4_PLUS && bm / 8 == (uint32_t)sub) {
                 int jb = (int)(bm % 8);
                 uint32_t c = ((uint32_t)codes >> (4 * jb)) & 0xFu;
-                float sb = grid_value<BFP_ELEM_E4M3, false>(sc);
-                uint32_t hb = f32_to_bf16(
-                    __fdiv_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), sb), s_enc));
+                /* ext * sb exactly: sc's bits at the exponent field's bottom
+                 * are sb * 2^-120 (subnormal sc included), ext * that has at
+                 * most 8 significant bits (at worst a subnormal multiple of
+                 * 2^-130), then * 2^120; the quotient's RNE to bf16 needs no
+                 * NaN case (finite / finite > 0) */
+                float qsb = __fmul_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), u2f(sc << 20)),
+                                      u2f(247u << 23)); /* 2^120 */
+                uint32_t qb = f2u(__fdiv_rn(qsb, s_enc));
+                uint32_t hb = (qb + 0x7FFFu + (qb >> 16 & 1u)) >> 16;
                 put_bf16(w, jb, hb, true);
             }
             return;
