@@ -403,20 +403,6 @@ __device__ __forceinline__ void f16_pairs(PK codes, uint32_t h[4])
     }
 }
 
-/* INT codes: element j times s = 2^(se - m) as fp32 bits, exact for se in
- * [fast_se_lo, fast_se_hi]: f = 2^23 + 2^(bits-1) + k (k the signed code) is
- * exact; the fma f * s - (2^23 + 2^(bits-1)) * s rounds once, and k * s (at
- * most 8 significant bits, normal or zero) is representable: exact. Its high
- * half is then its bf16 encoding. */
-template <int ELEM, typename PK>
-__device__ __forceinline__ uint32_t int_scaled(PK codes, int j, float s, float nc)
-{
-    constexpr int W = grid_of(ELEM).bits;
-    uint32_t c = (uint32_t)(codes >> (W * j)) & ((1u << W) - 1);
-    float f = u2f(0x4B000000u | (c ^ (1u << (W - 1))));
-    return f2u(__fmaf_rn(f, s, nc));
-}
-
 /* Replace bf16 value j (0..7) of the 4 words w by hb if on, with one PRMT
  * per word: selector 0x3210 keeps a word, 0x3254 / 0x5410 put hb into its
  * low / high half. (A loop over w with a test on j would become a dynamic
@@ -465,13 +451,39 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                 for (int k = 0; k < 4; k++)
                     w[k] = bf16x2_mul(w[k], s2);
             } else if (grid_of(F.elem).kind == GK_INT) {
+                /* k * s, s = 2^(se - m): f = 2^23 + 2^(W-1) + k is exact; the
+                 * fma f * s - (2^23 + 2^(W-1)) * s rounds once, and k * s (at
+                 * most 8 significant bits, normal or zero for se in the fast
+                 * range) is representable: exact, and its high half is its
+                 * bf16 encoding */
                 constexpr Grid G = grid_of(F.elem);
                 float sv = u2f((uint32_t)(se - G.m + 127) << 23);
                 float nc = -u2f((uint32_t)(se - G.m + 127 + 23) << 23 | 1u << (W - 1)); /* (2^23 + 2^(W-1)) s */
+                /* code bytes with the top bit flipped (c ^ 2^(W-1) = k + 2^(W-1)),
+                 * INT4 spread to bytes: even elements in e, odd in o */
+                uint32_t e, o;
+                if (W == 8) {
+                    e = (uint32_t)(uint64_t)codes ^ 0x80808080u;
+                    o = (uint32_t)((uint64_t)codes >> 32) ^ 0x80808080u;
+                } else {
+                    uint32_t c = (uint32_t)codes ^ 0x88888888u;
+                    e = c & 0x0F0F0F0Fu;
+                    o = c >> 4 & 0x0F0F0F0Fu;
+                }
 #pragma unroll
-                for (int k = 0; k < 4; k++)
-                    w[k] = __byte_perm(int_scaled<F.elem>(codes, 2 * k, sv, nc),
-                                       int_scaled<F.elem>(codes, 2 * k + 1, sv, nc), 0x7632u);
+                for (int k = 0; k < 4; k++) {
+                    /* f = 2^23 + byte: PRMT of the byte under 0x4B000000 */
+                    uint32_t fa, fb;
+                    if (W == 8) {
+                        uint32_t r = k < 2 ? e : o;
+                        fa = prmt(r, 0x4B000000u, 0x7440u | (uint32_t)(2 * k & 3));
+                        fb = prmt(r, 0x4B000000u, 0x7440u | (uint32_t)((2 * k + 1) & 3));
+                    } else {
+                        fa = prmt(e, 0x4B000000u, 0x7440u | (uint32_t)k);
+                        fb = prmt(o, 0x4B000000u, 0x7440u | (uint32_t)k);
+                    }
+                    w[k] = prmt(f2u(__fmaf_rn(u2f(fa), sv, nc)), f2u(__fmaf_rn(u2f(fb), sv, nc)), 0x7632u);
+                }
             } else {
                 /* f16 value * 2^(se - f16_shift): v * 2^se exactly, a normal
                  * fp32 number (or +-0) with at most 4 significant bits, so its
