@@ -1,11 +1,12 @@
 /* dequant_emul.cc - runs the GPU dequantizer's per-thread decode functions
  * (src/cuda/bfp_cuda_dequant_fast.cuh) on the host, with the CUDA intrinsics
- * emulated by their IEEE meaning, and compares the bf16 output with
+ * emulated by their IEEE meaning, and compares the f32 / bf16 / f16 output with
  * bfp_dequantize_ref: every format, exhaustive scale bytes x random and
  * special code patterns, MX+ meta bytes, NVFP4 tensor scales. It checks the
  * logic of the fast paths (tables, selectors, exponent ranges, fallbacks)
  * on a machine without a GPU; tests/test_cuda.c remains the real check.
  *
+ * Built as the ctest test_cuda_dequant_emul when CUDA is enabled, or:
  *   g++ -O2 -std=c++17 -Iinclude -Isrc/core -Isrc/cuda -I/usr/local/cuda/include \
  *       tools/dev/dequant_emul.cc build/libbfp.a -lm -o /tmp/dequant_emul && /tmp/dequant_emul
  */
