@@ -302,8 +302,11 @@ static void run_case(const qcase *c)
     free(x);
 }
 
-/* Decode random bytes: bad blocks, NaN codes, bad tensor scales. */
-static void run_garbage(bfp_format fmt, size_t rows, size_t cols, uint64_t seed)
+/* Decode random bytes: bad blocks, NaN codes, bad tensor scales. sweep:
+ * row r has scale byte r % 256 in every block (HiF4: the first byte of the
+ * word), so that every scale takes the bf16 decoder's fast path or its
+ * fallback, on both sides of each boundary. */
+static void run_garbage(bfp_format fmt, size_t rows, size_t cols, uint64_t seed, int sweep)
 {
     bfp_plane_sizes sz;
     bfp_plane_sizes_for(fmt, rows, cols, &sz);
@@ -318,13 +321,18 @@ static void run_garbage(bfp_format fmt, size_t rows, size_t cols, uint64_t seed)
         hp.scales[i] = (u & 3) == 0 ? (uint8_t)(u >> 8) : (u & 3) == 1 ? 0xFF : (u & 3) == 2 ? 0 : (uint8_t)(120 + (u >> 8) % 16);
         if (bfp_format_get(fmt)->family == BFP_FAMILY_NVFP4 || bfp_format_get(fmt)->family == BFP_FAMILY_NVFP4_PLUS)
             hp.scales[i] = (u & 7) == 0 ? (uint8_t)(u >> 8) : (u & 7) == 1 ? 0x7F : (uint8_t)((u >> 8) % 0x7F);
+        if (sweep) /* HiF4: 4 bytes per block, the scale byte first */
+            hp.scales[i] = bfp_format_get(fmt)->scale_bytes == 4 && i % 4 ? (uint8_t)u
+                                                                         : (uint8_t)(i / (sz.scales / rows));
     }
     for (size_t i = 0; i < sz.meta; i++) {
         uint64_t u = rnd();
         hp.meta[i] = (u & 3) == 0 ? (uint8_t)(u >> 8) : (uint8_t)((u >> 8) % 16);
     }
-    static const float ts[4] = {3.0e-5f, 1234.5f, -1.0f, 3.0e37f}; /* 3e37: tiny sb/s_enc too */
-    *hp.ts = ts[seed % 4];
+    /* 3e37: tiny sb/s_enc too; 1e-37: sb/s_enc overflows fp32 for big sb
+     * while 0.5 sb/s_enc does not; 5e-36: 6 sb/s_enc near the bf16 maximum */
+    static const float ts[6] = {3.0e-5f, 1234.5f, -1.0f, 3.0e37f, 1.0e-37f, 5.0e-36f};
+    *hp.ts = ts[seed % 6];
     qcase c = {fmt, BFP_DTYPE_F32, rows, cols, {0}, 0, 0, 0, 0, 0, seed};
     check_dequant(&c, &hp, "random bytes");
     hplanes_free(&hp);
@@ -618,10 +626,12 @@ static void small_tests(void)
             run_case(&c);
             cases += 2;
         }
-        for (int g = 0; g < (quick ? 1 : 4); g++) {
-            run_garbage(f->id, 3, 200, 1000 + (uint64_t)g);
-            run_garbage(f->id, 2, 37, 2003 + (uint64_t)g);
+        for (int g = 0; g < (quick ? 1 : 4); g++) { /* seeds: every tensor scale of run_garbage */
+            run_garbage(f->id, 3, 200, 1000 + (uint64_t)g, 0);
+            run_garbage(f->id, 2, 37, 2004 + (uint64_t)g, 0);
         }
+        for (int g = 0; g < (f->has_tensor_scale ? 6 : 1); g++)
+            run_garbage(f->id, 256, 2 * (size_t)f->block + 13, 3000 + (uint64_t)g, 1);
         printf("  %-14s %4d cases %s\n", f->name, cases, check_failed == before ? "ok" : "FAILED");
         fflush(stdout);
     }

@@ -1,0 +1,229 @@
+/* dequant_emul.cc - runs the GPU dequantizer's per-thread decode functions
+ * (src/cuda/bfp_cuda_dequant_fast.cuh) on the host, with the CUDA intrinsics
+ * emulated by their IEEE meaning, and compares the f32 / bf16 / f16 output with
+ * bfp_dequantize_ref: every format, exhaustive scale bytes x random and
+ * special code patterns, MX+ meta bytes, NVFP4 tensor scales. It checks the
+ * logic of the fast paths (tables, selectors, exponent ranges, fallbacks)
+ * on a machine without a GPU; tests/test_cuda.c remains the real check.
+ *
+ * Built as the ctest test_cuda_dequant_emul when CUDA is enabled, or:
+ *   g++ -O2 -std=c++17 -Iinclude -Isrc/core -Isrc/cuda -I/usr/local/cuda/include \
+ *       tools/dev/dequant_emul.cc build/libbfp.a -lm -o /tmp/dequant_emul && /tmp/dequant_emul
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+/* ---- intrinsics on the host --------------------------------------------------- */
+static uint3 threadIdx, blockIdx;
+static inline void __syncthreads() {}
+static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; } /* lanes OR'ed by the caller */
+template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    uint64_t v = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned n = (s >> (4 * i)) & 0xF;
+        unsigned b = (unsigned)(v >> (8 * (n & 7))) & 0xFF;
+        if (n & 8)
+            b = (b & 0x80) ? 0xFF : 0;
+        r |= b << (8 * i);
+    }
+    return r;
+}
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline float __fadd_rz(float a, float b)
+{
+    double d = (double)a + (double)b; /* exact for the uses here */
+    float f = (float)d;
+    if (fabs((double)f) > fabs(d))
+        f = nextafterf(f, 0.0f);
+    return f;
+}
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
+static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
+static inline unsigned __ballot_sync(unsigned, int p) { return p ? 1u : 0u; }
+#define __launch_bounds__(x)
+#define BFP_LAUNCH(kernel, grid, block, stream, ...) (void)0
+using std::max;
+using std::min;
+static inline size_t min(size_t a, size_t b) { return a < b ? a : b; }
+#define atomicAdd(p, v) (*(p) += (v))
+#define atomicMax(p, v) (*(p) = *(p) > (v) ? *(p) : (v))
+
+#include "bfp_cuda_kernels.cuh"
+
+using namespace bfpcuda;
+
+/* the GPU's bf16 output of a whole tensor, thread by thread (NU = 1) */
+/* dt: the output dtype; out holds rows * cols values of its size */
+template <int FMT>
+static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int dt, void *out)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
+    constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
+    bfp_plane_sizes sz;
+    bfp_plane_sizes_for((bfp_format)FMT, rows, cols, &sz);
+    DParams P;
+    memset(&P, 0, sizeof P);
+    P.L.rows = rows;
+    P.L.cols = cols;
+    P.L.gpr = sz.blocks_per_row * T;
+    P.codes = in->codes;
+    P.crb = sz.code_row_bytes;
+    P.G = sz.blocks_per_row;
+    P.scales = in->scales;
+    P.meta = in->meta;
+    P.tscale = in->tensor_scale;
+    float s_enc = NV ? *in->tensor_scale : 1.0f;
+    static uint4 nvtab[256];
+    if (NV)
+        for (unsigned t = 0; t < 256; t++)
+            nvtab[t] = nv_bf16_table(t, s_enc);
+    for (size_t row = 0; row < rows; row++)
+        for (size_t blk = 0; blk < sz.blocks_per_row; blk++) {
+            PackT<W> codes[T];
+            uint32_t aux = load_aux<FMT>(P, row * P.G + blk);
+            int nblk = (int)min(cols - blk * F.block, (size_t)F.block);
+            bool bad = false;
+            for (int sub = 0; sub < T; sub++) {
+                size_t col0 = blk * F.block + (size_t)sub * 8;
+                int n = col0 < cols ? (int)min(cols - col0, (size_t)8) : 0;
+                size_t off = col0 / 8 * W;
+                int nb = n > 0 ? (int)min(P.crb - off, (size_t)W) : 0;
+                codes[sub] = nb > 0 ? (PackT<W>)load_codes<W>(P.codes + row * P.crb + off, nb, false) : 0;
+                if (MXP)
+                    bad |= mxplus_bad<FMT>(codes[sub], aux, true, sub, n, nblk);
+            }
+            for (int sub = 0; sub < T; sub++) {
+                size_t col0 = blk * F.block + (size_t)sub * 8;
+                int n = col0 < cols ? (int)min(cols - col0, (size_t)8) : 0;
+                size_t e = row * cols + col0;
+                if (dt == BFP_DTYPE_BF16) {
+                    uint32_t w[4];
+                    decode8_bf16<FMT>(codes[sub], aux, true, sub, nblk, s_enc, bad, nvtab, w);
+                    for (int j = 0; j < n; j++)
+                        ((uint16_t *)out)[e + j] = (uint16_t)(w[j / 2] >> (16 * (j & 1)));
+                } else {
+                    float v[8];
+                    decode8<FMT>(codes[sub], aux, true, sub, nblk, s_enc, bad, v);
+                    for (int j = 0; j < n; j++) {
+                        if (dt == BFP_DTYPE_F32)
+                            ((uint32_t *)out)[e + j] = f2u(v[j]);
+                        else
+                            ((uint16_t *)out)[e + j] = f32_to_f16(v[j]);
+                    }
+                }
+            }
+        }
+}
+
+typedef void (*emul_fn)(const bfp_const_planes *, size_t, size_t, int, void *);
+static emul_fn fns[23];
+template <int I> static void reg()
+{
+    fns[I] = emul_bf16<I>;
+    if constexpr (I < 22)
+        reg<I + 1>();
+}
+
+static uint64_t st = 7;
+static uint64_t rnd()
+{
+    uint64_t z = (st += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int main()
+{
+    reg<1>();
+    int fails = 0;
+    for (int fmt = 1; fmt <= 22; fmt++) {
+        const bfp_format_info *f = bfp_format_get((bfp_format)fmt);
+        /* rows: every scale byte (and meta byte patterns) several times */
+        const size_t cols_list[2] = {f->block == 64 ? 128u : 96u, 37};
+        long checked = 0, bad = 0;
+        for (int ci = 0; ci < 2; ci++) {
+            size_t cols = cols_list[ci], rows = 256 * 16;
+            bfp_plane_sizes sz;
+            bfp_plane_sizes_for((bfp_format)fmt, rows, cols, &sz);
+            std::vector<uint8_t> codes(sz.codes), scales(sz.scales), meta(sz.meta ? sz.meta : 1);
+            for (int ts = 0; ts < (f->has_tensor_scale ? 10 : 1); ts++) {
+                /* d = sb / s_enc from below 2^-126 to above 2^126 */
+                static const float tsv[10] = {1.0f, 3.0e-5f, 1234.5f, 3.0e37f, 448.0f * 6 / 3.1f, 1e-30f,
+                                              5.0e-36f, 1.0e-37f, 1.0e-40f, 1.4e-45f};
+                float tscale = tsv[ts];
+                for (size_t i = 0; i < sz.codes; i++) {
+                    uint64_t u = rnd();
+                    /* mostly random codes; some rows of small codes, zeros */
+                    size_t r = i / sz.code_row_bytes;
+                    codes[i] = (r % 5 == 1) ? (uint8_t)(u & 0x11) : (r % 5 == 2) ? 0 : (uint8_t)u;
+                }
+                for (size_t i = 0; i < sz.scales; i++) {
+                    size_t r = i / sz.blocks_per_row;
+                    uint64_t u = rnd();
+                    scales[i] = (uint8_t)((r + (u & 1)) % 256); /* every byte, HiF4: below */
+                }
+                if (f->scale_bytes == 4) /* HiF4: scale words, every first byte */
+                    for (size_t i = 0; i < sz.scales / 4; i++) {
+                        uint32_t wv = (uint32_t)rnd();
+                        wv = (wv & 0xFFFFFF00u) | (uint32_t)((i / sz.blocks_per_row) % 256);
+                        memcpy(&scales[4 * i], &wv, 4);
+                    }
+                for (size_t i = 0; i < sz.meta; i++) {
+                    uint64_t u = rnd();
+                    meta[i] = (u & 3) == 0 ? (uint8_t)(u >> 8) : (uint8_t)((u >> 8) % (f->block == 16 ? 16 : 32));
+                    if (f->family == BFP_FAMILY_MX_PP && (u & 12) == 0)
+                        meta[i] = (uint8_t)((meta[i] & 0x1F) | ((u >> 20) & 7) << 5);
+                }
+                bfp_const_planes cp = {codes.data(), scales.data(), sz.meta ? meta.data() : NULL,
+                                       f->has_tensor_scale ? &tscale : NULL};
+                static const bfp_dtype dts[3] = {BFP_DTYPE_BF16, BFP_DTYPE_F32, BFP_DTYPE_F16};
+                for (int d = 0; d < 3; d++) {
+                    size_t es = bfp_dtype_size(dts[d]);
+                    std::vector<uint8_t> ref(rows * cols * es), got(rows * cols * es);
+                    if (bfp_dequantize_ref((bfp_format)fmt, &cp, rows, cols, dts[d], ref.data()) != BFP_OK) {
+                        printf("%s: ref failed\n", f->name);
+                        return 1;
+                    }
+                    fns[fmt](&cp, rows, cols, dts[d], got.data());
+                    for (size_t i = 0; i < rows * cols; i++) {
+                        checked++;
+                        if (memcmp(&got[i * es], &ref[i * es], es) != 0) {
+                            if (bad < 5)
+                                printf("%s %s %zux%zu ts=%g: [%zu,%zu] got %x ref %x (scale %02x meta %02x)\n", f->name,
+                                       bfp_dtype_name(dts[d]), rows, cols, (double)tscale, i / cols, i % cols, got[i * es] | got[i * es + 1] << 8, ref[i * es] | ref[i * es + 1] << 8,
+                                       f->scale_bytes == 1 ? scales[(i / cols) * sz.blocks_per_row + (i % cols) / f->block] : 0,
+                                       sz.meta ? meta[(i / cols) * sz.blocks_per_row + (i % cols) / f->block] : 0);
+                            bad++;
+                        }
+                    }
+                }
+            }
+        }
+        printf("  %-16s %9ld values %s\n", f->name, checked, bad ? "FAILED" : "ok");
+        fails += bad != 0;
+    }
+    return fails != 0;
+}
