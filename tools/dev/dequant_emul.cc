@@ -22,7 +22,7 @@
 #include <cuda_runtime.h>
 
 /* ---- intrinsics on the host --------------------------------------------------- */
-static uint3 threadIdx, blockIdx;
+static uint3 threadIdx, blockIdx, gridDim;
 static inline void __syncthreads() {}
 static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; } /* lanes OR'ed by the caller */
 template <typename T> static inline T __ldg(const T *p) { return *p; }
@@ -60,6 +60,8 @@ static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4);
 static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
 static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
 static inline unsigned __ballot_sync(unsigned, int p) { return p ? 1u : 0u; }
+static inline int __all_sync(unsigned, int p) { return p; }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 #define __launch_bounds__(x)
 #define BFP_LAUNCH(kernel, grid, block, stream, ...) (void)0
 using std::max;
