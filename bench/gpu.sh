@@ -145,7 +145,7 @@ for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
     for k in "^quant_kernel" "^dequant_kernel" "amax"; do
         BFP_BENCH_FORMATS=$f BFP_BENCH_BIG_ONLY=1 timeout 120 ncu --section SpeedOfLight \
             --section Occupancy --section LaunchStats --section WarpStateStats \
-            --section SchedulerStats --section MemoryWorkloadAnalysis -k "regex:$k" -c 1 \
+            --section SchedulerStats --section MemoryWorkloadAnalysis ${NCU_EXTRA:-} -k "regex:$k" -c 1 \
             $B/gpu_bench /tmp/ncu_bench.json >"$OUT/ncu_one.log" 2>&1
         echo "#### $f $k" >>"$OUT/ncu.log"
         grep -vE "^(format|mxfp|nvfp|hif|mxint|GPU:)" "$OUT/ncu_one.log" >>"$OUT/ncu.log"
@@ -153,6 +153,13 @@ for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
 done
 rm -f "$OUT/ncu_one.log"
 grep -E "^####|Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Block Limit Registers" "$OUT/ncu.log" | head -200
+fi
+
+# ---- SASS of the MX kernels (PARTS=sass; no disassembler on the build machine) ----
+if want sass; then
+    o=$(find $B -name 'bfp_cuda_k_mx.cu.o' | head -1)
+    cuobjdump -sass "$o" >"$OUT/sass.log" 2>&1 || echo "cuobjdump failed"
+    echo "sass: $(wc -l <"$OUT/sass.log") lines from $o"
 fi
 
 # ---- matmul (issue #6) ----------------------------------------------------------
