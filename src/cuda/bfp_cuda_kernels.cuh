@@ -519,10 +519,20 @@ __device__ __forceinline__ void load_rows(const QParams &P, bool vec, size_t row
     }
 }
 
-/* A CTA strides over the launch's row tiles (blockIdx.y, += gridDim.y) and
- * loads the next tile's rows before it encodes the current ones, so that a
- * warp always has loads in flight: one pass per tile left the quantizers
- * with too few bytes in flight to reach the copy bandwidth. */
+/* Whether a format's quantizer prefetches: a CTA then strides over the
+ * launch's row tiles (blockIdx.y, += gridDim.y) and loads the next tile's
+ * rows before it encodes the current ones, so that a warp has loads in
+ * flight while it computes. Measured on the H200 at 16384x16384 bf16 it
+ * helped HiF4 (532 -> 470 us) and cost the MX families registers and time
+ * (mxfp4 283 -> 297 us, mxfp4+ 410 -> 456, mxfp4++ 559 -> 766): they keep
+ * one tile per CTA. */
+template <int FMT>
+__host__ __device__ constexpr bool quant_prefetch()
+{
+    return fmt_of(FMT).fam == BFP_FAMILY_HIF4 || fmt_of(FMT).fam == BFP_FAMILY_NVFP4 ||
+           fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS;
+}
+
 template <int FMT, int MODE, int NU>
 __device__ __forceinline__ void quant_body(const QParams &P)
 {
@@ -542,15 +552,21 @@ __device__ __forceinline__ void quant_body(const QParams &P)
                           F.fam == BFP_FAMILY_MX_PP) &&
                          grid_of(F.elem).kind == GK_FLOAT && MODE == RM_RNE;
     bool bf = MXF && P.dt == BFP_DTYPE_BF16 && __all_sync(0xFFFFFFFFu, vec || n == 0);
-    Raw next[NU];
-    load_rows<NU>(P, vec, row0, col0, next);
+    constexpr bool PF = quant_prefetch<FMT>();
+    Raw next[PF ? NU : 1];
+    if constexpr (PF)
+        load_rows<NU>(P, vec, row0, col0, next);
     for (size_t ty = blockIdx.y; ty < P.L.tiles; ty += gridDim.y, row0 += gridDim.y * tile_rows) {
         Raw raw[NU];
+        if constexpr (PF) {
 #pragma unroll
-        for (int u = 0; u < NU; u++)
-            raw[u] = next[u];
-        if (ty + gridDim.y < P.L.tiles)
-            load_rows<NU>(P, vec, row0 + gridDim.y * tile_rows, col0, next);
+            for (int u = 0; u < NU; u++)
+                raw[u] = next[PF ? u : 0];
+            if (ty + gridDim.y < P.L.tiles)
+                load_rows<NU>(P, vec, row0 + gridDim.y * tile_rows, col0, next);
+        } else {
+            load_rows<NU>(P, vec, row0, col0, raw);
+        }
 #pragma unroll
         for (int u = 0; u < NU; u++) {
             size_t row = row0 + u;
@@ -692,7 +708,7 @@ bfp_status launch_quant_dt(QParams P, const Tiling &t, cudaStream_t s)
         P.L.row0 = r0;
         size_t tile_rows = (size_t)t.L.rt * (size_t)P.L.qu;
         P.L.tiles = (nr + tile_rows - 1) / tile_rows;
-        size_t gy = (ctas + t.gx - 1) / t.gx;
+        size_t gy = quant_prefetch<FMT>() ? (ctas + t.gx - 1) / t.gx : P.L.tiles;
         dim3 grid(t.gx, (unsigned)(gy < P.L.tiles ? gy : P.L.tiles));
         BFP_LAUNCH((quant_kernel<FMT, DT>), grid, 256, s, P);
         CUDA_OK(cudaGetLastError());
