@@ -100,18 +100,6 @@ __device__ __forceinline__ int first_eq_bf16(const uint4 &w, uint32_t am16)
     return hit ? __ffs(hit) - 1 : 8;
 }
 
-/* max |x| of the 8 elements but element jb (jb >= 8: none excluded) */
-__device__ __forceinline__ uint32_t amax8_bf16_except(const uint4 &w, int jb)
-{
-    uint32_t in[4];
-    words_of(w, in);
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        if (jb >> 1 == k)
-            in[k] &= (jb & 1) ? 0x0000FFFFu : 0xFFFF0000u;
-    return amax8_bf16(make_uint4(in[0], in[1], in[2], in[3]));
-}
-
 /* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
 template <int ELEM>
 __device__ __forceinline__ uint32_t enc2_bf16(uint32_t x2, uint32_t f2)
