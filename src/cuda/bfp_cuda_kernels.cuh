@@ -513,6 +513,99 @@ __device__ __forceinline__ void load_rows(const QParams &P, bool vec, size_t row
     }
 }
 
+/* ---- bf16 MX / MX+ with a whole block per thread ------------------------------- *
+ * The hot path of the MX family (bf16 input, RNE, rows of whole blocks, vector
+ * alignment): a thread reads its block as four 16-byte vectors, finds the max
+ * without shuffles, encodes with the bf16x2 encoder and writes all its codes.
+ * With 8 elements per thread the per-group work (shuffles, scale, addressing)
+ * cost as much as the encoding. Same decisions as mx_body / mxplus_body. */
+template <int FMT>
+__device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int W = grid_of(F.elem).bits, EMAX = grid_of(F.elem).emax;
+    constexpr bool PLUS = F.fam == BFP_FAMILY_MX_PLUS;
+    const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 4 * b;
+    uint4 w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[k] = __ldg(src + k);
+    uint32_t am = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        am = max(am, amax8_bf16(w[k]));
+    PackT<W> packed[4] = {0, 0, 0, 0};
+    uint32_t sc = 0, meta = 0;
+    bool nonfinite = am >= 0x7F800000u;
+    if (nonfinite) {
+        sc = 0xFF;
+    } else if (!PLUS || (am != 0 && flog2_bits(am) - EMAX > -127)) { /* MX+: else flushed */
+        int se = PLUS ? flog2_bits(am) - EMAX : mx_shared_exp<F.elem>(am, P.scale_mode);
+        sc = (uint32_t)(se + 127);
+        uint32_t f2 = pow2_bf16x2(-se); /* se in [-127, 126] for bf16 input */
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            packed[k] = enc8_bf16<F.elem>(w[k], f2);
+        if (PLUS) { /* the block max: lowest index holding am, on the extended grid */
+            int cand = 32;
+#pragma unroll
+            for (int k = 3; k >= 0; k--) {
+                int j = first_eq_bf16(w[k], am >> 16);
+                if (j < 8)
+                    cand = 8 * k + j;
+            }
+            meta = (uint32_t)cand;
+            int kb = cand / 8, jb = cand % 8;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                if (k != kb)
+                    continue;
+                uint32_t xb = elem_bf16(w[k], jb);
+                float v = __fmul_rn(u2f(xb & 0x7FFFFFFFu), pow2f(-se));
+                int mag = enc_mag<F.elem, true, RM_RNE>(v, 0u, true);
+                PackT<W> mask = (PackT<W>)((1u << W) - 1) << (W * jb);
+                packed[k] = (packed[k] & ~mask) | (PackT<W>)make_code<F.elem, true>(xb, mag)
+                                                      << (W * jb);
+            }
+        }
+    }
+    unsigned char *cp = P.codes + b * (size_t)(4 * W);
+    if (W == 4 && ((uintptr_t)P.codes & 15u) == 0) {
+        *reinterpret_cast<uint4 *>(cp) = make_uint4((uint32_t)packed[0], (uint32_t)packed[1],
+                                                    (uint32_t)packed[2], (uint32_t)packed[3]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            store_codes<W>(cp + k * W, packed[k], W, true);
+    }
+    P.scales[P.swz ? swizzle_offset(b / P.G, b % P.G, P.swz_ncol) : b] = (unsigned char)sc;
+    if (PLUS)
+        P.meta[b] = (unsigned char)meta;
+    if (nonfinite && P.nonfinite)
+        atomicAdd(P.nonfinite, 1ull);
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) mx_block_kernel(const QParams P, size_t nblocks)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
+        mx_block_bf16<FMT>(P, b);
+}
+
+/* Whether mx_block_kernel applies: whole blocks per row, so block b of the
+ * tensor is elements [32 b, 32 b + 32) of the flat input and codes. */
+template <int FMT>
+bool mx_block_ok(const QParams &P)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    if constexpr ((F.fam != BFP_FAMILY_MX && F.fam != BFP_FAMILY_MX_PLUS) ||
+                  grid_of(F.elem).kind != GK_FLOAT)
+        return false;
+    return P.dt == BFP_DTYPE_BF16 && P.mode == RM_RNE && P.vec_in && P.vec_out &&
+           P.L.cols % 32 == 0;
+}
+
 /* Whether a format's quantizer prefetches: a CTA then strides over the
  * launch's row tiles (blockIdx.y, += gridDim.y) and loads the next tile's
  * rows before it encodes the current ones, so that a warp has loads in
@@ -716,6 +809,14 @@ bfp_status launch_quant_dt(QParams P, const Tiling &t, cudaStream_t s)
 template <int FMT>
 bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
 {
+    if (mx_block_ok<FMT>(P)) {
+        size_t nblocks = P.L.rows * (P.L.cols / 32);
+        size_t ctas = (nblocks + 255) / 256;
+        BFP_LAUNCH(mx_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256, s,
+                   P, nblocks);
+        CUDA_OK(cudaGetLastError());
+        return BFP_OK;
+    }
     switch (P.dt) {
     case BFP_DTYPE_BF16: return launch_quant_dt<FMT, BFP_DTYPE_BF16>(P, t, s);
     case BFP_DTYPE_F16: return launch_quant_dt<FMT, BFP_DTYPE_F16>(P, t, s);

@@ -22,7 +22,7 @@
 #include <cuda_runtime.h>
 
 /* ---- intrinsics on the host --------------------------------------------------- */
-static uint3 threadIdx, blockIdx, gridDim;
+static uint3 threadIdx, blockIdx, gridDim, blockDim;
 static inline void __syncthreads() {}
 static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; } /* lanes OR'ed by the caller */
 template <typename T> static inline T __ldg(const T *p) { return *p; }
