@@ -573,6 +573,13 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
     if (W == 4 && ((uintptr_t)P.codes & 15u) == 0) {
         *reinterpret_cast<uint4 *>(cp) = make_uint4((uint32_t)packed[0], (uint32_t)packed[1],
                                                     (uint32_t)packed[2], (uint32_t)packed[3]);
+    } else if (W == 6 && ((uintptr_t)P.codes & 7u) == 0) {
+        /* 4 x 48 bits as 3 x 64 (2-byte stores measured 4x slower on the H200) */
+        uint64_t *q = reinterpret_cast<uint64_t *>(cp);
+        uint64_t p0 = packed[0], p1 = packed[1], p2 = packed[2], p3 = packed[3];
+        q[0] = p0 | p1 << 48;
+        q[1] = p1 >> 16 | p2 << 32;
+        q[2] = p2 >> 32 | p3 << 16;
     } else {
 #pragma unroll
         for (int k = 0; k < 4; k++)
