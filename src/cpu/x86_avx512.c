@@ -583,6 +583,44 @@ A5 __m512i hif4_v16w(const unsigned char *s)
     return _mm512_slli_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(g[0]), g[1], 1), 16);
 }
 
+/* HiF4 codes of one bfloat16 block (64 words) into 32 bytes, in 16-bit lanes
+ * (twice the elements per instruction of widening to float32). Exact: with
+ * h = |x| bits, E1 = max(h >> 7, 1), |x| = sig 2^(E1 - 134) (sig < 256), and
+ * R' = 4 REC / 2^drop = M 2^(42 - ce - drop) (M = 256, 205, 171, 146 for the
+ * UE6M2 code's low bits, ce its exponent field), so |x| R' = P / 2^k with
+ * P = sig M < 2^16 and k = 92 + ce + drop - E1. n = floor(P / 2^k + 1/2)
+ * (ties away) is ((P >> (k - 1)) + 1) >> 1; where k <= 0 the count 0 gives
+ * (P + 1) >> 1 >= 73 for x != 0 (P >= 146), capped to 7 as |x| R' >= 7.5 is;
+ * counts of 16 and more give 0, right as P / 2^k < 1/2 there. */
+A5 void hif4_enc64w(const unsigned char *s, int code, __m512i drop, uint8_t *out)
+{
+    static const uint16_t grp[64] = {0,  0,  0,  0,  1,  1,  1,  1,  2,  2,  2,  2,  3,  3,  3,  3,
+                                     4,  4,  4,  4,  5,  5,  5,  5,  6,  6,  6,  6,  7,  7,  7,  7,
+                                     8,  8,  8,  8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11,
+                                     12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15};
+    static const short msig[4] = {256, 205, 171, 146};
+    const __m512i one = _mm512_set1_epi16(1);
+    /* k - 1 + E1 per group, as words */
+    const __m512i base = _mm512_castsi256_si512(
+        _mm512_cvtepi32_epi16(_mm512_add_epi32(drop, _mm512_set1_epi32(91 + (code >> 2)))));
+    const __m512i m = _mm512_set1_epi16(msig[code & 3]);
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        __m512i x = _mm512_loadu_si512(s + 64 * k);
+        __m512i h = _mm512_and_si512(x, _mm512_set1_epi16(0x7FFF));
+        __m512i e1 = _mm512_max_epi16(_mm512_srli_epi16(h, 7), one);
+        __m512i sig = _mm512_sub_epi16(_mm512_add_epi16(h, _mm512_set1_epi16(128)), _mm512_slli_epi16(e1, 7));
+        __m512i kb = _mm512_permutexvar_epi16(_mm512_loadu_si512(grp + 32 * k), base);
+        __m512i cnt = _mm512_max_epi16(_mm512_sub_epi16(kb, e1), _mm512_setzero_si512());
+        __m512i t = _mm512_srlv_epi16(_mm512_mullo_epi16(sig, m), cnt);
+        __m512i n = _mm512_min_epu16(_mm512_srli_epi16(_mm512_add_epi16(t, one), 1), _mm512_set1_epi16(7));
+        n = _mm512_mask_add_epi16(n, _mm512_movepi16_mask(x), n, _mm512_set1_epi16(8)); /* n < 8: add = or */
+        /* c0 + 16 c1 per dword, then its low byte */
+        _mm_storeu_si128((__m128i *)(out + 16 * k),
+                         _mm512_cvtepi32_epi8(_mm512_madd_epi16(n, _mm512_set1_epi32(0x00100001))));
+    }
+}
+
 A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
                bfp_stats *st)
 {
@@ -643,6 +681,13 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
             m8 = (m8 | m8 >> 4) & 0x00FFu;
             ks_store_le32(scales + 4 * (b + j), (uint32_t)codev[j] | m8 << 8 | (uint32_t)g16 << 16);
             /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
+            if (dt == BFP_DTYPE_BF16) {
+                hif4_enc64w(s + j * sbytes, codev[j],
+                            _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1)),
+                                             _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1))),
+                            cj);
+                continue;
+            }
             __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1 << 23)),
                                             _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1 << 23)));
             __m512i rtab = _mm512_sub_epi32(_mm512_set1_epi32((int)ks_bits(recv[j] * 4.0f)), drop);
