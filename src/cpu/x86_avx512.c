@@ -592,32 +592,50 @@ A5 __m512i hif4_v16w(const unsigned char *s)
  * (ties away) is ((P >> (k - 1)) + 1) >> 1; where k <= 0 the count 0 gives
  * (P + 1) >> 1 >= 73 for x != 0 (P >= 146), capped to 7 as |x| R' >= 7.5 is;
  * counts of 16 and more give 0, right as P / 2^k < 1/2 there. */
-A5 void hif4_enc64w(const unsigned char *s, int code, __m512i drop, uint8_t *out)
+/* The constants of hif4_enc64w(), made once per call (keep512). */
+typedef struct {
+    __m512i one, c7fff, c128, seven, eight, madd, grp[2];
+} h16k;
+
+A5 h16k h16k_make(void)
 {
     static const uint16_t grp[64] = {0,  0,  0,  0,  1,  1,  1,  1,  2,  2,  2,  2,  3,  3,  3,  3,
                                      4,  4,  4,  4,  5,  5,  5,  5,  6,  6,  6,  6,  7,  7,  7,  7,
                                      8,  8,  8,  8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11,
                                      12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15};
-    static const short msig[4] = {256, 205, 171, 146};
-    const __m512i one = _mm512_set1_epi16(1);
+    h16k c;
+    c.one = keep512(_mm512_set1_epi16(1));
+    c.c7fff = keep512(_mm512_set1_epi16(0x7FFF));
+    c.c128 = keep512(_mm512_set1_epi16(128));
+    c.seven = keep512(_mm512_set1_epi16(7));
+    c.eight = keep512(_mm512_set1_epi16(8));
+    c.madd = keep512(_mm512_set1_epi32(0x00100001));
+    c.grp[0] = keep512(_mm512_loadu_si512(grp)); /* the group of each word */
+    c.grp[1] = keep512(_mm512_loadu_si512(grp + 32));
+    return c;
+}
+
+A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __m512i drop, uint8_t *out)
+{
+    static const uint16_t msig[4] = {256, 205, 171, 146};
     /* k - 1 + E1 per group, as words */
     const __m512i base = _mm512_castsi256_si512(
         _mm512_cvtepi32_epi16(_mm512_add_epi32(drop, _mm512_set1_epi32(91 + (code >> 2)))));
-    const __m512i m = _mm512_set1_epi16(msig[code & 3]);
+    const __m512i m = _mm512_set1_epi16((short)msig[code & 3]);
 #pragma GCC unroll 2
     for (int k = 0; k < 2; k++) {
         __m512i x = _mm512_loadu_si512(s + 64 * k);
-        __m512i h = _mm512_and_si512(x, _mm512_set1_epi16(0x7FFF));
-        __m512i e1 = _mm512_max_epi16(_mm512_srli_epi16(h, 7), one);
-        __m512i sig = _mm512_sub_epi16(_mm512_add_epi16(h, _mm512_set1_epi16(128)), _mm512_slli_epi16(e1, 7));
-        __m512i kb = _mm512_permutexvar_epi16(_mm512_loadu_si512(grp + 32 * k), base);
+        __m512i h = _mm512_and_si512(x, c->c7fff);
+        __m512i e1 = _mm512_max_epi16(_mm512_srli_epi16(h, 7), c->one);
+        __m512i sig = _mm512_sub_epi16(_mm512_add_epi16(h, c->c128), _mm512_slli_epi16(e1, 7));
+        __m512i kb = _mm512_permutexvar_epi16(c->grp[k], base);
         __m512i cnt = _mm512_max_epi16(_mm512_sub_epi16(kb, e1), _mm512_setzero_si512());
         __m512i t = _mm512_srlv_epi16(_mm512_mullo_epi16(sig, m), cnt);
-        __m512i n = _mm512_min_epu16(_mm512_srli_epi16(_mm512_add_epi16(t, one), 1), _mm512_set1_epi16(7));
-        n = _mm512_mask_add_epi16(n, _mm512_movepi16_mask(x), n, _mm512_set1_epi16(8)); /* n < 8: add = or */
+        __m512i n = _mm512_min_epu16(_mm512_srli_epi16(_mm512_add_epi16(t, c->one), 1), c->seven);
+        n = _mm512_mask_add_epi16(n, _mm512_movepi16_mask(x), n, c->eight); /* n < 8: add = or */
         /* c0 + 16 c1 per dword, then its low byte */
         _mm_storeu_si128((__m128i *)(out + 16 * k),
-                         _mm512_cvtepi32_epi8(_mm512_madd_epi16(n, _mm512_set1_epi32(0x00100001))));
+                         _mm512_cvtepi32_epi8(_mm512_madd_epi16(n, c->madd)));
     }
 }
 
@@ -628,6 +646,7 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
     const unsigned char *s = (const unsigned char *)src;
     const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
     const __m512 half = _mm512_set1_ps(0.5f), cap = _mm512_set1_ps(7.5f);
+    const h16k hk = h16k_make();
     size_t nonfinite = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * 32) {
         const size_t g = nb - b < 8 ? nb - b : 8;
@@ -682,7 +701,7 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
             ks_store_le32(scales + 4 * (b + j), (uint32_t)codev[j] | m8 << 8 | (uint32_t)g16 << 16);
             /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
             if (dt == BFP_DTYPE_BF16) {
-                hif4_enc64w(s + j * sbytes, codev[j],
+                hif4_enc64w(&hk, s + j * sbytes, codev[j],
                             _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1)),
                                              _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1))),
                             cj);
