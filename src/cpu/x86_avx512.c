@@ -601,10 +601,11 @@ typedef struct {
 
 A5 h16k h16k_make(void)
 {
-    static const uint16_t grp[64] = {0,  0,  0,  0,  1,  1,  1,  1,  2,  2,  2,  2,  3,  3,  3,  3,
-                                     4,  4,  4,  4,  5,  5,  5,  5,  6,  6,  6,  6,  7,  7,  7,  7,
-                                     8,  8,  8,  8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11,
-                                     12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15};
+    static const uint16_t grp[64] = { /* word 0 of the dword of each word's group */
+         0,  0,  0,  0,  2,  2,  2,  2,  4,  4,  4,  4,  6,  6,  6,  6,
+         8,  8,  8,  8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14,
+        16, 16, 16, 16, 18, 18, 18, 18, 20, 20, 20, 20, 22, 22, 22, 22,
+        24, 24, 24, 24, 26, 26, 26, 26, 28, 28, 28, 28, 30, 30, 30, 30};
     h16k c;
     c.one = keep512(_mm512_set1_epi16(1));
     c.c7fff = keep512(_mm512_set1_epi16(0x7FFF));
@@ -612,17 +613,19 @@ A5 h16k h16k_make(void)
     c.seven = keep512(_mm512_set1_epi16(7));
     c.eight = keep512(_mm512_set1_epi16(8));
     c.madd = keep512(_mm512_set1_epi32(0x00100001));
-    c.grp[0] = keep512(_mm512_loadu_si512(grp)); /* the group of each word */
+    c.grp[0] = keep512(_mm512_loadu_si512(grp));
     c.grp[1] = keep512(_mm512_loadu_si512(grp + 32));
     return c;
 }
 
-A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __m512i drop, uint8_t *out)
+A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __mmask16 g8, __mmask16 g16, uint8_t *out)
 {
     static const uint16_t msig[4] = {256, 205, 171, 146};
-    /* k - 1 + E1 per group, as words */
-    const __m512i base = _mm512_castsi256_si512(
-        _mm512_cvtepi32_epi16(_mm512_add_epi32(drop, _mm512_set1_epi32(91 + (code >> 2)))));
+    /* k - 1 + E1 per group (drop = g8 + g16), in the low word of its dword
+     * (c->one adds 1 to both words: the high ones are not read) */
+    __m512i base = _mm512_set1_epi32(91 + (code >> 2));
+    base = _mm512_mask_add_epi32(base, g8, base, c->one);
+    base = _mm512_mask_add_epi32(base, g16, base, c->one);
     const __m512i m = _mm512_set1_epi16((short)msig[code & 3]);
 #pragma GCC unroll 2
     for (int k = 0; k < 2; k++) {
@@ -703,10 +706,7 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
             ks_store_le32(scales + 4 * (b + j), (uint32_t)codev[j] | m8 << 8 | (uint32_t)g16 << 16);
             /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
             if (dt == BFP_DTYPE_BF16) {
-                hif4_enc64w(&hk, s + j * sbytes, codev[j],
-                            _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1)),
-                                             _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1))),
-                            cj);
+                hif4_enc64w(&hk, s + j * sbytes, codev[j], g8, g16, cj);
                 continue;
             }
             __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1 << 23)),
