@@ -596,7 +596,7 @@ A5 __m512i hif4_v16w(const unsigned char *s)
  * counts of 16 and more give 0, right as P / 2^k < 1/2 there. */
 /* The constants of hif4_enc64w(), made once per call (keep512). */
 typedef struct {
-    __m512i one, c7fff, c128, seven, eight, madd, grp[2];
+    __m512i one, c7fff, c128, seven, eight, madd, order, grp[2];
 } h16k;
 
 A5 h16k h16k_make(void)
@@ -612,7 +612,8 @@ A5 h16k h16k_make(void)
     c.c128 = keep512(_mm512_set1_epi16(128));
     c.seven = keep512(_mm512_set1_epi16(7));
     c.eight = keep512(_mm512_set1_epi16(8));
-    c.madd = keep512(_mm512_set1_epi32(0x00100001));
+    c.madd = keep512(_mm512_set1_epi16(0x1001));
+    c.order = keep512(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0));
     c.grp[0] = keep512(_mm512_loadu_si512(grp));
     c.grp[1] = keep512(_mm512_loadu_si512(grp + 32));
     return c;
@@ -627,6 +628,7 @@ A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __mmask16 g
     base = _mm512_mask_add_epi32(base, g8, base, c->one);
     base = _mm512_mask_add_epi32(base, g16, base, c->one);
     const __m512i m = _mm512_set1_epi16((short)msig[code & 3]);
+    __m512i n[2];
 #pragma GCC unroll 2
     for (int k = 0; k < 2; k++) {
         __m512i x = _mm512_loadu_si512(s + 64 * k);
@@ -636,12 +638,16 @@ A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __mmask16 g
         __m512i kb = _mm512_permutexvar_epi16(c->grp[k], base);
         __m512i cnt = _mm512_max_epi16(_mm512_sub_epi16(kb, e1), _mm512_setzero_si512());
         __m512i t = _mm512_srlv_epi16(_mm512_mullo_epi16(sig, m), cnt);
-        __m512i n = _mm512_min_epu16(_mm512_srli_epi16(_mm512_add_epi16(t, c->one), 1), c->seven);
-        n = _mm512_mask_add_epi16(n, _mm512_movepi16_mask(x), n, c->eight); /* n < 8: add = or */
-        /* c0 + 16 c1 per dword, then its low byte */
-        _mm_storeu_si128((__m128i *)(out + 16 * k),
-                         _mm512_cvtepi32_epi8(_mm512_madd_epi16(n, c->madd)));
+        n[k] = _mm512_min_epu16(_mm512_srli_epi16(_mm512_add_epi16(t, c->one), 1), c->seven);
+        n[k] = _mm512_mask_add_epi16(n[k], _mm512_movepi16_mask(x), n[k], c->eight); /* n < 8: add = or */
     }
+    /* as bytes, 128-bit lane L holds words 8L..8L+7 of n[0], then of n[1];
+     * c0 + 16 c1 joins the pairs, a second pack makes them bytes, and a
+     * dword permutation puts the lanes' four-byte pieces in order (single-uop
+     * steps: the down-converting vpmovdb costs two on Zen 4) */
+    __m512i w = _mm512_maddubs_epi16(_mm512_packus_epi16(n[0], n[1]), c->madd);
+    w = _mm512_permutexvar_epi32(c->order, _mm512_packus_epi16(w, w));
+    _mm256_storeu_si256((__m256i *)out, _mm512_castsi512_si256(w));
 }
 
 A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
