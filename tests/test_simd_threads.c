@@ -64,6 +64,24 @@ static void test_format(bfp_format fmt, bfp_dtype dt, const void *src, int with_
         simd_planes_free(&q[k]);
 }
 
+/* Random codes; scales ordinary but for about one in scale_odds (any byte);
+ * meta a valid block index but for about one in meta_odds (0: never). */
+static void fill_random_planes(simd_planes *q, const bfp_format_info *f, simd_rng *r,
+                               uint32_t scale_odds, uint32_t meta_odds)
+{
+    for (size_t i = 0; i < q->sz.codes; i++)
+        q->p.codes[i] = (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q->sz.scales; i++)
+        q->p.scales[i] = rng_below(r, scale_odds)
+                             ? (uint8_t)(f->scale == BFP_SCALE_UE4M3 ? 0x20 + rng_below(r, 0x50)
+                                                                     : 100 + rng_below(r, 56))
+                             : (uint8_t)rng_u64(r);
+    for (size_t i = 0; i < q->sz.meta; i++)
+        q->p.meta[i] = !meta_odds || rng_below(r, meta_odds)
+                           ? (uint8_t)rng_below(r, (uint32_t)f->block)
+                           : (uint8_t)rng_u64(r);
+}
+
 #define WROWS 24
 #define WCOLS 16384 /* 24K NVFP4 blocks: one call makes every row up front */
 
@@ -73,14 +91,7 @@ static void test_whole_rows(bfp_format fmt, simd_rng *r)
     const bfp_format_info *f = bfp_format_get(fmt);
     simd_planes q;
     simd_planes_alloc(&q, fmt, WROWS, WCOLS, 0, 0);
-    for (size_t i = 0; i < q.sz.codes; i++)
-        q.p.codes[i] = (uint8_t)rng_u64(r);
-    for (size_t i = 0; i < q.sz.scales; i++) /* mostly ordinary, some specials */
-        q.p.scales[i] = rng_below(r, 16) ? (uint8_t)(f->scale == BFP_SCALE_UE4M3 ? 0x20 + rng_below(r, 0x50)
-                                                                                 : 100 + rng_below(r, 56))
-                                         : (uint8_t)rng_u64(r);
-    for (size_t i = 0; i < q.sz.meta; i++)
-        q.p.meta[i] = rng_below(r, 16) ? (uint8_t)rng_below(r, (uint32_t)f->block) : (uint8_t)rng_u64(r);
+    fill_random_planes(&q, f, r, 16, 16);
     q.ts = 8670.9677734375f;
     size_t n = (size_t)WROWS * WCOLS;
     bfp_const_planes in = simd_const(&q);
@@ -116,14 +127,7 @@ static void test_streamed(bfp_format fmt, simd_rng *r)
     const bfp_format_info *f = bfp_format_get(fmt);
     simd_planes q;
     simd_planes_alloc(&q, fmt, SROWS, SCOLS, 0, 0);
-    for (size_t i = 0; i < q.sz.codes; i++)
-        q.p.codes[i] = (uint8_t)rng_u64(r);
-    for (size_t i = 0; i < q.sz.scales; i++)
-        q.p.scales[i] = rng_below(r, 64) ? (uint8_t)(f->scale == BFP_SCALE_UE4M3 ? 0x20 + rng_below(r, 0x50)
-                                                                                 : 100 + rng_below(r, 56))
-                                         : (uint8_t)rng_u64(r);
-    for (size_t i = 0; i < q.sz.meta; i++)
-        q.p.meta[i] = (uint8_t)rng_below(r, (uint32_t)f->block);
+    fill_random_planes(&q, f, r, 64, 0);
     q.ts = 3.5f;
     size_t n = (size_t)SROWS * SCOLS;
     bfp_const_planes in = simd_const(&q);

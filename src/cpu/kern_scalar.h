@@ -152,6 +152,10 @@ typedef struct {
 enum { KS_ID_E2M1, KS_ID_E2M3, KS_ID_E3M2, KS_ID_E4M3, KS_ID_E5M2, KS_ID_INT8, KS_ID_INT4,
        KS_ID_NONE };
 
+/* the constant of each id */
+static const ks_elem ks_elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
+                                                  KS_E5M2, KS_INT8, KS_INT4};
+
 static inline int ks_elem_is(const bfp_elem_desc *e, ks_elem k)
 {
     return e && (int)e->kind == k.kind && e->bits == k.bits && e->mbits == k.mbits &&
@@ -163,15 +167,13 @@ static inline int ks_elem_is(const bfp_elem_desc *e, ks_elem k)
  * the matching EXT grid as well. */
 static inline int ks_elem_id(const bfp_format_impl *impl)
 {
-    static const ks_elem all[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
-                                            KS_E5M2, KS_INT8, KS_INT4};
     for (int id = 0; id < KS_ID_NONE; id++) {
-        if (!ks_elem_is(impl->elem, all[id]))
+        ks_elem k = ks_elem_of_id[id];
+        if (!ks_elem_is(impl->elem, k))
             continue;
         const bfp_elem_desc *x = impl->bm_elem;
-        if (x && !(x->kind == BFP_GRID_EXT && x->bits == all[id].bits &&
-                   x->mbits == all[id].bits - 1 && x->emax == all[id].emax &&
-                   x->max_mag == (1 << (all[id].bits - 1)) - 1))
+        if (x && !(x->kind == BFP_GRID_EXT && x->bits == k.bits && x->mbits == k.bits - 1 &&
+                   x->emax == k.emax && x->max_mag == (1 << (k.bits - 1)) - 1))
             return KS_ID_NONE;
         return id;
     }

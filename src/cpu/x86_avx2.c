@@ -841,9 +841,6 @@ static float amax_f32(const void *s, size_t n) { return amax_any(BFP_DTYPE_F32, 
 static float amax_bf16(const void *s, size_t n) { return amax_any(BFP_DTYPE_BF16, s, n); }
 static float amax_f16(const void *s, size_t n) { return amax_any(BFP_DTYPE_F16, s, n); }
 
-static const ks_elem elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
-                                               KS_E5M2, KS_INT8, KS_INT4};
-
 int bfp_cpu_avx2_init(bfp_kernels *k)
 {
     for (int id = 1; id < BFP_CPU_NFMT; id++) {
@@ -865,7 +862,7 @@ int bfp_cpu_avx2_init(bfp_kernels *k)
             if (eid == KS_ID_NONE)
                 break;
             q[0] = q_mxplus_f32, q[1] = q_mxplus_bf16, q[2] = q_mxplus_f16;
-            if (special_rule_holds(impl->elem, elem_of_id[eid]))
+            if (special_rule_holds(impl->elem, ks_elem_of_id[eid]))
                 d[0] = d_mxplus_f32, d[1] = d_mxplus_bf16;
             break;
         case BFP_FAMILY_NVFP4:

@@ -583,65 +583,40 @@ A5 void d_hif4(bfp_dtype dt, const bfp_dparams *p, const uint8_t *codes, const u
 #define DARGS const bfp_dparams *p, const uint8_t *c, const uint8_t *sc, const uint8_t *m, \
               size_t nb, size_t last, void *d
 
-static void dq_mx_f32(DARGS)
+A5 void dq_mx_any(bfp_dtype dt, DARGS)
 {
     switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mx(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_F32, p, c, sc, nb, d); break;
-    case KS_ID_E2M3: d_mx(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_F32, p, c, sc, nb, d); break;
-    case KS_ID_E3M2: d_mx(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_F32, p, c, sc, nb, d); break;
-    case KS_ID_E4M3: d_mx(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_F32, p, c, sc, nb, d); break;
-    case KS_ID_E5M2: d_mx(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_F32, p, c, sc, nb, d); break;
-    case KS_ID_INT8: d_mx(KS_INT8, KS_ID_INT8, BFP_DTYPE_F32, p, c, sc, nb, d); break;
-    case KS_ID_INT4: d_mx(KS_INT4, KS_ID_INT4, BFP_DTYPE_F32, p, c, sc, nb, d); break;
+    case KS_ID_E2M1: d_mx(KS_E2M1, KS_ID_E2M1, dt, p, c, sc, nb, d); break;
+    case KS_ID_E2M3: d_mx(KS_E2M3, KS_ID_E2M3, dt, p, c, sc, nb, d); break;
+    case KS_ID_E3M2: d_mx(KS_E3M2, KS_ID_E3M2, dt, p, c, sc, nb, d); break;
+    case KS_ID_E4M3: d_mx(KS_E4M3, KS_ID_E4M3, dt, p, c, sc, nb, d); break;
+    case KS_ID_E5M2: d_mx(KS_E5M2, KS_ID_E5M2, dt, p, c, sc, nb, d); break;
+    case KS_ID_INT8: d_mx(KS_INT8, KS_ID_INT8, dt, p, c, sc, nb, d); break;
+    case KS_ID_INT4: d_mx(KS_INT4, KS_ID_INT4, dt, p, c, sc, nb, d); break;
     }
 }
 
-static void dq_mx_bf16(DARGS)
+A5 void dq_mxplus_any(bfp_dtype dt, DARGS)
 {
     switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mx(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
-    case KS_ID_E2M3: d_mx(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
-    case KS_ID_E3M2: d_mx(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
-    case KS_ID_E4M3: d_mx(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
-    case KS_ID_E5M2: d_mx(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
-    case KS_ID_INT8: d_mx(KS_INT8, KS_ID_INT8, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
-    case KS_ID_INT4: d_mx(KS_INT4, KS_ID_INT4, BFP_DTYPE_BF16, p, c, sc, nb, d); break;
+    case KS_ID_E2M1: d_mxplus(KS_E2M1, KS_ID_E2M1, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E2M3: d_mxplus(KS_E2M3, KS_ID_E2M3, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E3M2: d_mxplus(KS_E3M2, KS_ID_E3M2, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E4M3: d_mxplus(KS_E4M3, KS_ID_E4M3, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_E5M2: d_mxplus(KS_E5M2, KS_ID_E5M2, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT8: d_mxplus(KS_INT8, KS_ID_INT8, dt, p, c, sc, m, nb, last, d); break;
+    case KS_ID_INT4: d_mxplus(KS_INT4, KS_ID_INT4, dt, p, c, sc, m, nb, last, d); break;
     }
 }
 
-static void dq_mxplus_f32(DARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mxplus(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E2M3: d_mxplus(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E3M2: d_mxplus(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E4M3: d_mxplus(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E5M2: d_mxplus(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT8: d_mxplus(KS_INT8, KS_ID_INT8, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT4: d_mxplus(KS_INT4, KS_ID_INT4, BFP_DTYPE_F32, p, c, sc, m, nb, last, d); break;
-    }
-}
-
-static void dq_mxplus_bf16(DARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: d_mxplus(KS_E2M1, KS_ID_E2M1, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E2M3: d_mxplus(KS_E2M3, KS_ID_E2M3, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E3M2: d_mxplus(KS_E3M2, KS_ID_E3M2, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E4M3: d_mxplus(KS_E4M3, KS_ID_E4M3, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    case KS_ID_E5M2: d_mxplus(KS_E5M2, KS_ID_E5M2, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT8: d_mxplus(KS_INT8, KS_ID_INT8, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    case KS_ID_INT4: d_mxplus(KS_INT4, KS_ID_INT4, BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); break;
-    }
-}
-
+static void dq_mx_f32(DARGS) { dq_mx_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void dq_mx_bf16(DARGS) { dq_mx_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
+static void dq_mxplus_f32(DARGS) { dq_mxplus_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
+static void dq_mxplus_bf16(DARGS) { dq_mxplus_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
 static void dq_nvfp4_f32(DARGS) { d_nvfp4(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
 static void dq_nvfp4_bf16(DARGS) { d_nvfp4(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
 static void dq_hif4_f32(DARGS) { d_hif4(BFP_DTYPE_F32, p, c, sc, nb, d); }
 static void dq_hif4_bf16(DARGS) { d_hif4(BFP_DTYPE_BF16, p, c, sc, nb, d); }
-
-static const ks_elem elem_of_id[KS_ID_NONE] = {KS_E2M1, KS_E2M3, KS_E3M2, KS_E4M3,
-                                               KS_E5M2, KS_INT8, KS_INT4};
 
 int bfp_cpu_avx512_dequant_init(bfp_kernels *k)
 {
@@ -661,7 +636,7 @@ int bfp_cpu_avx512_dequant_init(bfp_kernels *k)
             break;
         case BFP_FAMILY_MX_PLUS:
         case BFP_FAMILY_MX_PP:
-            if (eid == KS_ID_NONE || !special_rule_holds(impl->elem, elem_of_id[eid]))
+            if (eid == KS_ID_NONE || !special_rule_holds(impl->elem, ks_elem_of_id[eid]))
                 break;
             if (wdefs[eid].ok)
                 d[0] = dq_mxplus_f32, d[1] = dq_mxplus_bf16;
