@@ -88,6 +88,42 @@ FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
     return P;
 }
 
+/* The skinny kernel's plan (m <= FUSED_MAX_M): every warp of a resident
+ * grid takes upw units of work, at least MIN_UPW. */
+constexpr size_t MIN_UPW = 2;
+
+struct SkinnyPlan {
+    int nt, units, upw;
+    size_t ws_bytes, ctr_offset;
+};
+
+bool skinny_fits(const bfp_cuda_weight *w, size_t m)
+{
+    return m <= FUSED_MAX_M && w->tiles_n * w->tiles_k <= (size_t)INT_MAX / 2;
+}
+
+SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m)
+{
+    SkinnyPlan P;
+    P.nt = m <= 8 ? 1 : m <= 16 ? 2 : 4;
+    size_t rows = (size_t)skinny_rows(P.nt);
+    size_t bands = (w->tiles_n + rows - 1) / rows;
+    P.units = (int)(bands * w->tiles_k);
+    static int cap = -1; /* BFP_MATMUL_WARPS_PER_SM: a tuning knob for benchmarks */
+    if (cap < 0) {
+        const char *e = getenv("BFP_MATMUL_WARPS_PER_SM");
+        cap = e && atoi(e) > 0 && atoi(e) <= 64 ? atoi(e) : 64;
+    }
+    int per_sm = skinny_resident_warps(w->kind, P.nt);
+    size_t warps = (size_t)w->sms * (size_t)(per_sm < cap ? per_sm : cap);
+    size_t upw = ((size_t)P.units + warps - 1) / warps;
+    P.upw = (int)(upw < MIN_UPW ? MIN_UPW : upw);
+    P.ctr_offset = align256(m * w->n * sizeof(float));
+    bool split = P.upw % w->tiles_k != 0; /* some warp ends inside a band */
+    P.ws_bytes = split ? P.ctr_offset + align256(bands * sizeof(unsigned)) : 0;
+    return P;
+}
+
 size_t deq_chunk_rows(const bfp_cuda_weight *w)
 {
     size_t rows = DEQ_CHUNK_BYTES / (2 * w->k);
@@ -112,8 +148,15 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
                      void *y, void *ws, size_t ws_bytes, cudaStream_t s)
 {
-    FusedPlan P = plan_fused(w, m);
-    if (P.ws_bytes > ws_bytes || (P.ws_bytes && !ws))
+    const bool skinny = skinny_fits(w, m);
+    FusedPlan P = {};
+    SkinnyPlan S = {};
+    if (skinny)
+        S = plan_skinny(w, m);
+    else
+        P = plan_fused(w, m);
+    const size_t need = skinny ? S.ws_bytes : P.ws_bytes;
+    if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     Params p;
     p.codes = static_cast<const uint4 *>(w->codes);
@@ -123,8 +166,8 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.bias = static_cast<const __nv_bfloat16 *>(bias);
     p.y = static_cast<__nv_bfloat16 *>(y);
     p.ws = static_cast<float *>(ws);
-    p.counters = P.ws_bytes ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + P.ctr_offset)
-                            : nullptr;
+    const size_t ctr = skinny ? S.ctr_offset : P.ctr_offset;
+    p.counters = need ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + ctr) : nullptr;
     p.ts = w->ts;
     int fold = w->kind == FMT_NV || w->kind == FMT_NVPLUS ? NV_FOLD
                : w->kind == FMT_HIF4                      ? HIF4_FOLD
@@ -142,6 +185,11 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.chunk_tiles = P.chunk_tiles;
     p.xs_ld = P.chunk_tiles * 64 + 8;
     p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
+    if (skinny) {
+        p.units = S.units;
+        p.upw = S.upw;
+        return launch_skinny(w->kind, p, S.nt, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+    }
     dim3 grid(P.ctas_n, (unsigned)P.splits, (unsigned)P.mchunks);
     return launch_fused(w->kind, p, P.nt, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
 }
@@ -291,7 +339,9 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
         return 0;
     if (path == BFP_MATMUL_AUTO)
         path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
-    return path == BFP_MATMUL_FUSED ? plan_fused(w, m).ws_bytes : deq_ws_bytes(w);
+    if (path != BFP_MATMUL_FUSED)
+        return deq_ws_bytes(w);
+    return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : plan_fused(w, m).ws_bytes;
 }
 
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,

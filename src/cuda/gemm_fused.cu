@@ -37,20 +37,6 @@ __device__ __forceinline__ void load_group(const Params &p, int nt, bool tile_ok
     }
 }
 
-/* A correction byte (index, two low mantissa bits of a block max) as seen by
- * lane t: *code says which of the block's candidate registers of this lane
- * holds the block max (7: none), *bits what to OR into its bf16 pattern. */
-template <int F>
-__device__ __forceinline__ void corr_target(uint32_t byte, int t, uint32_t *code,
-                                            uint32_t *bits)
-{
-    uint32_t idx = byte & (F == FMT_MXPLUS ? 31u : 15u), lo = (byte >> 5) & 3u;
-    bool own = lo && ((idx >> 1) & 3u) == (uint32_t)t;
-    uint32_t c = F == FMT_MXPLUS ? (idx >> 4) * 2 + ((idx >> 3) & 1u) : (idx >> 3) & 1u;
-    *code = own ? c : 7u;
-    *bits = lo << (4 + 16 * (idx & 1u));
-}
-
 /* Multiply 4 tiles (the group at column kl of staged x) into acc. */
 template <int F, int NT>
 __device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)[4],
@@ -58,62 +44,21 @@ __device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)
                                           const __nv_bfloat16 *xs, int ld, int kl, int ngood,
                                           int g, int t, int mx_fold)
 {
-    constexpr bool HIF = F == FMT_HIF4;
-    constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
 #pragma unroll
     for (int u = 0; u < 4; u++) {
         if (u >= ngood)
             break;
-        /* scale operands (bf16x2) and block-max targets: [row half][block] */
-        uint32_t s2[2][4], cc[2][4], cb[2][4];
+        uint32_t a[4][4];
+        decode_tile<F>(wc[u], sc[u], cr[u], t, mx_fold, a);
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-            for (int b = 0; b < 4; b++) {
-                uint32_t word = h ? sc[u].y : sc[u].x;
-                if (NVF)
-                    s2[h][b] = bf16x2_splat(ue4m3_operand((word >> (8 * b)) & 0xFFu));
-                else if (!HIF && b < 2)
-                    s2[h][b] = bf16x2_splat(
-                        e8m0_operand((sc[u].x >> (8 * (2 * h + b))) & 0xFFu, mx_fold));
-                if (F == FMT_MXPLUS && b < 2)
-                    corr_target<F>((cr[u].x >> (8 * (2 * h + b))) & 0xFFu, t, &cc[h][b], &cb[h][b]);
-                if (F == FMT_NVPLUS)
-                    corr_target<F>(((h ? cr[u].y : cr[u].x) >> (8 * b)) & 0xFFu, t, &cc[h][b],
-                                   &cb[h][b]);
-            }
-        const uint32_t words[4] = {wc[u].x, wc[u].y, wc[u].z, wc[u].w};
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint32_t a[4];
-#pragma unroll
-            for (int pp = 0; pp < 4; pp++) {
-                const int h = pp & 1, kh = pp >> 1;
-                uint32_t extra = 0;
-                if (F == FMT_MXPLUS)
-                    extra = cc[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) ? cb[h][j >> 1] : 0u;
-                if (F == FMT_NVPLUS)
-                    extra = cc[h][j] == (uint32_t)kh ? cb[h][j] : 0u;
-                uint32_t c = code_pair<HIF>(words[j], pp, extra);
-                uint32_t s;
-                if (HIF) {
-                    uint32_t wd = h ? sc[u].y : sc[u].x;
-                    uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
-                                 ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
-                    s = bf16x2_splat(ue6m2_operand(wd & 0xFFu, f));
-                } else {
-                    s = s2[h][NVF ? j : j >> 1];
-                }
-                a[pp] = bmul2(c, s);
-            }
+        for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int q = 0; q < NT; q++) {
                 const __nv_bfloat16 *xb = xs + (q * 8 + g) * ld + kl + u * 64 + 16 * j + 2 * t;
                 uint32_t b0 = *reinterpret_cast<const uint32_t *>(xb);
                 uint32_t b1 = *reinterpret_cast<const uint32_t *>(xb + 8);
-                mma_bf16(acc[q], a, b0, b1);
+                mma_bf16(acc[q], a[j], b0, b1);
             }
-        }
     }
 }
 

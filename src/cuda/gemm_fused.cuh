@@ -40,6 +40,9 @@ struct Params {
                                     (bf16), so B-fragment loads hit 32 banks */
     int splits;
     int x_vec;                   /* x 16-byte aligned and k % 8 == 0 */
+    /* the skinny kernel (gemm_skinny.cu): units of R row tiles x one k tile,
+     * band-major; each warp takes upw consecutive units */
+    int units, upw;
 };
 
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
@@ -111,6 +114,70 @@ __device__ __forceinline__ uint32_t ue4m3_operand(uint32_t b)
 __device__ __forceinline__ uint32_t ue6m2_operand(uint32_t b, uint32_t f)
 {
     return b == 0xFFu ? 0x7FC0u : (b << 5) + ((79u + 126u - HIF4_FOLD) << 7) + (f << 7);
+}
+
+/* A correction byte (index, two low mantissa bits of a block max) as seen by
+ * lane t: *code says which of the block's candidate registers of this lane
+ * holds the block max (7: none), *bits what to OR into its bf16 pattern. */
+template <int F>
+__device__ __forceinline__ void corr_target(uint32_t byte, int t, uint32_t *code,
+                                            uint32_t *bits)
+{
+    uint32_t idx = byte & (F == FMT_MXPLUS ? 31u : 15u), lo = (byte >> 5) & 3u;
+    bool own = lo && ((idx >> 1) & 3u) == (uint32_t)t;
+    uint32_t c = F == FMT_MXPLUS ? (idx >> 4) * 2 + ((idx >> 3) & 1u) : (idx >> 3) & 1u;
+    *code = own ? c : 7u;
+    *bits = lo << (4 + 16 * (idx & 1u));
+}
+
+/* One prepacked tile (this lane's codes wc, scale record sc, correction
+ * record cr) as the A operands of its four k16 steps: a[j] feeds step j. */
+template <int F>
+__device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, const uint2 &cr,
+                                            int t, int mx_fold, uint32_t (&a)[4][4])
+{
+    constexpr bool HIF = F == FMT_HIF4;
+    constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
+    /* scale operands (bf16x2) and block-max targets: [row half][block] */
+    uint32_t s2[2][4], cc[2][4], cb[2][4];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            uint32_t word = h ? sc.y : sc.x;
+            if (NVF)
+                s2[h][b] = bf16x2_splat(ue4m3_operand((word >> (8 * b)) & 0xFFu));
+            else if (!HIF && b < 2)
+                s2[h][b] =
+                    bf16x2_splat(e8m0_operand((sc.x >> (8 * (2 * h + b))) & 0xFFu, mx_fold));
+            if (F == FMT_MXPLUS && b < 2)
+                corr_target<F>((cr.x >> (8 * (2 * h + b))) & 0xFFu, t, &cc[h][b], &cb[h][b]);
+            if (F == FMT_NVPLUS)
+                corr_target<F>(((h ? cr.y : cr.x) >> (8 * b)) & 0xFFu, t, &cc[h][b], &cb[h][b]);
+        }
+    const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int pp = 0; pp < 4; pp++) {
+            const int h = pp & 1, kh = pp >> 1;
+            uint32_t extra = 0;
+            if (F == FMT_MXPLUS)
+                extra = cc[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) ? cb[h][j >> 1] : 0u;
+            if (F == FMT_NVPLUS)
+                extra = cc[h][j] == (uint32_t)kh ? cb[h][j] : 0u;
+            uint32_t c = code_pair<HIF>(words[j], pp, extra);
+            uint32_t s;
+            if (HIF) {
+                uint32_t wd = h ? sc.y : sc.x;
+                uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
+                             ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
+                s = bf16x2_splat(ue6m2_operand(wd & 0xFFu, f));
+            } else {
+                s = s2[h][NVF ? j : j >> 1];
+            }
+            a[j][pp] = bmul2(c, s);
+        }
 }
 
 } // namespace bfpgemm
