@@ -2,11 +2,13 @@
  * stream-K GEMV on the tensor cores. The prepacked tiles of W are cut into
  * units of R row tiles (a band of 16 R rows of W) by one k tile, ordered
  * band-major, and each warp of a grid that is resident all at once takes an
- * equal run of consecutive units. A warp streams its run with the loads of
- * the next D - 1 units (W, and x's fragments, which stay in L2) in flight
- * while it multiplies one, so every SM keeps tens of kilobytes of W on the
- * way; the old kernel (gemm_fused.cu) gave each CTA a few tiles and spent
- * most of its life on staging x and on the split-K epilogue. A warp that
+ * equal run of consecutive units. A warp streams its run through a ring of
+ * SK_STAGES units in shared memory filled by bulk copies (TMA, one mbarrier
+ * per stage): W's tiles and x's columns of the unit, so every SM keeps
+ * ~100 KB on the way without registers. With the next unit in registers
+ * instead, a warp had one unit in flight and the kernel reached 1.4 TB/s; the
+ * old kernel (gemm_fused.cu) gives each CTA a few tiles and spends most of
+ * its life on staging x and on the split-K epilogue. A warp that
  * covers a whole band writes y; otherwise its partial sums meet the band's
  * other warps' in the fp32 workspace, and the band's last warp (counted in
  * k tiles) writes y and zeroes the workspace again. */
@@ -15,23 +17,67 @@
 
 namespace bfpgemm {
 
-constexpr int SK_WARPS = 4, SK_DEPTH = 2;
+constexpr int SK_WARPS = 4, SK_STAGES = 4;
+constexpr int X_PITCH = 144; /* bytes per staged row of x: 128 + 16, so the
+                                8 rows of a B fragment load hit 32 banks */
 
-template <int NT, int R>
-struct Unit {
-    uint4 wc[R];
-    uint2 sc[R], cr[R];
-    uint32_t xb[NT][8]; /* B fragments: [n8 tile][2 j + half] */
+/* Byte offsets of the parts of one stage (one unit) */
+template <int F, int NT>
+struct Stage {
+    static constexpr int R = skinny_rows(NT);
+    static constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
+    static constexpr int SCB = WIDE ? 64 : 32; /* scale record bytes per tile */
+    static constexpr int CRB = F == FMT_MXPLUS ? 32 : F == FMT_NVPLUS ? 64 : 0;
+    static constexpr int SCALES = R * 512, CORR = SCALES + R * SCB, X = CORR + R * CRB;
+    static constexpr int BYTES = X + 8 * NT * X_PITCH;
 };
 
-/* W is read once: keep it out of L1, which holds x */
-__device__ __forceinline__ uint4 ld_stream(const uint4 *p)
+template <int F, int NT>
+constexpr int skinny_smem() { return SK_WARPS * SK_STAGES * Stage<F, NT>::BYTES; }
+
+/* ---- mbarrier and bulk copy (PTX ISA 8.0, sm_90) ---- */
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
-    uint4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-    return v;
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes,
+                                         uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* x's columns of k tile kt come by bulk copy when whole and 16-byte aligned;
+ * else the multiply loads them itself (load_x) */
+__device__ __forceinline__ bool x_staged(const Params &p, int kt)
+{
+    return p.x_vec && kt * 64 + 64 <= p.k;
 }
 
 /* x's B fragments for k tile kt: lane (g, t) of n8 tile q holds row
@@ -64,48 +110,73 @@ __device__ __forceinline__ void load_x(const Params &p, int kt, int g, int t,
     }
 }
 
-template <int F, int NT, int R>
-__device__ __forceinline__ void load_unit(const Params &p, int u, int lane, Unit<NT, R> &U)
+/* Start the copy of unit u into the stage at st with mbarrier bar (the
+ * whole warp calls it; its reads of the stage's last unit are done). */
+template <int F, int NT>
+__device__ __forceinline__ void produce(const Params &p, int u, uint32_t st, uint32_t bar,
+                                        int lane)
 {
-    constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
+    using S = Stage<F, NT>;
     const int band = u / p.tiles_k, kt = u - band * p.tiles_k;
-    const int g = lane >> 2;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int nt = band * R + r;
-        const bool ok = nt < p.tiles_n;
-        const size_t tile = (size_t)nt * p.tiles_k + (size_t)kt;
-        U.wc[r] = ok ? ld_stream(p.codes + tile * 32 + lane) : make_uint4(0, 0, 0, 0);
-        U.sc[r] = U.cr[r] = make_uint2(0, 0);
-        if (WIDE)
-            U.sc[r] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.scales + tile * 64) + g)
-                         : make_uint2(0, 0);
-        else
-            U.sc[r].x =
-                ok ? __ldg(reinterpret_cast<const uint32_t *>(p.scales + tile * 32) + g) : 0u;
-        if (F == FMT_MXPLUS)
-            U.cr[r].x =
-                ok ? __ldg(reinterpret_cast<const uint32_t *>(p.corr + tile * 32) + g) : 0u;
-        if (F == FMT_NVPLUS)
-            U.cr[r] = ok ? __ldg(reinterpret_cast<const uint2 *>(p.corr + tile * 64) + g)
-                         : make_uint2(0, 0);
+    const int rows_ok = min(S::R, p.tiles_n - band * S::R);
+    const int xrows = x_staged(p, kt) ? min(p.m, 8 * NT) : 0;
+    if (lane == 0)
+        mbar_expect(bar, (uint32_t)(rows_ok * (512 + S::SCB + S::CRB) + xrows * 128));
+    __syncwarp();
+    /* the stage was last read through the generic proxy */
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (lane < rows_ok) {
+        const size_t tile = (size_t)(band * S::R + lane) * p.tiles_k + (size_t)kt;
+        bulk_g2s(st + lane * 512, p.codes + tile * 32, 512, bar);
+        bulk_g2s(st + S::SCALES + lane * S::SCB, p.scales + tile * S::SCB, S::SCB, bar);
+        if (S::CRB)
+            bulk_g2s(st + S::CORR + lane * S::CRB, p.corr + tile * S::CRB, S::CRB, bar);
     }
-    load_x<NT>(p, kt, g, lane & 3, U.xb);
+    if (lane < xrows)
+        bulk_g2s(st + S::X + lane * X_PITCH, p.x + (size_t)lane * p.k + (size_t)kt * 64, 128, bar);
 }
 
-template <int F, int NT, int R>
-__device__ __forceinline__ void mma_unit(float (&acc)[R][NT][4], const Unit<NT, R> &U, int t,
-                                         int mx_fold)
+/* Multiply unit u, staged at st, into acc. Row tiles past W's end hold stale
+ * bytes: their rows of acc are never written out. */
+template <int F, int NT>
+__device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, NT>::R][NT][4],
+                                        const unsigned char *st, int u, int lane)
 {
+    using S = Stage<F, NT>;
+    const int g = lane >> 2, t = lane & 3;
+    const int kt = u % p.tiles_k;
+    uint32_t xb[NT][8];
+    if (x_staged(p, kt)) {
 #pragma unroll
-    for (int r = 0; r < R; r++) {
+        for (int q = 0; q < NT; q++)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const int mm = q * 8 + g;
+                const int off = S::X + mm * X_PITCH + 2 * (16 * (i >> 1) + 8 * (i & 1) + 2 * t);
+                xb[q][i] = mm < p.m ? *reinterpret_cast<const uint32_t *>(st + off) : 0u;
+            }
+    } else {
+        load_x<NT>(p, kt, g, t, xb);
+    }
+#pragma unroll
+    for (int r = 0; r < S::R; r++) {
+        const uint4 wc = *reinterpret_cast<const uint4 *>(st + r * 512 + lane * 16);
+        uint2 sc = make_uint2(0, 0), cr = make_uint2(0, 0);
+        if (S::WIDE)
+            sc = *reinterpret_cast<const uint2 *>(st + S::SCALES + r * 64 + g * 8);
+        else
+            sc.x = *reinterpret_cast<const uint32_t *>(st + S::SCALES + r * 32 + g * 4);
+        if (F == FMT_MXPLUS)
+            cr.x = *reinterpret_cast<const uint32_t *>(st + S::CORR + r * 32 + g * 4);
+        if (F == FMT_NVPLUS)
+            cr = *reinterpret_cast<const uint2 *>(st + S::CORR + r * 64 + g * 8);
         uint32_t a[4][4];
-        decode_tile<F>(U.wc[r], U.sc[r], U.cr[r], t, mx_fold, a);
+        decode_tile<F>(wc, sc, cr, t, p.mx_fold, a);
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int q = 0; q < NT; q++)
-                mma_bf16(acc[r][q], a[j], U.xb[q][2 * j], U.xb[q][2 * j + 1]);
+                mma_bf16(acc[r][q], a[j], xb[q][2 * j], xb[q][2 * j + 1]);
     }
 }
 
@@ -168,14 +239,29 @@ __device__ __forceinline__ void flush(const Params &p, const float (&acc)[R][NT]
         p.counters[band] = 0u;
 }
 
-template <int F, int NT, int R>
+template <int F, int NT>
 __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params p)
 {
-    const int lane = threadIdx.x & 31, t = lane & 3;
-    const int u0 = (blockIdx.x * SK_WARPS + (threadIdx.x >> 5)) * p.upw;
+    using S = Stage<F, NT>;
+    constexpr int R = S::R;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) uint64_t bars[SK_WARPS][SK_STAGES];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int u0 = (blockIdx.x * SK_WARPS + warp) * p.upw;
     if (u0 >= p.units)
         return;
     const int u1 = min(u0 + p.upw, p.units);
+    unsigned char *ring = smem + warp * SK_STAGES * S::BYTES;
+    const uint32_t ring_a = smem_addr(ring), bar_a = smem_addr(&bars[warp][0]);
+
+    if (lane == 0) {
+        for (int s = 0; s < SK_STAGES; s++)
+            mbar_init(bar_a + 8 * s);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+    for (int i = 0; i < SK_STAGES && u0 + i < u1; i++)
+        produce<F, NT>(p, u0 + i, ring_a + i * S::BYTES, bar_a + 8 * i, lane);
 
     float acc[R][NT][4];
 #pragma unroll
@@ -184,54 +270,56 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
         for (int q = 0; q < NT; q++)
             acc[r][q][0] = acc[r][q][1] = acc[r][q][2] = acc[r][q][3] = 0.0f;
 
-    Unit<NT, R> buf[SK_DEPTH];
-#pragma unroll
-    for (int i = 0; i < SK_DEPTH; i++)
-        if (u0 + i < u1)
-            load_unit<F, NT, R>(p, u0 + i, lane, buf[i]);
-
     int band = u0 / p.tiles_k;
     int kt0 = u0 - band * p.tiles_k;       /* first k tile of the band's run */
     int band_end = (band + 1) * p.tiles_k; /* its end, as a unit index */
-    for (int u = u0; u < u1; u += SK_DEPTH) {
+    for (int v = u0; v < u1; v++) {
+        const int i = v - u0, s = i % SK_STAGES;
+        if (v == band_end) {
+            flush<NT, R>(p, acc, band, kt0, p.tiles_k, lane);
 #pragma unroll
-        for (int i = 0; i < SK_DEPTH; i++) {
-            const int v = u + i;
-            if (v >= u1)
-                break;
-            if (v == band_end) {
-                flush<NT, R>(p, acc, band, kt0, p.tiles_k, lane);
+            for (int r = 0; r < R; r++)
 #pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int q = 0; q < NT; q++)
-                        acc[r][q][0] = acc[r][q][1] = acc[r][q][2] = acc[r][q][3] = 0.0f;
-                band++, kt0 = 0, band_end += p.tiles_k;
-            }
-            mma_unit<F, NT, R>(acc, buf[i], t, p.mx_fold);
-            if (v + SK_DEPTH < u1)
-                load_unit<F, NT, R>(p, v + SK_DEPTH, lane, buf[i]);
+                for (int q = 0; q < NT; q++)
+                    acc[r][q][0] = acc[r][q][1] = acc[r][q][2] = acc[r][q][3] = 0.0f;
+            band++, kt0 = 0, band_end += p.tiles_k;
         }
+        mbar_wait(bar_a + 8 * s, (uint32_t)(i / SK_STAGES) & 1u);
+        consume<F, NT>(p, acc, ring + s * S::BYTES, v, lane);
+        __syncwarp(); /* every lane is done reading stage s */
+        if (v + SK_STAGES < u1)
+            produce<F, NT>(p, v + SK_STAGES, ring_a + s * S::BYTES, bar_a + 8 * s, lane);
     }
     flush<NT, R>(p, acc, band, kt0, u1 - band * p.tiles_k, lane);
 }
 
+/* The kernel for nt; with resident != NULL, how many CTAs of it an SM holds
+ * instead of a launch. */
 template <int F, int NT>
-static auto skinny_kernel()
+static cudaError_t skinny_nt(dim3 grid, const Params *p, int *resident, cudaStream_t s)
 {
-    return gemm_skinny_kernel<F, NT, skinny_rows(NT)>;
+    constexpr int smem = skinny_smem<F, NT>();
+    static bool raised; /* the same value every time: a race is harmless */
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute(gemm_skinny_kernel<F, NT>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess)
+            return e;
+        raised = true;
+    }
+    if (resident)
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_skinny_kernel<F, NT>,
+                                                             SK_WARPS * 32, smem);
+    gemm_skinny_kernel<F, NT><<<grid, SK_WARPS * 32, smem, s>>>(*p);
+    return cudaGetLastError();
 }
 
 template <int F>
-static cudaError_t skinny_f(int nt, dim3 grid, const Params *p, int *resident,
-                            cudaStream_t s)
+static cudaError_t skinny_f(int nt, dim3 grid, const Params *p, int *resident, cudaStream_t s)
 {
-    auto k = nt == 1 ? skinny_kernel<F, 1>() : nt == 2 ? skinny_kernel<F, 2>()
-                                                       : skinny_kernel<F, 4>();
-    if (resident)
-        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, k, SK_WARPS * 32, 0);
-    k<<<grid, SK_WARPS * 32, 0, s>>>(*p);
-    return cudaGetLastError();
+    return nt == 1   ? skinny_nt<F, 1>(grid, p, resident, s)
+           : nt == 2 ? skinny_nt<F, 2>(grid, p, resident, s)
+                     : skinny_nt<F, 4>(grid, p, resident, s);
 }
 
 static cudaError_t skinny_any(int fmt_kind, int nt, dim3 grid, const Params *p, int *resident,
