@@ -146,8 +146,11 @@ __device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid
         int se = mx_shared_exp<F.elem>(am, P.scale_mode);
         sc = (uint32_t)(se + 127);
         /* bf16 input: se <= 127 - 2 + 1 (CEIL), so 2^-se is a normal bf16 */
-        if (BF)
-            packed = enc8_bf16<F.elem>(w, pow2_bf16x2(-se));
+        if (BF) { /* (FLOAT grids only: quant_body's MXF) */
+            uint32_t f2, m2;
+            enc_args_bf16<F.elem>(se, f2, m2);
+            packed = enc8_bf16<F.elem>(w, f2, m2);
+        }
         float f = pow2f(-se);
         size_t e0 = row * P.L.cols + col0;
 #pragma unroll
@@ -169,6 +172,36 @@ __device__ __forceinline__ void mx_body(const QParams &P, size_t row, bool valid
 }
 
 /* ---- MX+ and MX++ ---------------------------------------------------------- */
+
+/* Magnitude index of the block max on the extended grid, from the fp32 bits
+ * of |BM|, a normal number (the block is not flushed): scaled by 2^-se it is
+ * 2^emax times its significand, so the index is the 23-bit fraction rounded
+ * to the grid's m bits by MODE, saturated. Integer ops; the same index as
+ * enc_mag<ELEM, true, MODE> of the scaled value (r: the SR bits). */
+template <int ELEM, int MODE>
+__device__ __forceinline__ uint32_t bm_mag(uint32_t am, uint32_t r)
+{
+    constexpr Grid G = ext_of(ELEM);
+    constexpr int SH = 23 - G.m;
+    constexpr uint32_t HALF = 1u << (SH - 1);
+    uint32_t q = (am & 0x7FFFFFu) >> SH, rem = am & ((1u << SH) - 1);
+    bool up = MODE == RM_RNE    ? rem > HALF || (rem == HALF && (q & 1u))
+              : MODE == RM_AWAY ? rem >= HALF
+              : MODE == RM_SR   ? ((uint64_t)rem << (32 - SH)) > (uint64_t)r
+                                : false;
+    return min(q + (up ? 1u : 0u), (uint32_t)G.maxidx);
+}
+
+/* The 8 packed codes with the BM's code at element j: magnitude bits from
+ * bm_mag, sign bit kept. The element's own code there has the BM's sign in
+ * its top bit: FLOAT codes always; INT codes are two's complement of an
+ * index >= 2^m (the BM scales to at least 1), so negative iff the BM is. */
+template <int W>
+__device__ __forceinline__ PackT<W> bm_put(PackT<W> packed, int j, uint32_t mag)
+{
+    constexpr PackT<W> MAG = (PackT<W>)((1u << (W - 1)) - 1);
+    return (packed & ~(MAG << (W * j))) | (PackT<W>)mag << (W * j);
+}
 
 template <int FMT, int MODE, bool BF>
 __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool valid, size_t blk,
@@ -228,8 +261,11 @@ __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool v
         float f1 = k > 127 ? 18446744073709551616.0f : 1.0f;
         float f2 = pow2f(k > 127 ? k - 64 : k);
         size_t e0 = row * P.L.cols + col0;
-        if (BF) /* MX+ only: nbm = se >= -126, so 2^k is a normal bf16 */
-            packed = enc8_bf16<F.elem>(w, pow2_bf16x2(k));
+        if (BF) { /* MX+ FLOAT only: nbm = se >= -126, so 2^k is a normal bf16 */
+            uint32_t f2, m2;
+            enc_args_bf16<F.elem>(se, f2, m2);
+            packed = enc8_bf16<F.elem>(w, f2, m2);
+        }
 #pragma unroll
         for (int j = 0; j < 8 && !BF; j++) {
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + j) : 0u;
@@ -239,18 +275,8 @@ __device__ __forceinline__ void mxplus_body(const QParams &P, size_t row, bool v
         }
         if (cand / 8 == (uint32_t)sub) { /* this thread holds the block max */
             int jb = (int)(cand % 8);
-            uint32_t xb = 0;
-            if (BF)
-                xb = elem_bf16(w, jb);
-#pragma unroll
-            for (int j = 0; j < 8 && !BF; j++)
-                if (j == jb)
-                    xb = x[j];
             uint32_t r = MODE == RM_SR ? sr_bits(P.seed, e0 + (size_t)jb) : 0u;
-            float v = __fmul_rn(u2f(xb & 0x7FFFFFFFu), pow2f(-se));
-            int mag = enc_mag<F.elem, true, MODE>(v, r, true);
-            PackT<W> mask = (PackT<W>)((1u << W) - 1) << (W * jb);
-            packed = (packed & ~mask) | (PackT<W>)make_code<F.elem, true>(xb, mag) << (W * jb);
+            packed = bm_put<W>(packed, jb, bm_mag<F.elem, MODE>(am, r));
         }
     }
     if (valid) {
@@ -515,10 +541,12 @@ __device__ __forceinline__ void load_rows(const QParams &P, bool vec, size_t row
 
 /* ---- bf16 MX / MX+ with a whole block per thread ------------------------------- *
  * The hot path of the MX family (bf16 input, RNE, rows of whole blocks, vector
- * alignment): a thread reads its block as four 16-byte vectors, finds the max
- * without shuffles, encodes with the bf16x2 encoder and writes all its codes.
- * With 8 elements per thread the per-group work (shuffles, scale, addressing)
- * cost as much as the encoding. Same decisions as mx_body / mxplus_body. */
+ * alignment; FLOAT and INT grids, MX and MX+): a thread reads its block as
+ * four 16-byte vectors, finds the max without shuffles, encodes with the
+ * bf16x2 encoder and writes all its codes. With 8 elements per thread the
+ * per-group work (shuffles, scale, addressing) cost as much as the encoding.
+ * Same decisions as mx_body / mxplus_body. MX+: the BM's index from packed
+ * compares (first_max32_bf16), its code from the bits of am (bm_mag). */
 template <int FMT>
 __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
 {
@@ -530,10 +558,12 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
 #pragma unroll
     for (int k = 0; k < 4; k++)
         w[k] = __ldg(src + k);
-    uint32_t am = 0;
+    uint32_t am = 0, a8[4];
 #pragma unroll
-    for (int k = 0; k < 4; k++)
-        am = max(am, amax8_bf16(w[k]));
+    for (int k = 0; k < 4; k++) {
+        a8[k] = amax8_bf16(w[k]);
+        am = max(am, a8[k]);
+    }
     PackT<W> packed[4] = {0, 0, 0, 0};
     uint32_t sc = 0, meta = 0;
     bool nonfinite = am >= 0x7F800000u;
@@ -542,31 +572,18 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
     } else if (!PLUS || (am != 0 && flog2_bits(am) - EMAX > -127)) { /* MX+: else flushed */
         int se = PLUS ? flog2_bits(am) - EMAX : mx_shared_exp<F.elem>(am, P.scale_mode);
         sc = (uint32_t)(se + 127);
-        uint32_t f2 = pow2_bf16x2(-se); /* se in [-127, 126] for bf16 input */
+        uint32_t f2, m2;
+        enc_args_bf16<F.elem>(se, f2, m2); /* se in [-127, 127] for bf16 input */
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            packed[k] = enc8_bf16<F.elem>(w[k], f2);
+            packed[k] = enc8_bf16<F.elem>(w[k], f2, m2);
         if (PLUS) { /* the block max: lowest index holding am, on the extended grid */
-            int cand = 32;
-#pragma unroll
-            for (int k = 3; k >= 0; k--) {
-                int j = first_eq_bf16(w[k], am >> 16);
-                if (j < 8)
-                    cand = 8 * k + j;
-            }
+            int cand = first_max32_bf16(w, a8, am);
             meta = (uint32_t)cand;
-            int kb = cand / 8, jb = cand % 8;
+            uint32_t mag = bm_mag<F.elem, RM_RNE>(am, 0u);
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                if (k != kb)
-                    continue;
-                uint32_t xb = elem_bf16(w[k], jb);
-                float v = __fmul_rn(u2f(xb & 0x7FFFFFFFu), pow2f(-se));
-                int mag = enc_mag<F.elem, true, RM_RNE>(v, 0u, true);
-                PackT<W> mask = (PackT<W>)((1u << W) - 1) << (W * jb);
-                packed[k] = (packed[k] & ~mask) | (PackT<W>)make_code<F.elem, true>(xb, mag)
-                                                      << (W * jb);
-            }
+            for (int k = 0; k < 4; k++) /* a select per word, no dynamic index */
+                packed[k] = k == cand / 8 ? bm_put<W>(packed[k], cand % 8, mag) : packed[k];
         }
     }
     unsigned char *cp = P.codes + b * (size_t)(4 * W);
@@ -606,8 +623,7 @@ template <int FMT>
 bool mx_block_ok(const QParams &P)
 {
     constexpr FmtT F = fmt_of(FMT);
-    if constexpr ((F.fam != BFP_FAMILY_MX && F.fam != BFP_FAMILY_MX_PLUS) ||
-                  grid_of(F.elem).kind != GK_FLOAT)
+    if constexpr (F.fam != BFP_FAMILY_MX && F.fam != BFP_FAMILY_MX_PLUS)
         return false;
     return P.dt == BFP_DTYPE_BF16 && P.mode == RM_RNE && P.vec_in && P.vec_out &&
            P.L.cols % 32 == 0;

@@ -1,6 +1,7 @@
 /* bfp_cuda_quant_bf16.cuh - the MX-family encoder for bfloat16 input on two
  * elements per instruction (bf16x2 arithmetic and 16x2 integer min/max,
- * sm_90), for round-to-nearest-even onto a FLOAT element grid. The generic
+ * sm_90), for round-to-nearest-even onto a FLOAT element grid (below; the
+ * INT grids: enc2_int_bf16, with its own argument). The generic
  * encoder (enc_mag) spends about 33 instructions per element, which made the
  * quantizers issue-bound at half the copy bandwidth; this one about 8.
  *
@@ -21,36 +22,141 @@
 
 #include "bfp_cuda_common.cuh"
 
+#ifndef __CUDA_ARCH__
+#include <cmath>
+#include <cstring>
+#endif
+
 namespace bfpcuda {
 
 constexpr uint32_t LANES2 = 0x00010001u; /* a 16-bit constant in both lanes */
 
+/* ---- packed helpers; the #else branches emulate them exactly on the host
+ * (tools/dev/quant_emul.cc runs the encoders there against the reference) */
+
+#ifndef __CUDA_ARCH__
+/* bf16 bits of the RNE rounding of s + err, where s is a double and err the
+ * exact error of the double operation that gave s (|err| <= half an ulp of
+ * s): a bf16 tie point is a double, so err matters only when s is one. */
+inline uint32_t bf16_rne_host(double s, double err)
+{
+    if (s != s)
+        return 0x7FFFu; /* canonical NaN */
+    uint32_t sign = s < 0 || (s == 0 && std::signbit(s)) ? 0x8000u : 0u;
+    double a = std::fabs(s), ea = s < 0 ? -err : err;
+    if (a == 0 || a == HUGE_VAL)
+        return sign | (a == 0 ? 0u : 0x7F80u);
+    int e;
+    std::frexp(a, &e);                  /* a in [2^(e-1), 2^e) */
+    int q = e - 8 < -133 ? -133 : e - 8; /* the bf16 quantum at a */
+    double t = std::ldexp(a, -q), fl = std::floor(t), fr = t - fl;
+    bool up = fr > 0.5 || (fr == 0.5 && (ea > 0 || (ea == 0 && std::fmod(fl, 2.0) != 0)));
+    double r = std::ldexp(fl + (up ? 1 : 0), q);
+    if (r > 3.4e38)
+        return sign | 0x7F80u; /* beyond the largest bf16: +-Inf */
+    float f = (float)r;         /* exact: 8 significant bits */
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return sign | (b >> 16 & 0x7FFFu);
+}
+
+inline double bf16_host(uint32_t h)
+{
+    uint32_t b = h << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return (double)f;
+}
+
+/* lane-wise a * b + c with one rounding (products of bf16 are exact in double) */
+inline uint32_t bf2_fma_host(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t d = 0;
+    for (int l = 0; l < 2; l++) {
+        double p = bf16_host(a >> 16 * l & 0xFFFFu) * bf16_host(b >> 16 * l & 0xFFFFu);
+        double cc = bf16_host(c >> 16 * l & 0xFFFFu), s = p + cc;
+        double bb = s - p, err = (p - (s - bb)) + (cc - bb); /* TwoSum: s + err == p + cc */
+        d |= bf16_rne_host(s, std::isfinite(s) ? err : 0.0) << 16 * l;
+    }
+    return d;
+}
+#endif
+
 __device__ __forceinline__ uint32_t bf2_mul(uint32_t a, uint32_t b)
 {
+#ifdef __CUDA_ARCH__
     uint32_t d;
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return bf2_fma_host(a, b, 0x80008000u); /* + (-0): keeps a product's zero sign */
+#endif
 }
 
 __device__ __forceinline__ uint32_t bf2_add(uint32_t a, uint32_t b)
 {
+#ifdef __CUDA_ARCH__
     uint32_t d;
     asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return bf2_fma_host(a, 0x3F803F80u, b); /* a * 1 + b */
+#endif
+}
+
+/* a * b + c rounded once (sm_80) */
+__device__ __forceinline__ uint32_t bf2_fma(uint32_t a, uint32_t b, uint32_t c)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+#else
+    return bf2_fma_host(a, b, c);
+#endif
 }
 
 __device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b)
 {
+#ifdef __CUDA_ARCH__
     uint32_t d;
     asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    uint32_t lo = (a & 0xFFFFu) > (b & 0xFFFFu) ? a & 0xFFFFu : b & 0xFFFFu;
+    return lo | ((a >> 16) > (b >> 16) ? a >> 16 : b >> 16) << 16;
+#endif
 }
 
 __device__ __forceinline__ uint32_t min_u16x2(uint32_t a, uint32_t b)
 {
+#ifdef __CUDA_ARCH__
     uint32_t d;
     asm("min.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    uint32_t lo = (a & 0xFFFFu) < (b & 0xFFFFu) ? a & 0xFFFFu : b & 0xFFFFu;
+    return lo | ((a >> 16) < (b >> 16) ? a >> 16 : b >> 16) << 16;
+#endif
+}
+
+/* PRMT as PTX defines it: a selector nibble with bit 3 set replicates the
+ * chosen byte's top bit (__byte_perm is documented to use 3 bits only) */
+__device__ __forceinline__ uint32_t prmt_sx(uint32_t a, uint32_t b, uint32_t s)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s));
+    return d;
+#else
+    uint64_t v = (uint64_t)b << 32 | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        uint32_t n = s >> 4 * i & 0xFu, c = (uint32_t)(v >> 8 * (n & 7u)) & 0xFFu;
+        r |= (n & 8u ? (c & 0x80u ? 0xFFu : 0u) : c) << 8 * i;
+    }
+    return r;
+#endif
 }
 
 /* 2^k in both bf16 lanes, k in [-126, 127] (a normal bf16) */
@@ -73,19 +179,6 @@ __device__ __forceinline__ uint32_t amax8_bf16(const uint4 &w)
     return max(m & 0xFFFFu, m >> 16) << 16;
 }
 
-/* element j (0..7) of 8 bf16 elements, as fp32 bits */
-__device__ __forceinline__ uint32_t elem_bf16(const uint4 &w, int j)
-{
-    uint32_t in[4];
-    words_of(w, in);
-    uint32_t x = 0;
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        if (k == j)
-            x = (k & 1) ? in[k >> 1] & 0xFFFF0000u : in[k >> 1] << 16;
-    return x;
-}
-
 /* lowest j with |x_j| == am16 (a bf16 magnitude), 8 if none */
 __device__ __forceinline__ int first_eq_bf16(const uint4 &w, uint32_t am16)
 {
@@ -100,9 +193,40 @@ __device__ __forceinline__ int first_eq_bf16(const uint4 &w, uint32_t am16)
     return hit ? __ffs(hit) - 1 : 8;
 }
 
+/* Lowest j in 0..31 with |x_j| == am, for am (fp32 bits) the max |x| of the
+ * 32 elements w, given the maxima a8[k] = amax8_bf16(w[k]) of the 8-element
+ * groups: the first group holding am, then in it, a lane plus 0x8000 - am16
+ * reaches bit 15 exactly on a hit (no carry out: a lane <= am16), and PRMT
+ * replicates that bit into byte i of p (elements 0-3) or q (4-7). */
+__device__ __forceinline__ int first_max32_bf16(const uint4 w[4], const uint32_t a8[4], uint32_t am)
+{
+    int kb = a8[0] == am ? 0 : a8[1] == am ? 1 : a8[2] == am ? 2 : 3;
+    uint4 v = kb == 0 ? w[0] : kb == 1 ? w[1] : kb == 2 ? w[2] : w[3];
+    uint32_t h[4];
+    words_of(v, h);
+    const uint32_t K = (0x8000u - (am >> 16)) * LANES2;
+#pragma unroll
+    for (int t = 0; t < 4; t++)
+        h[t] = (h[t] & 0x7FFF7FFFu) + K; /* word t: elements 2t, 2t + 1 */
+    uint32_t p = prmt_sx(h[0], h[1], 0xFDB9u), q = prmt_sx(h[2], h[3], 0xFDB9u);
+    return 8 * kb + (p ? (__ffs(p) - 1) >> 3 : 4 + ((__ffs(q) - 1) >> 3));
+}
+
+/* The operands of a block's encoder for shared exponent se: FLOAT grids,
+ * f2 = 2^-se (se <= 126 for bf16 input); INT grids, f2 = 2^(c - se) and
+ * m2 = 2^(7 - m + c) with c = (se > 0), both normal for se in [-127, 127]. */
+template <int ELEM>
+__device__ __forceinline__ void enc_args_bf16(int se, uint32_t &f2, uint32_t &m2)
+{
+    constexpr Grid G = grid_of(ELEM);
+    int c = G.kind == GK_INT && se > 0 ? 1 : 0;
+    f2 = pow2_bf16x2(c - se);
+    m2 = pow2_bf16x2(7 - G.m + c);
+}
+
 /* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
 template <int ELEM>
-__device__ __forceinline__ uint32_t enc2_bf16(uint32_t x2, uint32_t f2)
+__device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
 {
     constexpr Grid G = grid_of(ELEM);
     constexpr uint32_t EMINB = (uint32_t)(128 - G.bias) << 7; /* 2^(1 - bias) */
@@ -119,16 +243,37 @@ __device__ __forceinline__ uint32_t enc2_bf16(uint32_t x2, uint32_t f2)
     return idx | ((x2 >> (16 - G.bits)) & SIGN);
 }
 
+/* Two's complement codes of a word of 2 elements on INT grid ELEM (value
+ * k / 2^m): k = rne(|x| 2^(m - se)), clamped, negated for negative x.
+ * Exactness: with f2, m2 of enc_args_bf16, u = |x| f2 < 2^(1 + c) <= m2
+ * (|x| < 2^(se + 1) for every scale mode's se >= floor(log2 amax)); in
+ * [m2, 2 m2] the bf16 ulp is 2^(c - m), one step. The FMA rounds the exact
+ * u + m2 once, so r - m2 in bits is rne(|x| 2^(m - se)), ties to even, 128
+ * for a round-up to 2 m2; no product is rounded, so small or subnormal x
+ * need no care. The negation stays in each 16-bit lane: idx ^ neg <= 0xFF. */
+template <int ELEM>
+__device__ __forceinline__ uint32_t enc2_int_bf16(uint32_t x2, uint32_t f2, uint32_t m2)
+{
+    constexpr Grid G = grid_of(ELEM);
+    constexpr uint32_t ONES = (1u << G.bits) - 1;
+    uint32_t r = bf2_fma(x2 & 0x7FFF7FFFu, f2, m2);
+    uint32_t idx = min_u16x2(r - m2, (uint32_t)G.maxidx * LANES2);
+    uint32_t s = (x2 >> 15) & LANES2, neg = s * ONES;
+    return ((idx ^ neg) + s) & (ONES * LANES2);
+}
+
 /* The 8 codes, packed as the format stores them (element j at bits W*j). */
 template <int ELEM>
-__device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_bf16(const uint4 &w, uint32_t f2)
+__device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_bf16(const uint4 &w, uint32_t f2,
+                                                                uint32_t m2)
 {
     constexpr int W = grid_of(ELEM).bits;
     uint32_t in[4], c[4];
     words_of(w, in);
 #pragma unroll
     for (int k = 0; k < 4; k++)
-        c[k] = enc2_bf16<ELEM>(in[k], f2);
+        c[k] = grid_of(ELEM).kind == GK_INT ? enc2_int_bf16<ELEM>(in[k], f2, m2)
+                                            : enc2_float_bf16<ELEM>(in[k], f2);
     if (W == 4) {
 #pragma unroll
         for (int k = 0; k < 4; k++)

@@ -1,0 +1,329 @@
+/* quant_emul.cc - runs the GPU's block-per-thread bf16 quantizer
+ * (mx_block_bf16 in src/cuda/bfp_cuda_kernels.cuh, with the bf16x2 encoders
+ * of bfp_cuda_quant_bf16.cuh) on the host, the packed bf16x2 and PRMT
+ * instructions emulated exactly by those files' host branches, and compares
+ * codes, scales, meta bytes and the non-finite count byte for byte with
+ * bfp_quantize_ref: every format the block path takes (MX and MX+, FLOAT and
+ * INT grids), random blocks over the whole bf16 range with outliers, ties on
+ * the grids, repeated maxima, NaN, +-Inf, -0, subnormals, all-zero blocks,
+ * huge and tiny blocks; every MX scale mode; planar and swizzled scales.
+ * It checks the encoders' logic on a machine without a GPU;
+ * tests/test_cuda.c remains the real check.
+ *
+ * Built as the ctest test_cuda_quant_emul when CUDA is enabled, or:
+ *   g++ -O2 -std=c++17 -Iinclude -Isrc/core -Isrc/cuda -I/usr/local/cuda/include \
+ *       tools/dev/quant_emul.cc build/libbfp.a -lm -o /tmp/quant_emul && /tmp/quant_emul
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+/* ---- intrinsics on the host (the bf16x2 ones: bfp_cuda_quant_bf16.cuh) ---- */
+static uint3 threadIdx, blockIdx, gridDim, blockDim;
+static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; }
+template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    uint64_t v = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) /* CUDA's meaning: 3 bits of each nibble */
+        r |= ((unsigned)(v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+    return r;
+}
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fadd_rz(float a, float b)
+{
+    double d = (double)a + (double)b; /* exact for the uses here */
+    float f = (float)d;
+    if (fabs((double)f) > fabs(d))
+        f = nextafterf(f, 0.0f);
+    return f;
+}
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline int __all_sync(unsigned, int p) { return p; }
+static inline unsigned __ballot_sync(unsigned, int p) { return p ? 1u : 0u; }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
+static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
+static inline void __syncthreads() {}
+#define __launch_bounds__(x)
+#define BFP_LAUNCH(kernel, grid, block, stream, ...) (void)0
+using std::max;
+using std::min;
+static inline size_t min(size_t a, size_t b) { return a < b ? a : b; }
+#define atomicAdd(p, v) (*(p) += (v))
+#define atomicMax(p, v) (*(p) = *(p) > (v) ? *(p) : (v))
+
+#include "bfp_cuda_kernels.cuh"
+
+using namespace bfpcuda;
+
+static uint64_t st = 11;
+static uint64_t rnd()
+{
+    uint64_t z = (st += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint16_t bf(uint32_t sign, int expf, uint32_t man) /* exponent field, clamped */
+{
+    expf = expf < 0 ? 0 : expf > 254 ? 254 : expf;
+    return (uint16_t)(sign << 15 | (uint32_t)expf << 7 | (man & 0x7F));
+}
+
+/* one block of 32 bf16 values of a randomly chosen kind */
+static void gen_block(uint16_t *x)
+{
+    uint64_t u = rnd();
+    int kind = (int)(u % 16);
+    int c = (int)((u >> 8) % 270) - 8; /* the block's exponent field, -8..261 clamped */
+    int spread = 1 + (int)((u >> 20) % 12);
+    for (int i = 0; i < 32; i++) {
+        uint64_t v = rnd();
+        x[i] = bf((uint32_t)(v & 1), c - (int)((v >> 1) % (uint64_t)spread), (uint32_t)(v >> 8));
+    }
+    switch (kind) {
+    case 0: /* all zero, some -0 */
+        for (int i = 0; i < 32; i++)
+            x[i] = (rnd() & 3) ? 0 : 0x8000;
+        break;
+    case 1: /* any bits: NaN, Inf, subnormals anywhere */
+        for (int i = 0; i < 32; i++)
+            x[i] = (uint16_t)rnd();
+        break;
+    case 2: { /* one NaN or +-Inf */
+        uint64_t v = rnd();
+        static const uint16_t sp[4] = {0x7F80, 0xFF80, 0x7FC0, 0xFF81};
+        x[v % 32] = sp[(v >> 8) % 4];
+        break;
+    }
+    case 3: /* subnormal and tiny blocks */
+        for (int i = 0; i < 32; i++) {
+            uint64_t v = rnd();
+            x[i] = bf((uint32_t)(v & 1), (int)((v >> 1) % 3), (uint32_t)(v >> 8));
+        }
+        break;
+    case 4: /* huge: near the largest bf16 */
+        for (int i = 0; i < 32; i++) {
+            uint64_t v = rnd();
+            x[i] = bf((uint32_t)(v & 1), 254 - (int)((v >> 1) % 4), (uint32_t)(v >> 8));
+        }
+        break;
+    case 5: { /* an outlier */
+        uint64_t v = rnd();
+        x[v % 32] = bf((uint32_t)(v >> 5) & 1, c + 2 + (int)((v >> 8) % 20), (uint32_t)(v >> 16));
+        break;
+    }
+    case 6: /* the max repeated, either sign: the BM is the first */
+    case 7: {
+        uint64_t v = rnd();
+        uint16_t m = bf(0, c + 1, (uint32_t)(v >> 8));
+        for (int k = 0; k < 2 + (int)(v % 4); k++)
+            x[rnd() % 32] = (uint16_t)(m | (rnd() & 1) << 15);
+        break;
+    }
+    case 8: /* few significant bits: many exact ties on the grids */
+    case 9:
+        for (int i = 0; i < 32; i++)
+            x[i] &= (uint16_t)(kind == 8 ? 0xFFF0 : 0xFFC0);
+        break;
+    case 10: { /* a max whose mantissa rounds up (BM saturation, scale modes' carry) */
+        uint64_t v = rnd();
+        x[v % 32] = bf((uint32_t)(v >> 5) & 1, c + 1, 0x78 | (uint32_t)(v >> 8));
+        break;
+    }
+    case 11: /* max exactly a power of two */
+        x[rnd() % 32] = bf((uint32_t)(rnd() & 1), c + 1, 0);
+        break;
+    case 12: /* only zeros and one tiny value */
+        for (int i = 0; i < 32; i++)
+            x[i] = 0;
+        x[rnd() % 32] = (uint16_t)(rnd() & 0x80FF);
+        break;
+    default:
+        break;
+    }
+}
+
+template <int FMT>
+static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, int smode, int swz,
+                    long *checked)
+{
+    const bfp_format_info *f = bfp_format_get((bfp_format)FMT);
+    bfp_plane_sizes sz;
+    bfp_plane_sizes_for((bfp_format)FMT, rows, cols, &sz);
+    bfp_options o;
+    bfp_options_init(&o);
+    o.scale_mode = (bfp_scale_mode)smode;
+    std::vector<uint8_t> rc(sz.codes, 0), rs(sz.scales, 0), rm(sz.meta + 1, 0);
+    bfp_planes ref = {rc.data(), rs.data(), sz.meta ? rm.data() : NULL, NULL};
+    bfp_stats stats;
+    if (bfp_quantize_ref((bfp_format)FMT, BFP_DTYPE_BF16, src.data(), rows, cols, &o, &ref, &stats) !=
+        BFP_OK) {
+        printf("%s: reference failed\n", f->name);
+        return 1;
+    }
+    if (swz) {
+        std::vector<uint8_t> sw(bfp_swizzled_scales_size(rows, sz.blocks_per_row), 0);
+        bfp_scales_to_swizzled(rs.data(), rows, sz.blocks_per_row, sw.data());
+        rs = sw;
+    }
+    /* the GPU's planes start as garbage: every byte must be written */
+    std::vector<uint8_t> gc(sz.codes, 0xA5), gs(rs.size(), 0xA5), gm(sz.meta + 1, 0xA5);
+    if (swz && (rows % 128 || sz.blocks_per_row % 4))
+        std::fill(gs.begin(), gs.end(), 0); /* the launcher's memset */
+    unsigned long long nonfinite = 0;
+    QParams P;
+    memset(&P, 0, sizeof P);
+    P.L.rows = rows;
+    P.L.cols = cols;
+    P.src = (const unsigned char *)src.data();
+    P.dt = BFP_DTYPE_BF16;
+    P.vec_in = P.vec_out = true;
+    P.codes = gc.data();
+    P.crb = sz.code_row_bytes;
+    P.G = sz.blocks_per_row;
+    P.scales = gs.data();
+    P.meta = sz.meta ? gm.data() : NULL;
+    P.nonfinite = &nonfinite;
+    P.mode = RM_RNE;
+    P.scale_mode = smode;
+    P.swz = swz;
+    P.swz_ncol = (sz.blocks_per_row + 3) / 4;
+    if (!mx_block_ok<FMT>(P)) {
+        printf("%s: not on the block path\n", f->name);
+        return 1;
+    }
+    size_t nblocks = rows * (cols / 32);
+    for (size_t b = 0; b < nblocks; b++)
+        mx_block_bf16<FMT>(P, b);
+    long bad = 0;
+    const char *plane[3] = {"codes", "scales", "meta"};
+    const std::vector<uint8_t> *r3[3] = {&rc, &rs, &rm}, *g3[3] = {&gc, &gs, &gm};
+    for (int p = 0; p < 3; p++) {
+        size_t n = p == 2 ? sz.meta : r3[p]->size();
+        for (size_t i = 0; i < n; i++) {
+            (*checked)++;
+            if ((*r3[p])[i] == (*g3[p])[i])
+                continue;
+            if (bad < 6) {
+                size_t blk = p == 0 ? i * 8 / f->elem_bits / 32 : i;
+                if (p == 1 && swz)
+                    blk = (size_t)-1;
+                printf("%s mode %d swz %d: %s[%zu] got %02x ref %02x", f->name, smode, swz,
+                       plane[p], i, (*g3[p])[i], (*r3[p])[i]);
+                if (blk != (size_t)-1 && blk < nblocks) {
+                    printf("  block %zu:", blk);
+                    for (int j = 0; j < 32; j++)
+                        printf(" %04x", src[blk * 32 + j]);
+                }
+                printf("\n");
+            }
+            bad++;
+        }
+    }
+    if (nonfinite != stats.nonfinite_blocks) {
+        printf("%s: non-finite count %llu, ref %zu\n", f->name, nonfinite, stats.nonfinite_blocks);
+        bad++;
+    }
+    return bad;
+}
+
+/* bm_mag (the MX+ block max's index, also used by mxplus_body for f32 / f16
+ * input and every rounding mode) against the float encoder enc_mag on the
+ * extended grid; fp32 block maxima over the unflushed range, ties included */
+template <int ELEM, int MODE>
+static long check_bm_mag()
+{
+    constexpr int EMAX = grid_of(ELEM).emax;
+    long bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t v = rnd();
+        int fl = EMAX - 126 + (int)(v % (uint64_t)(254 - EMAX));
+        uint32_t man = (uint32_t)(v >> 16) & 0x7FFFFFu;
+        if (i % 4 == 1)
+            man &= 0x7F0000u; /* a bf16 max */
+        if (i % 4 == 2)
+            man = (man & ~0xFFFFu) | 0x8000u * (uint32_t)(v >> 60 & 1); /* ties below 7 bits */
+        uint32_t am = (uint32_t)(fl + 127) << 23 | man, r = (uint32_t)(v >> 32);
+        if (i % 8 == 3)
+            r = 0;
+        int se = fl - EMAX;
+        float x = __fmul_rn(u2f(am), pow2f(-se));
+        uint32_t want = (uint32_t)enc_mag<ELEM, true, MODE>(x, r, true), got = bm_mag<ELEM, MODE>(am, r);
+        if (got != want && bad++ < 4)
+            printf("bm_mag<%d, %d>(%08x, %08x) = %u, enc_mag %u\n", ELEM, MODE, am, r, got, want);
+    }
+    return bad;
+}
+
+template <int ELEM>
+static long check_bm_modes()
+{
+    return check_bm_mag<ELEM, RM_RNE>() + check_bm_mag<ELEM, RM_AWAY>() + check_bm_mag<ELEM, RM_RZ>() +
+           check_bm_mag<ELEM, RM_SR>();
+}
+
+typedef long (*fmt_fn)(const std::vector<uint16_t> &, size_t, size_t, int, int, long *);
+#define FMT_FN(id) {id, run_fmt<id>}
+static const struct {
+    int id;
+    fmt_fn fn;
+} fmts[] = {FMT_FN(BFP_MXFP4),           FMT_FN(BFP_MXFP6_E2M3),      FMT_FN(BFP_MXFP6_E3M2),
+            FMT_FN(BFP_MXFP8_E4M3),      FMT_FN(BFP_MXFP8_E5M2),      FMT_FN(BFP_MXINT8),
+            FMT_FN(BFP_MXINT4),          FMT_FN(BFP_MXFP4_PLUS),      FMT_FN(BFP_MXFP6_E2M3_PLUS),
+            FMT_FN(BFP_MXFP6_E3M2_PLUS), FMT_FN(BFP_MXFP8_E4M3_PLUS), FMT_FN(BFP_MXFP8_E5M2_PLUS),
+            FMT_FN(BFP_MXINT8_PLUS),     FMT_FN(BFP_MXINT4_PLUS)};
+
+int main()
+{
+    /* 256 rows x 8 blocks (two swizzle tiles), then 3 x 96 (padding of the
+     * swizzled layout) */
+    const size_t shapes[2][2] = {{256, 256}, {3, 96}};
+    std::vector<std::vector<uint16_t>> data;
+    for (int s = 0; s < 2; s++)
+        for (int rep = 0; rep < (s == 0 ? 4 : 1); rep++) {
+            std::vector<uint16_t> x(shapes[s][0] * shapes[s][1]);
+            for (size_t b = 0; b < x.size() / 32; b++)
+                gen_block(&x[b * 32]);
+            data.push_back(x);
+        }
+    int fails = 0;
+    long bbad = check_bm_modes<BFP_ELEM_E2M1>() + check_bm_modes<BFP_ELEM_E2M3>() +
+                check_bm_modes<BFP_ELEM_E3M2>() + check_bm_modes<BFP_ELEM_E4M3>() +
+                check_bm_modes<BFP_ELEM_E5M2>() + check_bm_modes<BFP_ELEM_INT8>() +
+                check_bm_modes<BFP_ELEM_INT4>();
+    printf("  %-16s %9d maxima %s\n", "bm_mag", 7 * 4 * 200000, bbad ? "FAILED" : "ok");
+    fails += bbad != 0;
+    for (const auto &fm : fmts) {
+        const bfp_format_info *f = bfp_format_get((bfp_format)fm.id);
+        bool plus = f->family == BFP_FAMILY_MX_PLUS;
+        long checked = 0, bad = 0;
+        for (size_t d = 0; d < data.size(); d++) {
+            size_t rows = d < 4 ? shapes[0][0] : shapes[1][0], cols = d < 4 ? shapes[0][1] : shapes[1][1];
+            for (int smode = 0; smode < (plus ? 1 : 4); smode++) /* MX+: FLOOR only */
+                for (int swz = 0; swz < 2; swz++)
+                    bad += fm.fn(data[d], rows, cols, smode, swz, &checked);
+        }
+        printf("  %-16s %9ld bytes %s\n", f->name, checked, bad ? "FAILED" : "ok");
+        fails += bad != 0;
+    }
+    return fails != 0;
+}
