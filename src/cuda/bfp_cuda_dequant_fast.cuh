@@ -293,6 +293,23 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b)
 #endif
 }
 
+/* Packed bf16 fma, round to nearest (sm_90). Used only where the exact
+ * result is representable, so it returns the exact result's bits. */
+__device__ __forceinline__ uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+#else /* host emulation: exact in fp32 for the uses here, then RNE to bf16 */
+    uint32_t lo = f2u(__fmaf_rn(u2f(a << 16), u2f(b << 16), u2f(c << 16)));
+    uint32_t hi = f2u(__fmaf_rn(u2f(a & 0xFFFF0000u), u2f(b & 0xFFFF0000u), u2f(c & 0xFFFF0000u)));
+    lo += 0x7FFFu + ((lo >> 16) & 1u);
+    hi += 0x7FFFu + ((hi >> 16) & 1u);
+    return (lo >> 16) | (hi & 0xFFFF0000u);
+#endif
+}
+
 /* PRMT with a selector whose nibbles are all < 8 (__byte_perm would mask
  * them with 0x7777 first, one more instruction) */
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s)
@@ -492,6 +509,23 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
 #pragma unroll
                 for (int k = 0; k < 4; k++)
                     w[k] = bf16x2_mul(w[k], s2);
+            } else if (grid_of(F.elem).kind == GK_INT && W == 4) {
+                /* k * s, s = 2^(se - m), in bf16 pairs: x = 0x4300 | (k + 8)
+                 * is the bf16 of 136 + k (7 mantissa bits), and the fma
+                 * x * s - 136 s rounds the exact k * s once: at most 4
+                 * significant bits, normal or zero in the fast range, where
+                 * s and 136 s (bf16 0x08 mantissa) are normal bf16 numbers */
+                constexpr Grid G = grid_of(F.elem);
+                uint32_t sb = (uint32_t)(se - G.m + 127) << 7;
+                uint32_t s2 = sb * 0x10001u, n2 = (0x8000u | (sb + (7u << 7)) | 0x08u) * 0x10001u;
+                uint32_t c = (uint32_t)codes ^ 0x88888888u; /* k + 8 per nibble */
+                uint32_t e = c & 0x0F0F0F0Fu, o = c >> 4 & 0x0F0F0F0Fu; /* even, odd elements */
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    /* bytes e_k, 0, o_k, 0 (selector 8: the sign of byte 0 of e, 0) */
+                    uint32_t x = prmt(e, o, 0x8480u + 0x101u * (uint32_t)k) | 0x43004300u;
+                    w[k] = bf16x2_fma(x, s2, n2);
+                }
             } else if (grid_of(F.elem).kind == GK_INT) {
                 /* k * s, s = 2^(se - m): f = 2^23 + 2^(W-1) + k is exact; the
                  * fma f * s - (2^23 + 2^(W-1)) * s rounds once, and k * s (at
