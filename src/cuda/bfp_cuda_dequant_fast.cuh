@@ -772,7 +772,10 @@ __device__ __forceinline__ void flat_load(const DParams &P, size_t ngroups, size
     for (int k = 0; k < FU; k++) {
         bool ok = FULL || g0 + 32 * k < ngroups;
         c[k] = ok ? (PackT<W>)load_codes<W>(cp + 32 * k * W, W, true) : (PackT<W>)0;
-        a[k] = ok ? load_aux<FMT>(P, b0 + 32 * k / T) : 0u;
+        if (fmt_of(FMT).fam == BFP_FAMILY_HIF4) /* 4-aligned scales (launch_dequant) */
+            a[k] = ok ? __ldg(reinterpret_cast<const uint32_t *>(P.scales) + b0 + 32 * k / T) : 0u;
+        else
+            a[k] = ok ? load_aux<FMT>(P, b0 + 32 * k / T) : 0u;
     }
 }
 

@@ -872,7 +872,8 @@ template <int FMT>
 bfp_status launch_dequant(DParams P, const Tiling &t, cudaStream_t s)
 {
     if (P.dt == BFP_DTYPE_BF16 && P.vec_in && P.vec_out && P.L.cols % fmt_of(FMT).block == 0 &&
-        P.L.rows > 0 && P.L.cols > 0)
+        P.L.rows > 0 && P.L.cols > 0 &&
+        (fmt_of(FMT).fam != BFP_FAMILY_HIF4 || (uintptr_t)P.scales % 4 == 0))
         return launch_dequant_flat<FMT>(P, P.L.rows * (P.L.cols / 8), s);
     for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
         size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
