@@ -771,7 +771,19 @@ __device__ __forceinline__ void flat_load(const DParams &P, size_t ngroups, size
 #pragma unroll
     for (int k = 0; k < FU; k++) {
         bool ok = FULL || g0 + 32 * k < ngroups;
-        c[k] = ok ? (PackT<W>)load_codes<W>(cp + 32 * k * W, W, true) : (PackT<W>)0;
+        if (W == 6) {
+            /* 4-aligned codes (launch_dequant): g * 6 is 4-aligned for even g
+             * (g's parity is the lane's): a 32-bit and a 16-bit load, not three */
+            uint32_t p = lane & 1u;
+            uint32_t u = ok ? __ldg(reinterpret_cast<const uint32_t *>(cp + 32 * k * W + 2 * p)) : 0u;
+            uint32_t h = ok ? __ldg(reinterpret_cast<const uint16_t *>(cp + 32 * k * W + 4 - 4 * p)) : 0u;
+            /* codes 0-3 and 4-7 (24 bits each): even g u0 u1 u2 | u3 h0 h1,
+             * odd g h0 h1 u0 | u1 u2 u3 (selector 6: a zero byte of h) */
+            uint32_t lo = prmt(u, h, p ? 0x6054u : 0x6210u), hi = prmt(u, h, p ? 0x6321u : 0x6543u);
+            c[k] = (PackT<W>)((uint64_t)lo | (uint64_t)hi << 24);
+        } else {
+            c[k] = ok ? (PackT<W>)load_codes<W>(cp + 32 * k * W, W, true) : (PackT<W>)0;
+        }
         if (fmt_of(FMT).fam == BFP_FAMILY_HIF4) /* 4-aligned scales (launch_dequant) */
             a[k] = ok ? __ldg(reinterpret_cast<const uint32_t *>(P.scales) + b0 + 32 * k / T) : 0u;
         else
