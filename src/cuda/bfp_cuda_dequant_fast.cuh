@@ -500,6 +500,15 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                           (!FLAT || ((int)(aux >> 8 & 0x1Fu) < nblk &&
                                      (F.fam != BFP_FAMILY_MX_PLUS || (aux & 0xE000u) == 0)))
                     : !any_nan_inf<F.elem>((uint64_t)codes));
+        if (FLAT && F.fam == BFP_FAMILY_MX_PLUS) {
+            /* the same test with se = sc - 127: both scale ranges as one */
+            constexpr int LO = fast_se_lo<F.elem>() + 127 > 1 ? fast_se_lo<F.elem>() + 127 : 1;
+            constexpr int HI = fast_se_hi<F.elem>() + 127 < 254 - ext_of(F.elem).emax
+                                   ? fast_se_hi<F.elem>() + 127
+                                   : 254 - ext_of(F.elem).emax;
+            fast = sc - (uint32_t)LO <= (uint32_t)(HI - LO) && !mpbad && (aux & 0xE000u) == 0 &&
+                   (int)(aux >> 8 & 0x1Fu) < nblk;
+        }
         if (fast) {
             if (F.elem == BFP_ELEM_E2M1) {
                 /* e * 2^se for the 2-significant-bit normal bf16 e is exact
