@@ -632,6 +632,12 @@ static void small_tests(void)
         }
         for (int g = 0; g < (f->has_tensor_scale ? 6 : 1); g++)
             run_garbage(f->id, 256, 2 * (size_t)f->block + 13, 3000 + (uint64_t)g, 1);
+        /* rows of whole blocks (bf16: the flat kernel): a partial last chunk of
+         * 128 groups, and more groups than one pass of its resident grid */
+        for (int g = 0; g < (f->has_tensor_scale ? 6 : 1); g++)
+            run_garbage(f->id, 37, 4 * (size_t)f->block, 5004 + (uint64_t)g, 0);
+        if (!quick)
+            run_garbage(f->id, f->block == 64 ? 45003 : 60003, f->block == 64 ? 128 : 96, 6000, 0);
         printf("  %-14s %4d cases %s\n", f->name, cases, check_failed == before ? "ok" : "FAILED");
         fflush(stdout);
     }

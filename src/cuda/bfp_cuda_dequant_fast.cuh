@@ -101,26 +101,24 @@ __device__ __forceinline__ uint32_t load_aux(const DParams &P, size_t bidx)
 
 /* ---- the exact decoder (every dtype; the fallback of the bf16 fast paths) ---- */
 
-/* MX+ / MX++ block check (bfp_mxplus_block_is_bad) over the T lanes of the
- * block: all 32 lanes of the warp must call it (it shuffles). */
+/* MX+ / MX++ block check (bfp_mxplus_block_is_bad), the part of one thread's
+ * codes: nonzero if a flushed block (scale 0 / 0xFF) has a nonzero code or a
+ * NaN / Inf / INT -max-1 code sits anywhere but at the block max. nn: the
+ * valid codes (a partial group's padding is not checked). */
 template <int FMT>
-__device__ __forceinline__ bool mxplus_bad(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
-                                           bool valid, int sub, int n, int nblk)
+__device__ __forceinline__ uint32_t mxplus_bad_codes(PackT<grid_of(fmt_of(FMT).elem).bits> codes,
+                                                     uint32_t aux, int sub, int nn)
 {
     constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr int W = grid_of(F.elem).bits;
     constexpr uint32_t CMASK = (1u << W) - 1;
     constexpr Grid G = grid_of(F.elem);
-    uint32_t sc = aux & 0xFFu, meta = (aux >> 8) & 0xFFu;
-    uint32_t bmi = meta & 0x1Fu, delta = meta >> 5;
+    uint32_t sc = aux & 0xFFu, bmi = (aux >> 8) & 0x1Fu;
     bool empty = sc == 0u || sc == 0xFFu;
-    int nn = valid ? n : 0;
-    /* codes of the valid elements only (a partial group's padding is not checked) */
     PackT<W> vm = nn >= 8 ? ~(PackT<W>)0 : (((PackT<W>)1 << (W * (nn > 0 ? nn : 0))) - 1);
     PackT<W> cv = codes & vm;
     uint32_t bad = empty && cv != 0;
-    /* NaN / Inf / INT -max-1 codes anywhere but at the block max; E2M1, E2M3
-     * and E3M2 have none */
+    /* E2M1, E2M3 and E3M2 have no special codes */
     if (G.kind == GK_INT || (int)CMASK / 2 > G.maxidx) {
         /* all 8 codes at once (W = 4 or 8): the excluded codes (padding, the
          * block max) become a harmless code first */
@@ -142,11 +140,29 @@ __device__ __forceinline__ bool mxplus_bad(PackT<grid_of(fmt_of(FMT).elem).bits>
             bad |= ((((codes & ~ex) & ~TOP) + ADD) & TOP) != 0;
         }
     }
-    bad = group_or<T>(bad);
-    if (valid && ((empty && meta != 0) || (int)bmi >= nblk ||
-                  (F.fam == BFP_FAMILY_MX_PLUS && delta != 0)))
-        bad = 1;
-    return bad != 0;
+    return bad;
+}
+
+/* The block check's meta part: a flushed block with meta, a block-max index
+ * past the block's nblk elements, MX+ with a delta. */
+template <int FMT>
+__device__ __forceinline__ bool mxplus_bad_meta(uint32_t aux, bool valid, int nblk)
+{
+    uint32_t sc = aux & 0xFFu, meta = (aux >> 8) & 0xFFu;
+    bool empty = sc == 0u || sc == 0xFFu;
+    return valid && ((empty && meta != 0) || (int)(meta & 0x1Fu) >= nblk ||
+                     (fmt_of(FMT).fam == BFP_FAMILY_MX_PLUS && (meta >> 5) != 0));
+}
+
+/* The whole check over the T lanes of the block: all 32 lanes of the warp
+ * must call it (it shuffles). */
+template <int FMT>
+__device__ __forceinline__ bool mxplus_bad(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
+                                           bool valid, int sub, int n, int nblk)
+{
+    constexpr int T = fmt_of(FMT).block / 8;
+    uint32_t bad = group_or<T>(mxplus_bad_codes<FMT>(codes, aux, sub, valid ? n : 0));
+    return bad != 0 || mxplus_bad_meta<FMT>(aux, valid, nblk);
 }
 
 /* Decode one thread's 8 codes of block blk exactly as the reference does.
@@ -271,6 +287,23 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b)
 #else /* host emulation for tools/dequant_emul.cc: the product of two bf16
        * values is exact in fp32, then RNE to bf16 (finite results) */
     uint32_t lo = f2u(u2f(a << 16) * u2f(b << 16)), hi = f2u(u2f(a & 0xFFFF0000u) * u2f(b & 0xFFFF0000u));
+    lo += 0x7FFFu + ((lo >> 16) & 1u);
+    hi += 0x7FFFu + ((hi >> 16) & 1u);
+    return (lo >> 16) | (hi & 0xFFFF0000u);
+#endif
+}
+
+/* Packed bf16 fma, round to nearest (sm_90). Used only where the exact
+ * result is representable, so it returns the exact result's bits. */
+__device__ __forceinline__ uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+#else /* host emulation: exact in fp32 for the uses here, then RNE to bf16 */
+    uint32_t lo = f2u(__fmaf_rn(u2f(a << 16), u2f(b << 16), u2f(c << 16)));
+    uint32_t hi = f2u(__fmaf_rn(u2f(a & 0xFFFF0000u), u2f(b & 0xFFFF0000u), u2f(c & 0xFFFF0000u)));
     lo += 0x7FFFu + ((lo >> 16) & 1u);
     hi += 0x7FFFu + ((hi >> 16) & 1u);
     return (lo >> 16) | (hi & 0xFFFF0000u);
@@ -418,13 +451,35 @@ __device__ __forceinline__ void put_bf16(uint32_t w[4], int j, uint32_t hb, bool
     w[3] = prmt(w[3], hb, shi >> 16);
 }
 
+/* NVFP4+ block max: bf16 of fp32(ext(c) * sb / s_enc) for scale byte sc <
+ * 0x7F and a good s_enc. ext * sb exactly: sc's bits at the exponent
+ * field's bottom are sb * 2^-120 (subnormal sc included), ext * that has at
+ * most 8 significant bits (at worst a subnormal multiple of 2^-130), then
+ * * 2^120; the quotient's RNE to bf16 needs no NaN case (finite / finite
+ * > 0). The sign of c only sets bit 15 (every step is odd in c). */
+__device__ __forceinline__ uint32_t nv_bm_bf16(uint32_t sc, uint32_t c, float s_enc)
+{
+    float qsb = __fmul_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), u2f(sc << 20)),
+                          u2f(247u << 23)); /* 2^120 */
+    uint32_t qb = f2u(__fdiv_rn(qsb, s_enc));
+    return (qb + 0x7FFFu + (qb >> 16 & 1u)) >> 16;
+}
+
 /* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
- * mpbad: the MX+ block check (from mxplus_bad); nvtab: the NVFP4 tables. */
-template <int FMT>
+ * mpbad: the MX+ block check (from mxplus_bad); nvtab: the NVFP4 tables.
+ * FLAT (dequant_flat_kernel): mpbad is the code part of the MX+ check only
+ * (the meta part is tested here: with a good scale it is the block-max index
+ * and MX+'s delta); the MX+ / NVFP4+ block max is not put into w but
+ * returned as its bf16 bits in patch (else ~0u), for one 2-byte store at
+ * element (aux >> 8) % 8 after the group's 16-byte store; NVFP4+ reads it
+ * from nvbm. */
+template <int FMT, bool FLAT = false>
 __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
                                              bool valid, int sub, int nblk, float s_enc, bool mpbad,
-                                             const uint4 *nvtab, uint32_t w[4])
+                                             const uint4 *nvtab, uint32_t w[4],
+                                             const uint16_t *nvbm, uint32_t &patch)
 {
+    patch = ~0u;
     constexpr FmtT F = fmt_of(FMT);
     constexpr int W = grid_of(F.elem).bits;
     constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
@@ -432,15 +487,28 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
     if (F.fam == BFP_FAMILY_MX || MXP) {
         uint32_t sc = aux & 0xFFu;
         int se = (int)sc - 127;
-        if (MXP) /* elements but the block max: 2^(se - delta); delta is 0 for MX+ */
+        /* elements but the block max: 2^(se - delta); delta is 0 for MX+ (the
+         * flat path tests that below, so it need not subtract it) */
+        if (F.fam == BFP_FAMILY_MX_PP || (MXP && !FLAT))
             se -= (int)(aux >> 13 & 7u);
         /* MX: the range excludes sc = 0xFF; MX+ also needs a good block and
          * sc != 0 (flushed: zeros), sc != 0xFF (NaN), sc + emax <= 254 (the
          * block max is a normal bf16) */
         fast = (unsigned)(se - fast_se_lo<F.elem>()) <=
                    (unsigned)(fast_se_hi<F.elem>() - fast_se_lo<F.elem>()) &&
-               (MXP ? !mpbad && sc - 1u < 254u - (uint32_t)ext_of(F.elem).emax
+               (MXP ? !mpbad && sc - 1u < 254u - (uint32_t)ext_of(F.elem).emax &&
+                          (!FLAT || ((int)(aux >> 8 & 0x1Fu) < nblk &&
+                                     (F.fam != BFP_FAMILY_MX_PLUS || (aux & 0xE000u) == 0)))
                     : !any_nan_inf<F.elem>((uint64_t)codes));
+        if (FLAT && F.fam == BFP_FAMILY_MX_PLUS) {
+            /* the same test with se = sc - 127: both scale ranges as one */
+            constexpr int LO = fast_se_lo<F.elem>() + 127 > 1 ? fast_se_lo<F.elem>() + 127 : 1;
+            constexpr int HI = fast_se_hi<F.elem>() + 127 < 254 - ext_of(F.elem).emax
+                                   ? fast_se_hi<F.elem>() + 127
+                                   : 254 - ext_of(F.elem).emax;
+            fast = sc - (uint32_t)LO <= (uint32_t)(HI - LO) && !mpbad && (aux & 0xE000u) == 0 &&
+                   (int)(aux >> 8 & 0x1Fu) < nblk;
+        }
         if (fast) {
             if (F.elem == BFP_ELEM_E2M1) {
                 /* e * 2^se for the 2-significant-bit normal bf16 e is exact
@@ -450,6 +518,23 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
 #pragma unroll
                 for (int k = 0; k < 4; k++)
                     w[k] = bf16x2_mul(w[k], s2);
+            } else if (grid_of(F.elem).kind == GK_INT && W == 4) {
+                /* k * s, s = 2^(se - m), in bf16 pairs: x = 0x4300 | (k + 8)
+                 * is the bf16 of 136 + k (7 mantissa bits), and the fma
+                 * x * s - 136 s rounds the exact k * s once: at most 4
+                 * significant bits, normal or zero in the fast range, where
+                 * s and 136 s (bf16 0x08 mantissa) are normal bf16 numbers */
+                constexpr Grid G = grid_of(F.elem);
+                uint32_t sb = (uint32_t)(se - G.m + 127) << 7;
+                uint32_t s2 = sb * 0x10001u, n2 = (0x8000u | (sb + (7u << 7)) | 0x08u) * 0x10001u;
+                uint32_t c = (uint32_t)codes ^ 0x88888888u; /* k + 8 per nibble */
+                uint32_t e = c & 0x0F0F0F0Fu, o = c >> 4 & 0x0F0F0F0Fu; /* even, odd elements */
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    /* bytes e_k, 0, o_k, 0 (selector 8: the sign of byte 0 of e, 0) */
+                    uint32_t x = prmt(e, o, 0x8480u + 0x101u * (uint32_t)k) | 0x43004300u;
+                    w[k] = bf16x2_fma(x, s2, n2);
+                }
             } else if (grid_of(F.elem).kind == GK_INT) {
                 /* k * s, s = 2^(se - m): f = 2^23 + 2^(W-1) + k is exact; the
                  * fma f * s - (2^23 + 2^(W-1)) * s rounds once, and k * s (at
@@ -506,9 +591,15 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                 uint32_t bmi = aux >> 8 & 0x1Fu;
                 int jb = (int)(bmi % 8);
                 uint32_t c = (uint32_t)(codes >> (W * jb)) & ((1u << W) - 1);
-                uint32_t hb = (c >> (W - 1)) << 15 | ((aux & 0xFFu) + X.emax) << 7 |
-                              (c & (uint32_t)X.maxidx) << (7 - X.m);
-                put_bf16(w, jb, hb, bmi / 8 == (uint32_t)sub);
+                uint32_t e7 = ((aux & 0xFFu) + X.emax) << 7, hb;
+                if (F.elem == BFP_ELEM_E2M1) /* c << 4 | c << 12: mantissa and sign at once */
+                    hb = (c * 0x1010u & 0x8070u) | e7;
+                else
+                    hb = (c >> (W - 1)) << 15 | e7 | (c & (uint32_t)X.maxidx) << (7 - X.m);
+                if (FLAT)
+                    patch = bmi / 8 == (uint32_t)sub ? hb : ~0u;
+                else
+                    put_bf16(w, jb, hb, bmi / 8 == (uint32_t)sub);
             }
             return;
         }
@@ -547,21 +638,18 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
             if (F.fam == BFP_FAMILY_NVFP4_PLUS && bm / 8 == (uint32_t)sub) {
                 int jb = (int)(bm % 8);
                 uint32_t c = ((uint32_t)codes >> (4 * jb)) & 0xFu;
-                /* ext * sb exactly: sc's bits at the exponent field's bottom
-                 * are sb * 2^-120 (subnormal sc included), ext * that has at
-                 * most 8 significant bits (at worst a subnormal multiple of
-                 * 2^-130), then * 2^120; the quotient's RNE to bf16 needs no
-                 * NaN case (finite / finite > 0) */
-                float qsb = __fmul_rn(__fmul_rn(code_value<BFP_ELEM_E2M1, true>(c), u2f(sc << 20)),
-                                      u2f(247u << 23)); /* 2^120 */
-                uint32_t qb = f2u(__fdiv_rn(qsb, s_enc));
-                uint32_t hb = (qb + 0x7FFFu + (qb >> 16 & 1u)) >> 16;
-                put_bf16(w, jb, hb, true);
+                if (FLAT) { /* nv_bm_bf16 of this scale byte and magnitude */
+                    patch = nvbm[sc * 8 + (c & 7u)] | (c & 8u) << 12;
+                    return;
+                }
+                put_bf16(w, jb, nv_bm_bf16(sc, c, s_enc), true);
             }
             return;
         }
     }
     /* fallback: the exact decoder */
+    if (FLAT && MXP)
+        mpbad = mpbad || mxplus_bad_meta<FMT>(aux, valid, nblk);
     float v[8];
     decode8<FMT>(codes, aux, valid, sub, nblk, s_enc, mpbad, v);
 #pragma unroll
@@ -644,7 +732,8 @@ __device__ __forceinline__ void dequant_body(const DParams &P, uint4 *nvtab)
         bool mpbad = MXP ? mxplus_bad<FMT>(codes[u], aux[u], valid, sub, n, nblk) : false;
         if (bf16) {
             uint32_t w[4];
-            decode8_bf16<FMT>(codes[u], aux[u], valid, sub, nblk, s_enc, mpbad, nvtab, w);
+            uint32_t patch;
+            decode8_bf16<FMT>(codes[u], aux[u], valid, sub, nblk, s_enc, mpbad, nvtab, w, nullptr, patch);
             if (valid && n > 0)
                 store_bf16x8(P.dst, row * P.L.cols + col0, n, P.vec_out, w);
         } else {
@@ -665,6 +754,181 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
         dequant_body<FMT, QU>(P, nvtab);
     else
         dequant_body<FMT, 1>(P, nvtab);
+}
+
+/* ---- bf16 output, rows of whole blocks: the flat kernel --------------------------- *
+ * With cols a multiple of the block, group g (8 elements) of the tensor reads
+ * its codes at g * W bytes, its scale (meta) at g / T and writes 16 bytes at
+ * g * 16: the tensor is one flat array of groups, and no row / column
+ * arithmetic or partial-group check is left per group. A resident grid of
+ * warps strides over chunks of 32 * FU groups; lane l of a warp takes groups
+ * base + l + 32k (k < FU), so every load and store has a constant offset
+ * from the lane's pointers and each 16-byte store of the warp is 512
+ * contiguous bytes; the next chunk's loads are issued before this chunk's
+ * stores. MX+ shuffles only when some lane of the warp has a code-level
+ * block error (__any_sync), and the block max is a second, 2-byte store. */
+constexpr int FU = 4;
+
+template <int FMT, bool FULL>
+__device__ __forceinline__ void flat_load(const DParams &P, size_t ngroups, size_t base, unsigned lane,
+                                          PackT<grid_of(fmt_of(FMT).elem).bits> c[FU], uint32_t a[FU])
+{
+    constexpr int T = fmt_of(FMT).block / 8, W = grid_of(fmt_of(FMT).elem).bits;
+    size_t g0 = base + lane;
+    const unsigned char *cp = P.codes + g0 * W; /* constant offsets below */
+    size_t b0 = g0 / T;
+#pragma unroll
+    for (int k = 0; k < FU; k++) {
+        bool ok = FULL || g0 + 32 * k < ngroups;
+        if (W == 6) {
+            /* 4-aligned codes (launch_dequant): g * 6 is 4-aligned for even g
+             * (g's parity is the lane's): a 32-bit and a 16-bit load, not three */
+            uint32_t p = lane & 1u;
+            uint32_t u = ok ? __ldg(reinterpret_cast<const uint32_t *>(cp + 32 * k * W + 2 * p)) : 0u;
+            uint32_t h = ok ? __ldg(reinterpret_cast<const uint16_t *>(cp + 32 * k * W + 4 - 4 * p)) : 0u;
+            /* codes 0-3 and 4-7 (24 bits each): even g u0 u1 u2 | u3 h0 h1,
+             * odd g h0 h1 u0 | u1 u2 u3 (selector 6: a zero byte of h) */
+            uint32_t lo = prmt(u, h, p ? 0x6054u : 0x6210u), hi = prmt(u, h, p ? 0x6321u : 0x6543u);
+            c[k] = (PackT<W>)((uint64_t)lo | (uint64_t)hi << 24);
+        } else {
+            c[k] = ok ? (PackT<W>)load_codes<W>(cp + 32 * k * W, W, true) : (PackT<W>)0;
+        }
+        if (fmt_of(FMT).fam == BFP_FAMILY_HIF4) /* 4-aligned scales (launch_dequant) */
+            a[k] = ok ? __ldg(reinterpret_cast<const uint32_t *>(P.scales) + b0 + 32 * k / T) : 0u;
+        else
+            a[k] = ok ? load_aux<FMT>(P, b0 + 32 * k / T) : 0u;
+    }
+}
+
+/* one group (index sub in its block): decode and store (invalid groups of
+ * the last chunk store nothing) */
+template <int FMT>
+__device__ __forceinline__ void flat_out(const DParams &P, size_t g, int sub, bool ok, PackT<grid_of(fmt_of(FMT).elem).bits> c,
+                                         uint32_t a, uint32_t lbad, float s_enc, const uint4 *nvtab,
+                                         const uint16_t *nvbm)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
+    uint32_t w[4], patch;
+    bool mpbad = MXP && lbad != 0;
+    decode8_bf16<FMT, true>(c, a, true, sub, F.block, s_enc, mpbad, nvtab, w, nvbm, patch);
+    if (ok) {
+        unsigned char *d = P.dst + g * 16;
+        *reinterpret_cast<uint4 *>(d) = make_uint4(w[0], w[1], w[2], w[3]);
+        if (patch != ~0u) /* after the 16-byte store: same thread, same address */
+            *reinterpret_cast<uint16_t *>(d + (a >> 7 & 14u)) = (uint16_t)patch;
+    }
+}
+
+/* MX+ code check of a lane's FU groups, before the warp exchange: lb[k] is
+ * the lane's part (formats with special codes) and the result says whether
+ * the warp must exchange. E2M1, E2M3, E3M2 have no special codes: only a
+ * flushed block (scale 0 / 0xFF) can fail, and its lb is found in
+ * flat_lbad_full. base and 32k are multiples of T: a group's index in its
+ * block is lane % T. */
+template <int FMT>
+__device__ __forceinline__ bool flat_lbad(const PackT<grid_of(fmt_of(FMT).elem).bits> c[FU], const uint32_t a[FU],
+                                          unsigned lane, uint32_t lb[FU])
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8;
+    constexpr bool SPECIAL = grid_of(F.elem).kind == GK_INT ||
+                             (int)((1u << grid_of(F.elem).bits) - 1) / 2 > grid_of(F.elem).maxidx;
+    bool any = false;
+#pragma unroll
+    for (int k = 0; k < FU; k++) {
+        lb[k] = SPECIAL ? mxplus_bad_codes<FMT>(c[k], a[k], (int)(lane % T), 8) : 0u;
+        any = any || (SPECIAL ? lb[k] != 0 : (a[k] & 0xFFu) - 1u >= 254u);
+    }
+    return any;
+}
+
+template <int FMT>
+__device__ __forceinline__ uint32_t flat_lbad_full(PackT<grid_of(fmt_of(FMT).elem).bits> c, uint32_t a,
+                                                   unsigned lane, uint32_t lb)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr bool SPECIAL = grid_of(F.elem).kind == GK_INT ||
+                             (int)((1u << grid_of(F.elem).bits) - 1) / 2 > grid_of(F.elem).maxidx;
+    return SPECIAL ? lb : mxplus_bad_codes<FMT>(c, a, (int)(lane % (F.block / 8)), 8);
+}
+
+template <int FMT, bool FULL>
+__device__ __forceinline__ void flat_chunk(const DParams &P, size_t ngroups, size_t base, unsigned lane,
+                                           const PackT<grid_of(fmt_of(FMT).elem).bits> c[FU],
+                                           const uint32_t a[FU], float s_enc, const uint4 *nvtab,
+                                           const uint16_t *nvbm)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8;
+    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
+    uint32_t lb[FU] = {};
+    if (MXP && __any_sync(0xFFFFFFFFu, flat_lbad<FMT>(c, a, lane, lb))) { /* warp-uniform, rare */
+#pragma unroll
+        for (int k = 0; k < FU; k++)
+            lb[k] = group_or<T>(flat_lbad_full<FMT>(c[k], a[k], lane, lb[k]));
+    }
+#pragma unroll
+    for (int k = 0; k < FU; k++) {
+        size_t g = base + lane + 32 * k;
+        flat_out<FMT>(P, g, (int)(lane % T), FULL || g < ngroups, c[k], a[k], lb[k], s_enc, nvtab, nvbm);
+    }
+}
+
+/* CTAs per SM the register count must allow: 8-bit codes (two registers a
+ * group, twice for the prefetch) and NVFP4+ (else a spill) get up to 64
+ * registers, the others 48 */
+template <int FMT>
+__host__ __device__ constexpr int flat_min_ctas()
+{
+    return grid_of(fmt_of(FMT).elem).bits == 8 || fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS ? 4 : 5;
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256, flat_min_ctas<FMT>()) dequant_flat_kernel(const DParams P, size_t ngroups)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int W = grid_of(F.elem).bits;
+    constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
+    constexpr bool NVP = F.fam == BFP_FAMILY_NVFP4_PLUS;
+    constexpr size_t CH = 32 * FU; /* groups per warp chunk */
+    __shared__ uint4 nvtab[NV ? 256 : 1];
+    __shared__ uint16_t nvbm[NVP ? 128 * 8 : 1];
+    float s_enc = 1.0f;
+    if (NV) { /* the tables once per CTA of the resident grid */
+        s_enc = __ldg(P.tscale);
+        nvtab[threadIdx.x] = nv_bf16_table(threadIdx.x, s_enc);
+        if (NVP)
+            for (unsigned i = threadIdx.x; i < 128 * 8; i += 256)
+                nvbm[i] = (uint16_t)nv_bm_bf16(i >> 3, i & 7u, s_enc);
+        __syncthreads();
+    }
+    const unsigned lane = threadIdx.x & 31u;
+    const size_t step = (size_t)gridDim.x * 8 * CH;
+    size_t base = ((size_t)blockIdx.x * 8 + threadIdx.x / 32) * CH;
+    PackT<W> c[FU], cn[FU] = {};
+    uint32_t a[FU], an[FU] = {};
+    bool have = base + CH <= ngroups; /* warp-uniform, as base */
+    if (have)
+        flat_load<FMT, true>(P, ngroups, base, lane, c, a);
+    while (have) { /* whole chunks */
+        size_t nb = base + step;
+        bool more = nb + CH <= ngroups;
+        if (more)
+            flat_load<FMT, true>(P, ngroups, nb, lane, cn, an);
+        flat_chunk<FMT, true>(P, ngroups, base, lane, c, a, s_enc, nvtab, nvbm);
+#pragma unroll
+        for (int k = 0; k < FU; k++) {
+            c[k] = cn[k];
+            a[k] = an[k];
+        }
+        base = nb;
+        have = more;
+    }
+    if (base < ngroups) { /* the last, partial chunk (one warp) */
+        flat_load<FMT, false>(P, ngroups, base, lane, c, a);
+        flat_chunk<FMT, false>(P, ngroups, base, lane, c, a, s_enc, nvtab, nvbm);
+    }
 }
 
 } // namespace bfpcuda

@@ -864,9 +864,35 @@ bfp_status launch_nv2d(QParams P, cudaStream_t s)
     return BFP_OK;
 }
 
+/* bf16 output, rows of whole blocks, vector-aligned codes and output (6-bit
+ * codes and HiF4 scales 4-byte aligned): the flat kernel on a resident grid
+ * (bfp_cuda_dequant_fast.cuh) */
+template <int FMT>
+bfp_status launch_dequant_flat(const DParams &P, size_t ngroups, cudaStream_t s)
+{
+    static unsigned cached = 0;
+    if (!cached) {
+        int dev = 0, sms = 0, per_sm = 0;
+        CUDA_OK(cudaGetDevice(&dev));
+        CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dequant_flat_kernel<FMT>, 256, 0));
+        cached = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
+    }
+    size_t need = (ngroups + 8 * 32 * FU - 1) / (8 * 32 * FU);
+    unsigned ctas = need < cached ? (unsigned)need : cached;
+    BFP_LAUNCH(dequant_flat_kernel<FMT>, ctas, 256, s, P, ngroups);
+    CUDA_OK(cudaGetLastError());
+    return BFP_OK;
+}
+
 template <int FMT>
 bfp_status launch_dequant(DParams P, const Tiling &t, cudaStream_t s)
 {
+    if (P.dt == BFP_DTYPE_BF16 && P.vec_in && P.vec_out && P.L.cols % fmt_of(FMT).block == 0 &&
+        P.L.rows > 0 && P.L.cols > 0 &&
+        (fmt_of(FMT).fam != BFP_FAMILY_HIF4 || (uintptr_t)P.scales % 4 == 0) &&
+        (grid_of(fmt_of(FMT).elem).bits != 6 || (uintptr_t)P.codes % 4 == 0))
+        return launch_dequant_flat<FMT>(P, P.L.rows * (P.L.cols / 8), s);
     for (size_t r0 = 0; r0 < P.L.rows; r0 += t.rows_per_launch) {
         size_t nr = P.L.rows - r0 < t.rows_per_launch ? P.L.rows - r0 : t.rows_per_launch;
         P.L.row0 = r0;

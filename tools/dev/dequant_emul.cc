@@ -61,8 +61,9 @@ static inline long long __double_as_longlong(double d) { long long u; memcpy(&u,
 static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
 static inline unsigned __ballot_sync(unsigned, int p) { return p ? 1u : 0u; }
 static inline int __all_sync(unsigned, int p) { return p; }
+static inline int __any_sync(unsigned, int p) { return p; }
 static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define BFP_LAUNCH(kernel, grid, block, stream, ...) (void)0
 using std::max;
 using std::min;
@@ -121,8 +122,8 @@ static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int 
                 int n = col0 < cols ? (int)min(cols - col0, (size_t)8) : 0;
                 size_t e = row * cols + col0;
                 if (dt == BFP_DTYPE_BF16) {
-                    uint32_t w[4];
-                    decode8_bf16<FMT>(codes[sub], aux, true, sub, nblk, s_enc, bad, nvtab, w);
+                    uint32_t w[4], patch;
+                    decode8_bf16<FMT>(codes[sub], aux, true, sub, nblk, s_enc, bad, nvtab, w, nullptr, patch);
                     for (int j = 0; j < n; j++)
                         ((uint16_t *)out)[e + j] = (uint16_t)(w[j / 2] >> (16 * (j & 1)));
                 } else {
@@ -139,11 +140,84 @@ static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int 
         }
 }
 
+/* dequant_flat_kernel's output (bf16, cols a multiple of the block), warp
+ * chunk by warp chunk: the loads, the MX+ exchange (__any_sync and
+ * group_or done here across the 32 lanes), then each lane's stores; the
+ * last chunk is partial when rows * cols / 8 is not a multiple of 32 * FU.
+ * out must be 16-byte aligned. */
+template <int FMT>
+static void emul_flat(const bfp_const_planes *in, size_t rows, size_t cols, int, void *out)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
+    constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
+    bfp_plane_sizes sz;
+    bfp_plane_sizes_for((bfp_format)FMT, rows, cols, &sz);
+    DParams P;
+    memset(&P, 0, sizeof P);
+    P.L.rows = rows;
+    P.L.cols = cols;
+    P.codes = in->codes;
+    P.crb = sz.code_row_bytes;
+    P.G = sz.blocks_per_row;
+    P.scales = in->scales;
+    P.meta = in->meta;
+    P.tscale = in->tensor_scale;
+    P.dst = (unsigned char *)out;
+    P.dt = BFP_DTYPE_BF16;
+    float s_enc = NV ? *in->tensor_scale : 1.0f;
+    static uint4 nvtab[256];
+    static uint16_t nvbm[128 * 8];
+    if (NV)
+        for (unsigned t = 0; t < 256; t++)
+            nvtab[t] = nv_bf16_table(t, s_enc);
+    for (unsigned i = 0; i < 128 * 8; i++)
+        nvbm[i] = (uint16_t)nv_bm_bf16(i >> 3, i & 7u, s_enc);
+    size_t ngroups = rows * (cols / 8);
+    const size_t CH = 32 * FU;
+    for (size_t base = 0; base < ngroups; base += CH) {
+        bool full = base + CH <= ngroups;
+        PackT<W> c[32][FU];
+        uint32_t a[32][FU], lb[32][FU];
+        bool any = false;
+        for (unsigned l = 0; l < 32; l++) {
+            if (full)
+                flat_load<FMT, true>(P, ngroups, base, l, c[l], a[l]);
+            else
+                flat_load<FMT, false>(P, ngroups, base, l, c[l], a[l]);
+            for (int k = 0; k < FU; k++)
+                lb[l][k] = 0;
+            if (MXP)
+                any |= flat_lbad<FMT>(c[l], a[l], l, lb[l]);
+        }
+        if (any) { /* group_or over the T lanes of each block */
+            uint32_t v[32][FU];
+            for (unsigned l = 0; l < 32; l++)
+                for (int k = 0; k < FU; k++)
+                    v[l][k] = flat_lbad_full<FMT>(c[l][k], a[l][k], l, lb[l][k]);
+            for (unsigned l = 0; l < 32; l++)
+                for (int k = 0; k < FU; k++) {
+                    uint32_t o = 0;
+                    for (unsigned m = l / T * T; m < l / T * T + T; m++)
+                        o |= v[m][k];
+                    lb[l][k] = o;
+                }
+        }
+        for (unsigned l = 0; l < 32; l++)
+            for (int k = 0; k < FU; k++) {
+                size_t g = base + l + 32 * k;
+                flat_out<FMT>(P, g, (int)(l % T), full || g < ngroups, c[l][k], a[l][k], lb[l][k], s_enc, nvtab, nvbm);
+            }
+    }
+}
+
 typedef void (*emul_fn)(const bfp_const_planes *, size_t, size_t, int, void *);
-static emul_fn fns[23];
+static emul_fn fns[23], flat_fns[23];
 template <int I> static void reg()
 {
     fns[I] = emul_bf16<I>;
+    flat_fns[I] = emul_flat<I>;
     if constexpr (I < 22)
         reg<I + 1>();
 }
@@ -167,7 +241,7 @@ int main()
         const size_t cols_list[2] = {f->block == 64 ? 128u : 96u, 37};
         long checked = 0, bad = 0;
         for (int ci = 0; ci < 2; ci++) {
-            size_t cols = cols_list[ci], rows = 256 * 16;
+            size_t cols = cols_list[ci], rows = 256 * 16 + 3; /* + 3: a partial flat chunk */
             bfp_plane_sizes sz;
             bfp_plane_sizes_for((bfp_format)fmt, rows, cols, &sz);
             std::vector<uint8_t> codes(sz.codes), scales(sz.scales), meta(sz.meta ? sz.meta : 1);
@@ -201,21 +275,26 @@ int main()
                 }
                 bfp_const_planes cp = {codes.data(), scales.data(), sz.meta ? meta.data() : NULL,
                                        f->has_tensor_scale ? &tscale : NULL};
-                static const bfp_dtype dts[3] = {BFP_DTYPE_BF16, BFP_DTYPE_F32, BFP_DTYPE_F16};
-                for (int d = 0; d < 3; d++) {
+                /* d = 3: bf16 by the flat kernel (whole blocks only) */
+                static const bfp_dtype dts[4] = {BFP_DTYPE_BF16, BFP_DTYPE_F32, BFP_DTYPE_F16, BFP_DTYPE_BF16};
+                for (int d = 0; d < 4; d++) {
+                    if (d == 3 && cols % f->block != 0)
+                        continue;
                     size_t es = bfp_dtype_size(dts[d]);
-                    std::vector<uint8_t> ref(rows * cols * es), got(rows * cols * es);
+                    std::vector<uint8_t> ref(rows * cols * es);
+                    std::vector<uint4> got_v((rows * cols * es + 15) / 16);
+                    uint8_t *got = (uint8_t *)got_v.data();
                     if (bfp_dequantize_ref((bfp_format)fmt, &cp, rows, cols, dts[d], ref.data()) != BFP_OK) {
                         printf("%s: ref failed\n", f->name);
                         return 1;
                     }
-                    fns[fmt](&cp, rows, cols, dts[d], got.data());
+                    (d == 3 ? flat_fns : fns)[fmt](&cp, rows, cols, dts[d], got);
                     for (size_t i = 0; i < rows * cols; i++) {
                         checked++;
                         if (memcmp(&got[i * es], &ref[i * es], es) != 0) {
                             if (bad < 5)
-                                printf("%s %s %zux%zu ts=%g: [%zu,%zu] got %x ref %x (scale %02x meta %02x)\n", f->name,
-                                       bfp_dtype_name(dts[d]), rows, cols, (double)tscale, i / cols, i % cols, got[i * es] | got[i * es + 1] << 8, ref[i * es] | ref[i * es + 1] << 8,
+                                printf("%s %s%s %zux%zu ts=%g: [%zu,%zu] got %x ref %x (scale %02x meta %02x)\n", f->name,
+                                       bfp_dtype_name(dts[d]), d == 3 ? " (flat)" : "", rows, cols, (double)tscale, i / cols, i % cols, got[i * es] | got[i * es + 1] << 8, ref[i * es] | ref[i * es + 1] << 8,
                                        f->scale_bytes == 1 ? scales[(i / cols) * sz.blocks_per_row + (i % cols) / f->block] : 0,
                                        sz.meta ? meta[(i / cols) * sz.blocks_per_row + (i % cols) / f->block] : 0);
                             bad++;
