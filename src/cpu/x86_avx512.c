@@ -742,38 +742,7 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
     st->nonfinite_blocks += nonfinite;
 }
 
-/* ---- amax (NVFP4 tensor scale) ------------------------------------------------------- */
-
-A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
-{
-    const unsigned char *s = (const unsigned char *)src;
-    const size_t es = esz(dt);
-    const __m512i inf = _mm512_set1_epi32(0x7F800000);
-    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        if (dt != BFP_DTYPE_F16)
-            prefetch_span(s + i * es, 32 * es);
-        __m512i a0 = abs16(ld16(dt, s + i * es)), a1 = abs16(ld16(dt, s + (i + 16) * es));
-        m0 = _mm512_mask_max_epi32(m0, _mm512_cmplt_epi32_mask(a0, inf), m0, a0);
-        m1 = _mm512_mask_max_epi32(m1, _mm512_cmplt_epi32_mask(a1, inf), m1, a1);
-    }
-    uint32_t m = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(m0, m1));
-    for (; i < n; i++) {
-        uint32_t a;
-        if (dt == BFP_DTYPE_F32) {
-            memcpy(&a, s + 4 * i, 4);
-        } else {
-            uint16_t h;
-            memcpy(&h, s + 2 * i, 2);
-            a = dt == BFP_DTYPE_BF16 ? (uint32_t)h << 16 : ks_bits(ks_f16_to_f32(h));
-        }
-        a &= 0x7FFFFFFFu;
-        if (a < 0x7F800000u && a > m)
-            m = a;
-    }
-    return ks_float(m);
-}
+#include "x86_avx512_nv.h"
 
 /* ---- thin wrappers: one per family and dtype, a case per element type ------------------ */
 
