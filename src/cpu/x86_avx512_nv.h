@@ -1,11 +1,222 @@
-/* x86_avx512_nv.h - NVFP4's tensor amax pass. Included by x86_avx512.c
- * only (its flags, its helpers).
+/* x86_avx512_nv.h - NVFP4 and NVFP4+ quantization and the tensor amax pass.
+ * Included by x86_avx512.c only (its flags, its helpers).
  *
- * The pass runs from the end of its range to the start, so that the
+ * The E2M1 index of a = |t| under block scale sb is the count of the
+ * reference's seven decisions a > mid_k*sb (even k) or a >= mid_k*sb (odd
+ * k), all exact (the products are exact floats). They are monotone, so
+ * three of them decide, as a binary search whose steps each use one
+ * predicate kind: k = 3 (>=), then k = 1 or 5 (>=), then k = 0, 2, 4, 6 (>).
+ * The running index is s + 2*mag (s the sign bit): the last step reads its
+ * threshold from a vector by that index, and the code bytes are remapped
+ * to mag | s << 3 while packing (one byte shuffle per 64 codes).
+ *
+ * The amax pass runs from the end of its range to the start, so that the
  * quantize pass, which runs forward over the same range right after, finds
  * the last bytes read (as much as the caches hold) still there. */
 #ifndef BFP_CPU_X86_AVX512_NV_H
 #define BFP_CPU_X86_AVX512_NV_H
+
+/* ---- NVFP4 and NVFP4+ ----------------------------------------------------------------- */
+
+/* Constants of the NVFP4 loop, made once per call and kept in registers
+ * (keep512). */
+typedef struct {
+    __m512 senc, mid3;
+    __m512i absm, c8, c4, c2, lut;
+} nvk;
+
+A5 nvk nvk_make(float s_enc)
+{
+    nvk c;
+    c.senc = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
+    /* the last step's midpoints, at index s + 2*mag for mag = 0, 2, 4, 6 */
+    c.mid3 = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_setr_ps(
+        0.25f, 0.25f, 0, 0, 1.25f, 1.25f, 0, 0, 2.5f, 2.5f, 0, 0, 5.0f, 5.0f, 0, 0))));
+    c.absm = keep512(_mm512_set1_epi32(0x7FFFFFFF));
+    c.c8 = keep512(_mm512_set1_epi32(8));
+    c.c4 = keep512(_mm512_set1_epi32(4));
+    c.c2 = keep512(_mm512_set1_epi32(2));
+    /* index s + 2*mag -> code mag | s << 3 */
+    c.lut = keep512(_mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)));
+    return c;
+}
+
+/* A broadcast straight from memory (a load, no shuffle): GCC otherwise
+ * keeps the stored vector in a register and extracts and broadcasts each
+ * lane with two shuffles. */
+A5 __m512 bcast_mem(const void *p)
+{
+    __m512 r;
+    __asm__("vbroadcastss %1, %0" : "=v"(r) : "m"(*(const float *)p));
+    return r;
+}
+
+/* Per-block values of a group of eight, each read back as a broadcast. */
+typedef struct {
+    float t3[8], t1[8], t5[8], sb[8]; /* 1.75 sb, 0.75 sb, 3.5 sb, sb (inf for scale 0) */
+    uint32_t tmax[8], xm2[8];         /* NVFP4+: max |t| bits, 2 * its block-max index */
+    int sc[8];
+} nvgrp;
+
+/* Block scales of eight blocks from their max |t| bits; returns the mask of
+ * non-finite blocks. */
+A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
+{
+    __m256i nf = _mm256_cmpgt_epi32(tmax, _mm256_set1_epi32(0x7F7FFFFF));
+    __m256i sc = e4m3_code8(_mm256_div_ps(_mm256_castsi256_ps(tmax), _mm256_set1_ps(6.0f)));
+    sc = _mm256_blendv_epi8(sc, _mm256_set1_epi32(0x7F), nf);
+    __m256 sb = e4m3_value8(sc);
+    if (plus) { /* the block max's index on its own grid (kern_scalar.h) */
+        __m256i q = _mm256_setzero_si256();
+        __m256 a = _mm256_castsi256_ps(tmax);
+#pragma GCC unroll 7
+        for (int k = 0; k < 7; k++) {
+            __m256 x = _mm256_mul_ps(_mm256_set1_ps(ks_ext4_mid[k]), sb);
+            q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, x, (k & 1) ? _CMP_GE_OQ : _CMP_GT_OQ)));
+        }
+        _mm256_storeu_si256((__m256i *)g->xm2, _mm256_add_epi32(q, q));
+        _mm256_storeu_si256((__m256i *)g->tmax, tmax);
+        _mm256_storeu_si256((__m256i *)g->sc, sc);
+    }
+    /* scale 0: every element a signed zero, as no threshold is crossed */
+    sb = _mm256_blendv_ps(sb, _mm256_castsi256_ps(_mm256_set1_epi32(0x7F800000)),
+                          _mm256_castsi256_ps(_mm256_cmpeq_epi32(sc, _mm256_setzero_si256())));
+    _mm256_storeu_ps(g->t3, _mm256_mul_ps(sb, _mm256_set1_ps(1.75f)));
+    _mm256_storeu_ps(g->t1, _mm256_mul_ps(sb, _mm256_set1_ps(0.75f)));
+    _mm256_storeu_ps(g->t5, _mm256_mul_ps(sb, _mm256_set1_ps(3.5f)));
+    _mm256_storeu_ps(g->sb, sb);
+    store8_bytes(sc8, sc);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
+}
+
+/* Index s + 2*mag of block j's 16 values (t their bits, a = |t|). */
+A5 __m512i nv_index16(const nvk *c, const nvgrp *g, int j, __m512i t, __m512 a)
+{
+    __m512i q0 = _mm512_srli_epi32(t, 31);
+    __mmask16 m1 = _mm512_cmp_ps_mask(a, bcast_mem(&g->t3[j]), _CMP_GE_OQ);
+    __m512i q = _mm512_mask_add_epi32(q0, m1, q0, c->c8);
+    __m512 thr = _mm512_mask_blend_ps(m1, bcast_mem(&g->t1[j]), bcast_mem(&g->t5[j]));
+    q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, thr, _CMP_GE_OQ), q, c->c4);
+    __m512 t3 = _mm512_mul_ps(c->mid3, bcast_mem(&g->sb[j]));
+    return _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, t3), _CMP_GT_OQ), q, c->c2);
+}
+
+/* 64 indices (four vectors of dwords 0..15) as 32 code bytes. */
+A5 __m256i nv_bytes64(const nvk *c, const __m512i *q)
+{
+    __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]), _mm512_packus_epi32(q[2], q[3]));
+    b = _mm512_shuffle_epi8(c->lut, b);
+    __m256i w = _mm512_cvtepi16_epi8(_mm512_maddubs_epi16(b, _mm512_set1_epi16(0x1001))); /* c0 + 16 c1 */
+    return _mm256_permutexvar_epi16(_mm256_setr_epi16(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
+}
+
+/* A group of up to eight blocks between the two stages: the scale side
+ * (loads, t, block maxima, scales; one long dependency chain) and the
+ * element side (codes). The loop runs the scale side of the next group
+ * before the element side of this one, so that out-of-order execution
+ * overlaps that chain with independent work instead of waiting on it. */
+typedef struct {
+    __m512i t[8];
+    nvgrp g;
+    uint8_t sc8[8];
+    unsigned nf;
+} nvstage;
+
+A5 void nv_stage_scales(bfp_dtype dt, int plus, const nvk *c, const unsigned char *s, size_t n,
+                        nvstage *st)
+{
+    const size_t es = esz(dt);
+    __m256i pm[8];
+    if (dt != BFP_DTYPE_F16)
+        prefetch_span(s, n * 16 * es);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        __m512i t = _mm512_setzero_si512();
+        if ((size_t)j < n)
+            t = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), c->senc));
+        st->t[j] = t;
+        pm[j] = fold16(_mm512_and_si512(t, c->absm));
+    }
+    st->nf = nv_scales8(hmax_8x8(pm), plus, &st->g, st->sc8);
+}
+
+A5 void nv_stage_codes(int plus, const nvk *c, const nvstage *st, size_t n, uint8_t *codes,
+                       uint8_t *scales, uint8_t *meta, size_t *nonfinite)
+{
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        __m512i t = st->t[j];
+        __m512 a = _mm512_castsi512_ps(_mm512_and_si512(t, c->absm));
+        q[j] = nv_index16(c, &st->g, j, t, a);
+        if (plus) { /* NVFP4+: the first lane holding the max gets its own code */
+            unsigned eq = _mm512_cmpeq_epi32_mask(_mm512_castps_si512(a), _mm512_castps_si512(bcast_mem(&st->g.tmax[j])));
+            unsigned bm = (unsigned)ks_ctz32(eq | 0x10000u);
+            unsigned on = (unsigned)st->g.sc[j] > KS_NV_PLAIN_MAX ? 0xFFFFu : 0;
+            q[j] = _mm512_mask_add_epi32(q[j], (__mmask16)(eq & -eq & on), _mm512_srli_epi32(t, 31),
+                                         _mm512_castps_si512(bcast_mem(&st->g.xm2[j])));
+            if ((size_t)j < n)
+                meta[j] = (uint8_t)(bm & on & 15);
+        }
+    }
+    if (n == 8) { /* four blocks' codes per 32-byte store */
+        memcpy(scales, st->sc8, 8);
+        _mm256_storeu_si256((__m256i *)codes, nv_bytes64(c, q));
+        _mm256_storeu_si256((__m256i *)(codes + 32), nv_bytes64(c, q + 4));
+    } else {
+        uint8_t buf[64];
+        memcpy(scales, st->sc8, n);
+        _mm256_storeu_si256((__m256i *)buf, nv_bytes64(c, q));
+        _mm256_storeu_si256((__m256i *)(buf + 32), nv_bytes64(c, q + 4));
+        memcpy(codes, buf, 8 * n);
+    }
+    for (unsigned nf = st->nf & ((1u << n) - 1); nf; nf &= nf - 1) { /* NaN or Inf: codes and meta 0 */
+        unsigned j = (unsigned)ks_ctz32(nf);
+        memset(codes + 8 * j, 0, 8);
+        if (plus)
+            meta[j] = 0;
+        (*nonfinite)++;
+    }
+}
+
+/* The full groups of nb blocks, pipelined; returns how many blocks. */
+A5 size_t nv_groups(bfp_dtype dt, int plus, const nvk *c, const unsigned char *s, size_t nb,
+                    uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite)
+{
+    const size_t gb = 8 * 16 * esz(dt), ng = nb / 8;
+    nvstage st[2];
+    if (ng == 0)
+        return 0;
+    nv_stage_scales(dt, plus, c, s, 8, &st[0]);
+    for (size_t i = 0; i < ng; i++) {
+        if (i + 1 < ng)
+            nv_stage_scales(dt, plus, c, s + (i + 1) * gb, 8, &st[(i + 1) & 1]);
+        nv_stage_codes(plus, c, &st[i & 1], 8, codes + 64 * i, scales + 8 * i,
+                       plus ? meta + 8 * i : NULL, nonfinite);
+    }
+    return 8 * ng;
+}
+
+A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, uint8_t *codes,
+                uint8_t *scales, uint8_t *meta, bfp_stats *st)
+{
+    const int plus = p->impl->bm_elem != NULL;
+    const unsigned char *s = (const unsigned char *)src;
+    const nvk c = nvk_make(p->s_enc);
+    size_t nonfinite = 0, b;
+    if (plus) /* separate loops: plus or not */
+        b = nv_groups(dt, 1, &c, s, nb, codes, scales, meta, &nonfinite);
+    else
+        b = nv_groups(dt, 0, &c, s, nb, codes, scales, NULL, &nonfinite);
+    if (b < nb) {
+        nvstage g;
+        nv_stage_scales(dt, plus, &c, s + b * 16 * esz(dt), nb - b, &g);
+        nv_stage_codes(plus, &c, &g, nb - b, codes + 8 * b, scales + b, plus ? meta + b : NULL,
+                       &nonfinite);
+    }
+    st->nonfinite_blocks += nonfinite;
+}
 
 /* ---- amax (NVFP4 tensor scale) ------------------------------------------------------- */
 
@@ -13,14 +224,18 @@
  * lanes, bf16/f16 in word lanes (their magnitudes order as their values).
  * Non-finite values are included: the caller checks the result. Four
  * independent accumulators over 256 bytes per step, walking backwards. */
+A5 __m512i amax_step(int w32, __m512i m, const unsigned char *p, __m512i mask)
+{
+    __m512i v = _mm512_and_si512(_mm512_loadu_si512(p), mask);
+    return w32 ? _mm512_max_epu32(m, v) : _mm512_max_epu16(m, v);
+}
+
 A5 uint32_t amax_bits_back(bfp_dtype dt, const unsigned char *s, size_t n)
 {
     const size_t es = esz(dt), per = 256 / es;
     const int w32 = dt == BFP_DTYPE_F32;
     const __m512i mask = w32 ? _mm512_set1_epi32(0x7FFFFFFF) : _mm512_set1_epi16(0x7FFF);
-    __m512i m[4];
-    for (int k = 0; k < 4; k++)
-        m[k] = _mm512_setzero_si512();
+    __m512i m0 = _mm512_setzero_si512(), m1 = m0, m2 = m0, m3 = m0;
     uint32_t r = 0;
     size_t main = n - n % per;
     for (size_t i = main; i < n; i++) { /* the end first: it is read first */
@@ -37,18 +252,15 @@ A5 uint32_t amax_bits_back(bfp_dtype dt, const unsigned char *s, size_t n)
     }
     for (const unsigned char *p = s + main * es; p > s;) {
         p -= 256;
-        _mm_prefetch((const char *)p - PREFETCH_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)p - PREFETCH_AHEAD + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)p - PREFETCH_AHEAD + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)p - PREFETCH_AHEAD + 192, _MM_HINT_T0);
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            __m512i v = _mm512_and_si512(_mm512_loadu_si512(p + 64 * k), mask);
-            m[k] = w32 ? _mm512_max_epu32(m[k], v) : _mm512_max_epu16(m[k], v);
-        }
+        for (int o = 0; o < 256; o += 64)
+            _mm_prefetch((const char *)p - PREFETCH_AHEAD + o, _MM_HINT_T0);
+        m0 = amax_step(w32, m0, p, mask);
+        m1 = amax_step(w32, m1, p + 64, mask);
+        m2 = amax_step(w32, m2, p + 128, mask);
+        m3 = amax_step(w32, m3, p + 192, mask);
     }
-    __m512i v = w32 ? _mm512_max_epu32(_mm512_max_epu32(m[0], m[1]), _mm512_max_epu32(m[2], m[3]))
-                    : _mm512_max_epu16(_mm512_max_epu16(m[0], m[1]), _mm512_max_epu16(m[2], m[3]));
+    __m512i v = w32 ? _mm512_max_epu32(_mm512_max_epu32(m0, m1), _mm512_max_epu32(m2, m3))
+                    : _mm512_max_epu16(_mm512_max_epu16(m0, m1), _mm512_max_epu16(m2, m3));
     if (!w32) /* each dword's larger word */
         v = _mm512_max_epu32(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)), _mm512_srli_epi32(v, 16));
     uint32_t vm = (uint32_t)_mm512_reduce_max_epu32(v);
