@@ -21,24 +21,25 @@
 /* Constants of the NVFP4 loop, made once per call and kept in registers
  * (keep512). */
 typedef struct {
-    __m512 senc, mid3;
-    __m512i absm, c8, c4, c2, lut;
+    __m512 senc, mids;
+    __m512i absm, c8, c6, c2, lut;
 } nvk;
 
 A5 nvk nvk_make(float s_enc)
 {
     nvk c;
     c.senc = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
-    /* the last step's midpoints, at index s + 2*mag for mag = 0, 2, 4, 6 */
-    c.mid3 = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_setr_ps(
-        0.25f, 0.25f, 0, 0, 1.25f, 1.25f, 0, 0, 2.5f, 2.5f, 0, 0, 5.0f, 5.0f, 0, 0))));
+    /* midpoints at the lanes nv_index16 reads: step 2 at s + 8*m1 (k = 1, 5),
+     * step 3 at s + 8*m1 + 4*m2 + 2 (k = 0, 2, 4, 6) */
+    c.mids = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_setr_ps(
+        0.75f, 0.75f, 0.25f, 0.25f, 0, 0, 1.25f, 1.25f, 3.5f, 3.5f, 2.5f, 2.5f, 0, 0, 5.0f, 5.0f))));
     c.absm = keep512(_mm512_set1_epi32(0x7FFFFFFF));
     c.c8 = keep512(_mm512_set1_epi32(8));
-    c.c4 = keep512(_mm512_set1_epi32(4));
+    c.c6 = keep512(_mm512_set1_epi32(6));
     c.c2 = keep512(_mm512_set1_epi32(2));
-    /* index s + 2*mag -> code mag | s << 3 */
+    /* index (bits: sign, !m3, m2, m1) -> code mag | s << 3, mag = 4 m1 + 2 m2 + m3 */
     c.lut = keep512(_mm512_broadcast_i32x4(
-        _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)));
+        _mm_setr_epi8(1, 9, 0, 8, 3, 11, 2, 10, 5, 13, 4, 12, 7, 15, 6, 14)));
     return c;
 }
 
@@ -55,7 +56,7 @@ A5 __m512 bcast_mem(const void *p)
 /* Per-block values of a group of eight, each read back as a broadcast. */
 typedef struct {
     float t3[8], t1[8], t5[8], sb[8]; /* 1.75 sb, 0.75 sb, 3.5 sb, sb (inf for scale 0) */
-    uint32_t tmax[8], xm2[8];         /* NVFP4+: max |t| bits, 2 * its block-max index */
+    uint32_t tmax[8], xq[8];          /* NVFP4+: max |t| bits, its block-max index (as nv_index16's) */
     int sc[8];
 } nvgrp;
 
@@ -75,7 +76,9 @@ A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
             __m256 x = _mm256_mul_ps(_mm256_set1_ps(ks_ext4_mid[k]), sb);
             q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, x, (k & 1) ? _CMP_GE_OQ : _CMP_GT_OQ)));
         }
-        _mm256_storeu_si256((__m256i *)g->xm2, _mm256_add_epi32(q, q));
+        /* as an index of nv_index16 without the sign: ((x ^ 1) & 7) << 1 */
+        q = _mm256_slli_epi32(_mm256_and_si256(_mm256_xor_si256(q, _mm256_set1_epi32(1)), _mm256_set1_epi32(7)), 1);
+        _mm256_storeu_si256((__m256i *)g->xq, q);
         _mm256_storeu_si256((__m256i *)g->tmax, tmax);
         _mm256_storeu_si256((__m256i *)g->sc, sc);
     }
@@ -90,16 +93,39 @@ A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
     return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
 }
 
-/* Index s + 2*mag of block j's 16 values (t their bits, a = |t|). */
+/* Compares and products with a per-block float as an embedded broadcast
+ * operand (free on Zen 4; a separate vbroadcastss takes a shuffle slot). */
+A5 __mmask16 cmp_bc(__m512 a, const float *p, int ge)
+{
+    __mmask16 k;
+    if (ge)
+        __asm__("vcmpps $0x1d, %2%{1to16%}, %1, %0" : "=k"(k) : "v"(a), "m"(*p));
+    else
+        __asm__("vcmpps $0x1e, %2%{1to16%}, %1, %0" : "=k"(k) : "v"(a), "m"(*p));
+    return k;
+}
+
+A5 __m512 mul_bc(__m512 a, const float *p)
+{
+    __m512 r;
+    __asm__("vmulps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
+    return r;
+}
+
+/* Index of block j's 16 values (t their bits, a = |t|), bits: 0 the sign,
+ * 3 and 2 the first two search steps, 1 the third one inverted. Step 2
+ * changes the index either way (ors 2 or 6), so that steps 2 and 3 read
+ * different lanes of one threshold vector; each step is a compare and
+ * mask-selected constants (merge-masked adds cost a compare slot). */
 A5 __m512i nv_index16(const nvk *c, const nvgrp *g, int j, __m512i t, __m512 a)
 {
-    __m512i q0 = _mm512_srli_epi32(t, 31);
-    __mmask16 m1 = _mm512_cmp_ps_mask(a, bcast_mem(&g->t3[j]), _CMP_GE_OQ);
-    __m512i q = _mm512_mask_add_epi32(q0, m1, q0, c->c8);
-    __m512 thr = _mm512_mask_blend_ps(m1, bcast_mem(&g->t1[j]), bcast_mem(&g->t5[j]));
-    q = _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, thr, _CMP_GE_OQ), q, c->c4);
-    __m512 t3 = _mm512_mul_ps(c->mid3, bcast_mem(&g->sb[j]));
-    return _mm512_mask_add_epi32(q, _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, t3), _CMP_GT_OQ), q, c->c2);
+    __m512i q = _mm512_srli_epi32(t, 31);
+    __m512 thr = mul_bc(c->mids, &g->sb[j]);
+    q = _mm512_or_si512(q, _mm512_maskz_mov_epi32(cmp_bc(a, &g->t3[j], 1), c->c8));
+    __mmask16 m2 = _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, thr), _CMP_GE_OQ);
+    q = _mm512_or_si512(q, _mm512_mask_blend_epi32(m2, c->c2, c->c6));
+    __mmask16 m3 = _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, thr), _CMP_GT_OQ);
+    return _mm512_xor_si512(q, _mm512_maskz_mov_epi32(m3, c->c2));
 }
 
 /* 64 indices (four vectors of dwords 0..15) as 32 code bytes. */
@@ -154,8 +180,8 @@ A5 void nv_stage_codes(int plus, const nvk *c, const nvstage *st, size_t n, uint
             unsigned eq = _mm512_cmpeq_epi32_mask(_mm512_castps_si512(a), _mm512_castps_si512(bcast_mem(&st->g.tmax[j])));
             unsigned bm = (unsigned)ks_ctz32(eq | 0x10000u);
             unsigned on = (unsigned)st->g.sc[j] > KS_NV_PLAIN_MAX ? 0xFFFFu : 0;
-            q[j] = _mm512_mask_add_epi32(q[j], (__mmask16)(eq & -eq & on), _mm512_srli_epi32(t, 31),
-                                         _mm512_castps_si512(bcast_mem(&st->g.xm2[j])));
+            q[j] = _mm512_mask_or_epi32(q[j], (__mmask16)(eq & -eq & on), _mm512_srli_epi32(t, 31),
+                                        _mm512_castps_si512(bcast_mem(&st->g.xq[j])));
             if ((size_t)j < n)
                 meta[j] = (uint8_t)(bm & on & 15);
         }
