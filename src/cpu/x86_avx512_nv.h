@@ -6,9 +6,11 @@
  * k), all exact (the products are exact floats). They are monotone, so
  * three of them decide, as a binary search whose steps each use one
  * predicate kind: k = 3 (>=), then k = 1 or 5 (>=), then k = 0, 2, 4, 6 (>).
- * The running index is s + 2*mag (s the sign bit): the last step reads its
- * threshold from a vector by that index, and the code bytes are remapped
- * to mag | s << 3 while packing (one byte shuffle per 64 codes).
+ * The running index holds the sign bit and the steps' outcomes; steps 2
+ * and 3 read their thresholds from one vector by that index, and the code
+ * bytes are remapped to mag | s << 3 while packing (one byte shuffle per
+ * 64 codes). A zero scale uses sb = inf: no threshold is crossed, every
+ * element is a signed zero.
  *
  * The amax pass runs from the end of its range to the start, so that the
  * quantize pass, which runs forward over the same range right after, finds
