@@ -11,10 +11,7 @@
  * bytes are remapped to mag | s << 3 while packing (one byte shuffle per
  * 64 codes). A zero scale uses sb = inf: no threshold is crossed, every
  * element is a signed zero.
- *
- * The amax pass runs from the end of its range to the start, so that the
- * quantize pass, which runs forward over the same range right after, finds
- * the last bytes read (as much as the caches hold) still there. */
+ */
 #ifndef BFP_CPU_X86_AVX512_NV_H
 #define BFP_CPU_X86_AVX512_NV_H
 
@@ -57,7 +54,7 @@ A5 __m512 bcast_mem(const void *p)
 
 /* Per-block values of a group of eight, each read back as a broadcast. */
 typedef struct {
-    float t3[8], t1[8], t5[8], sb[8]; /* 1.75 sb, 0.75 sb, 3.5 sb, sb (inf for scale 0) */
+    float t3[8], sb[8];               /* 1.75 sb, sb (inf for scale 0) */
     uint32_t tmax[8], xq[8];          /* NVFP4+: max |t| bits, its block-max index (as nv_index16's) */
     int sc[8];
 } nvgrp;
@@ -88,8 +85,6 @@ A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
     sb = _mm256_blendv_ps(sb, _mm256_castsi256_ps(_mm256_set1_epi32(0x7F800000)),
                           _mm256_castsi256_ps(_mm256_cmpeq_epi32(sc, _mm256_setzero_si256())));
     _mm256_storeu_ps(g->t3, _mm256_mul_ps(sb, _mm256_set1_ps(1.75f)));
-    _mm256_storeu_ps(g->t1, _mm256_mul_ps(sb, _mm256_set1_ps(0.75f)));
-    _mm256_storeu_ps(g->t5, _mm256_mul_ps(sb, _mm256_set1_ps(3.5f)));
     _mm256_storeu_ps(g->sb, sb);
     store8_bytes(sc8, sc);
     return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
@@ -248,17 +243,17 @@ A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, 
 
 /* ---- amax (NVFP4 tensor scale) ------------------------------------------------------- */
 
-/* Max of the magnitude bits (sign cleared) of n values: float32 in dword
- * lanes, bf16/f16 in word lanes (their magnitudes order as their values).
- * Non-finite values are included: the caller checks the result. Four
- * independent accumulators over 256 bytes per step, walking backwards. */
 A5 __m512i amax_step(int w32, __m512i m, const unsigned char *p, __m512i mask)
 {
     __m512i v = _mm512_and_si512(_mm512_loadu_si512(p), mask);
     return w32 ? _mm512_max_epu32(m, v) : _mm512_max_epu16(m, v);
 }
 
-A5 uint32_t amax_bits_back(bfp_dtype dt, const unsigned char *s, size_t n)
+/* Max of the magnitude bits (sign cleared) of n values: float32 in dword
+ * lanes, bf16/f16 in word lanes (their magnitudes order as their values).
+ * Non-finite values are included: the caller checks the result. Four
+ * independent accumulators over 256 bytes per step. */
+A5 uint32_t amax_bits(bfp_dtype dt, const unsigned char *s, size_t n)
 {
     const size_t es = esz(dt), per = 256 / es;
     const int w32 = dt == BFP_DTYPE_F32;
@@ -266,7 +261,7 @@ A5 uint32_t amax_bits_back(bfp_dtype dt, const unsigned char *s, size_t n)
     __m512i m0 = _mm512_setzero_si512(), m1 = m0, m2 = m0, m3 = m0;
     uint32_t r = 0;
     size_t main = n - n % per;
-    for (size_t i = main; i < n; i++) { /* the end first: it is read first */
+    for (size_t i = main; i < n; i++) {
         uint32_t a;
         if (w32) {
             memcpy(&a, s + 4 * i, 4);
@@ -278,10 +273,9 @@ A5 uint32_t amax_bits_back(bfp_dtype dt, const unsigned char *s, size_t n)
         }
         r = a > r ? a : r;
     }
-    for (const unsigned char *p = s + main * es; p > s;) {
-        p -= 256;
+    for (const unsigned char *p = s, *e = s + main * es; p < e; p += 256) {
         for (int o = 0; o < 256; o += 64)
-            _mm_prefetch((const char *)p - PREFETCH_AHEAD + o, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + o, _MM_HINT_T0);
         m0 = amax_step(w32, m0, p, mask);
         m1 = amax_step(w32, m1, p + 64, mask);
         m2 = amax_step(w32, m2, p + 128, mask);
@@ -327,7 +321,7 @@ A5 float amax_finite(bfp_dtype dt, const void *src, size_t n)
 
 A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
 {
-    uint32_t m = amax_bits_back(dt, (const unsigned char *)src, n);
+    uint32_t m = amax_bits(dt, (const unsigned char *)src, n);
     if (dt == BFP_DTYPE_F32)
         return m < 0x7F800000u ? ks_float(m) : amax_finite(dt, src, n);
     if (dt == BFP_DTYPE_BF16)
