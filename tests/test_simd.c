@@ -262,8 +262,16 @@ static void test_nvfp4_decisions(void)
                     v = nextafterf(v * 300.0f / 2688.0f, rng_below(&r, 2) ? 0.0f : INFINITY);
                 x[i + k] = rng_below(&r, 2) ? -v : v;
             }
-            if (i + 16 <= ROWS * COLS) /* the block max sets the scale: 6 sb */
-                x[i + rng_below(&r, 16)] = 6.0f * sb * inv * (pass == 2 ? 300.0f / 2688.0f : 1.0f);
+            if (i + 16 <= ROWS * COLS) { /* the block max sets the scale: 6 sb, or for
+                                              * NVFP4+ a midpoint of its own grid that
+                                              * keeps it (mantissas 1..3) */
+                float m = 6.0f * sb;
+                if (b % 3 == 1) {
+                    m = (b % 2 ? 5.75f : 6.25f) * sb;
+                    m = b % 9 == 1 ? nextafterf(m, 0) : b % 9 == 4 ? nextafterf(m, INFINITY) : m;
+                }
+                x[i + rng_below(&r, 16)] = m * inv * (pass == 2 ? 300.0f / 2688.0f : 1.0f);
+            }
             if (b % 29 == 5) /* max below the smallest scale: codes are signed zeros */
                 for (int k = 0; k < 16 && i + k < ROWS * COLS; k++)
                     x[i + k] = (k & 1 ? -1.0f : 1.0f) * 0x1p-14f * inv;

@@ -42,21 +42,11 @@ A5 nvk nvk_make(float s_enc)
     return c;
 }
 
-/* A broadcast straight from memory (a load, no shuffle): GCC otherwise
- * keeps the stored vector in a register and extracts and broadcasts each
- * lane with two shuffles. */
-A5 __m512 bcast_mem(const void *p)
-{
-    __m512 r;
-    __asm__("vbroadcastss %1, %0" : "=v"(r) : "m"(*(const float *)p));
-    return r;
-}
-
 /* Per-block values of a group of eight, each read back as a broadcast. */
 typedef struct {
     float t3[8], sb[8];               /* 1.75 sb, sb (inf for scale 0) */
     uint32_t tmax[8], xq[8];          /* NVFP4+: max |t| bits, its block-max index (as nv_index16's) */
-    int sc[8];
+    uint32_t bmon[8];                 /* NVFP4+: 0xFFFF where the block max gets its own code */
 } nvgrp;
 
 /* Block scales of eight blocks from their max |t| bits; returns the mask of
@@ -67,19 +57,24 @@ A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
     __m256i sc = e4m3_code8(_mm256_div_ps(_mm256_castsi256_ps(tmax), _mm256_set1_ps(6.0f)));
     sc = _mm256_blendv_epi8(sc, _mm256_set1_epi32(0x7F), nf);
     __m256 sb = e4m3_value8(sc);
-    if (plus) { /* the block max's index on its own grid (kern_scalar.h) */
-        __m256i q = _mm256_setzero_si256();
-        __m256 a = _mm256_castsi256_ps(tmax);
-#pragma GCC unroll 7
-        for (int k = 0; k < 7; k++) {
-            __m256 x = _mm256_mul_ps(_mm256_set1_ps(ks_ext4_mid[k]), sb);
-            q = _mm256_sub_epi32(q, _mm256_castps_si256(_mm256_cmp_ps(a, x, (k & 1) ? _CMP_GE_OQ : _CMP_GT_OQ)));
-        }
+    if (plus) {
+        /* The block max's index on its own grid 4 (1 + i/8) sb, RNE: the
+         * reference counts its midpoints (4.25 + j/2) sb below tmax. Those
+         * have 5 significant bits, sb 4, so y = fp32(tmax / sb) is on the
+         * same side of each midpoint as the exact quotient (equal only when
+         * it is equal): the index is RNE(2 (y - 4)), exact for y in [2, 8]
+         * (Sterbenz), clamped to 0..7 (only y near 6 occurs with scale > 2,
+         * or y > 8 under a saturated scale). */
+        __m256 y = _mm256_div_ps(_mm256_castsi256_ps(tmax), sb);
+        __m256 d = _mm256_mul_ps(_mm256_sub_ps(y, _mm256_set1_ps(4.0f)), _mm256_set1_ps(2.0f));
+        __m256i q = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(d, _mm256_set1_ps(7.0f))),
+                                     _mm256_setzero_si256()); /* min first: no int overflow */
         /* as an index of nv_index16 without the sign: ((x ^ 1) & 7) << 1 */
         q = _mm256_slli_epi32(_mm256_and_si256(_mm256_xor_si256(q, _mm256_set1_epi32(1)), _mm256_set1_epi32(7)), 1);
         _mm256_storeu_si256((__m256i *)g->xq, q);
         _mm256_storeu_si256((__m256i *)g->tmax, tmax);
-        _mm256_storeu_si256((__m256i *)g->sc, sc);
+        _mm256_storeu_si256((__m256i *)g->bmon, _mm256_and_si256(_mm256_cmpgt_epi32(sc, _mm256_set1_epi32(KS_NV_PLAIN_MAX)),
+                                                                  _mm256_set1_epi32(0xFFFF)));
     }
     /* scale 0: every element a signed zero, as no threshold is crossed */
     sb = _mm256_blendv_ps(sb, _mm256_castsi256_ps(_mm256_set1_epi32(0x7F800000)),
@@ -107,6 +102,20 @@ A5 __m512 mul_bc(__m512 a, const float *p)
     __m512 r;
     __asm__("vmulps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
     return r;
+}
+
+A5 __mmask16 cmpeq_bc(__m512i a, const uint32_t *p)
+{
+    __mmask16 k;
+    __asm__("vpcmpeqd %2%{1to16%}, %1, %0" : "=k"(k) : "v"(a), "m"(*p));
+    return k;
+}
+
+/* q with lanes k set to x | *p. */
+A5 __m512i or_bc(__m512i q, __mmask16 k, __m512i x, const uint32_t *p)
+{
+    __asm__("vpord %3%{1to16%}, %2, %0%{%1%}" : "+v"(q) : "Yk"(k), "v"(x), "m"(*p));
+    return q;
 }
 
 /* Index of block j's 16 values (t their bits, a = |t|), bits: 0 the sign,
@@ -174,11 +183,9 @@ A5 void nv_stage_codes(int plus, const nvk *c, const nvstage *st, size_t n, uint
         __m512 a = _mm512_castsi512_ps(_mm512_and_si512(t, c->absm));
         q[j] = nv_index16(c, &st->g, j, t, a);
         if (plus) { /* NVFP4+: the first lane holding the max gets its own code */
-            unsigned eq = _mm512_cmpeq_epi32_mask(_mm512_castps_si512(a), _mm512_castps_si512(bcast_mem(&st->g.tmax[j])));
-            unsigned bm = (unsigned)ks_ctz32(eq | 0x10000u);
-            unsigned on = (unsigned)st->g.sc[j] > KS_NV_PLAIN_MAX ? 0xFFFFu : 0;
-            q[j] = _mm512_mask_or_epi32(q[j], (__mmask16)(eq & -eq & on), _mm512_srli_epi32(t, 31),
-                                        _mm512_castps_si512(bcast_mem(&st->g.xq[j])));
+            unsigned eq = cmpeq_bc(_mm512_castps_si512(a), &st->g.tmax[j]);
+            unsigned bm = (unsigned)ks_ctz32(eq | 0x10000u), on = st->g.bmon[j];
+            q[j] = or_bc(q[j], (__mmask16)(eq & -eq & on), _mm512_srli_epi32(t, 31), &st->g.xq[j]);
             if ((size_t)j < n)
                 meta[j] = (uint8_t)(bm & on & 15);
         }
