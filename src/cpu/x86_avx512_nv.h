@@ -87,13 +87,10 @@ A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
 
 /* Compares and products with a per-block float as an embedded broadcast
  * operand (free on Zen 4; a separate vbroadcastss takes a shuffle slot). */
-A5 __mmask16 cmp_bc(__m512 a, const float *p, int ge)
+A5 __mmask16 cmpge_bc(__m512 a, const float *p)
 {
     __mmask16 k;
-    if (ge)
-        __asm__("vcmpps $0x1d, %2%{1to16%}, %1, %0" : "=k"(k) : "v"(a), "m"(*p));
-    else
-        __asm__("vcmpps $0x1e, %2%{1to16%}, %1, %0" : "=k"(k) : "v"(a), "m"(*p));
+    __asm__("vcmpps $0x1d, %2%{1to16%}, %1, %0" : "=k"(k) : "v"(a), "m"(*p)); /* GE_OQ */
     return k;
 }
 
@@ -127,7 +124,7 @@ A5 __m512i nv_index16(const nvk *c, const nvgrp *g, int j, __m512i t, __m512 a)
 {
     __m512i q = _mm512_srli_epi32(t, 31);
     __m512 thr = mul_bc(c->mids, &g->sb[j]);
-    q = _mm512_or_si512(q, _mm512_maskz_mov_epi32(cmp_bc(a, &g->t3[j], 1), c->c8));
+    q = _mm512_or_si512(q, _mm512_maskz_mov_epi32(cmpge_bc(a, &g->t3[j]), c->c8));
     __mmask16 m2 = _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, thr), _CMP_GE_OQ);
     q = _mm512_or_si512(q, _mm512_mask_blend_epi32(m2, c->c2, c->c6));
     __mmask16 m3 = _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, thr), _CMP_GT_OQ);
