@@ -220,6 +220,79 @@ static void test_hif4_boundaries(void)
     free(x);
 }
 
+/* UE4M3 value of code c (0..0x7E). */
+static float e4m3_value(unsigned c)
+{
+    return c >> 3 ? ldexpf(1.0f + (float)(c & 7) / 8.0f, (int)(c >> 3) - 7)
+                  : ldexpf((float)(c & 7), -9);
+}
+
+/* NVFP4(+) blocks whose t = x * s_enc lands on the E2M1 decision points
+ * (midpoints times the block scale, exactly and one float either side),
+ * on grid points and on zero, for every scale code from the subnormal
+ * ones to 448, with a tensor scale that is a power of two (x * s_enc
+ * exact), without one, and with an arbitrary one; among them blocks whose
+ * scale rounds to 0 and blocks holding NaN or Inf. Rows end in a partial
+ * block, so full groups, the last group and the tail all run. */
+static void test_nvfp4_decisions(void)
+{
+    static const float mids[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    static const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    enum { ROWS = 4, COLS = 16 * 37 + 7 };
+    simd_rng r = {2718};
+    float *x = malloc(ROWS * COLS * sizeof *x);
+    for (int pass = 0; pass < 3; pass++) {
+        /* pass 0: s_enc = 8 (amax 336), 1: no tensor scale, 2: s_enc = 2688/300 */
+        float inv = pass == 0 ? 0.125f : 1.0f;
+        for (int i = 0; i < ROWS * COLS; i += 16) {
+            int b = i / 16;
+            unsigned code = 1 + (unsigned)(b * 7 + pass) % 0x7E;
+            float sb = e4m3_value(code);
+            for (int k = 0; k < 16 && i + k < ROWS * COLS; k++) {
+                float v;
+                unsigned pick = rng_below(&r, 8);
+                if (pick < 5) {
+                    v = mids[rng_below(&r, 7)] * sb;
+                    v = pick == 1 ? nextafterf(v, 0) : pick == 2 ? nextafterf(v, INFINITY) : v;
+                } else {
+                    v = grid[rng_below(&r, 8)] * sb;
+                }
+                v *= inv;
+                if (pass == 2) /* t lands next to the decision points */
+                    v = nextafterf(v * 300.0f / 2688.0f, rng_below(&r, 2) ? 0.0f : INFINITY);
+                x[i + k] = rng_below(&r, 2) ? -v : v;
+            }
+            if (i + 16 <= ROWS * COLS) { /* the block max sets the scale: 6 sb, or for
+                                              * NVFP4+ a midpoint of its own grid that
+                                              * keeps it (mantissas 1..3) */
+                float m = 6.0f * sb;
+                if (b % 3 == 1) {
+                    m = (b % 2 ? 5.75f : 6.25f) * sb;
+                    m = b % 9 == 1 ? nextafterf(m, 0) : b % 9 == 4 ? nextafterf(m, INFINITY) : m;
+                }
+                x[i + rng_below(&r, 16)] = m * inv * (pass == 2 ? 300.0f / 2688.0f : 1.0f);
+            }
+            if (b % 29 == 5) /* max below the smallest scale: codes are signed zeros */
+                for (int k = 0; k < 16 && i + k < ROWS * COLS; k++)
+                    x[i + k] = (k & 1 ? -1.0f : 1.0f) * 0x1p-14f * inv;
+            if (b % 31 == 7)
+                x[i + rng_below(&r, 16) % (unsigned)(ROWS * COLS - i < 16 ? ROWS * COLS - i : 16)] =
+                    b % 2 ? NAN : -INFINITY;
+        }
+        x[3] = pass == 2 ? 300.0f : 336.0f; /* the tensor amax */
+        bfp_options o;
+        bfp_options_init(&o);
+        o.nvfp4_no_tensor_scale = pass == 1;
+        CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_F32, x, ROWS, COLS, &o, 0),
+              "nvfp4 decision points (pass %d)", pass);
+        CHECK(quantize_matches(BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, ROWS, COLS, &o, 1),
+              "nvfp4+ decision points (pass %d)", pass);
+        CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_F32, x, 1, ROWS * COLS, &o, 2),
+              "nvfp4 decision points, one row (pass %d)", pass);
+    }
+    free(x);
+}
+
 /* NVFP4 with the tensor-scale option; the stochastic, 2-D and scale-mode
  * options go to the reference and must still agree. */
 static void test_options(void)
@@ -308,6 +381,7 @@ int main(void)
     test_ties();
     test_bf16_exponents();
     test_hif4_boundaries();
+    test_nvfp4_decisions();
     test_options();
     test_errors();
     return check_summary("test_simd");
