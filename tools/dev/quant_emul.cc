@@ -61,7 +61,7 @@ static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c);
 static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
 static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
 static inline void __syncthreads() {}
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define BFP_LAUNCH(kernel, grid, block, stream, ...) (void)0
 using std::max;
 using std::min;
