@@ -157,9 +157,24 @@ fi
 
 # ---- SASS of the MX kernels (PARTS=sass; no disassembler on the build machine) ----
 if want sass; then
-    o=$(find $B -name 'bfp_cuda_k_mx.cu.o' | head -1)
+    o=$(find $B -name "${SASS_OBJ:-bfp_cuda_k_mx.cu.o}" | head -1)
     cuobjdump -sass "$o" >"$OUT/sass.log" 2>&1 || echo "cuobjdump failed"
     echo "sass: $(wc -l <"$OUT/sass.log") lines from $o"
+fi
+
+# ---- profile of the skinny matmul kernel (PARTS=gemmprof; NCU_KERNELS: regexes
+# of demangled names, default mxfp4 and nvfp4 at m <= 8) ----
+if want gemmprof; then
+    nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu \
+        $LIBS -lcublas -o $B/gpu_gemm >"$OUT/gemmprof.log" 2>&1
+    for k in ${NCU_KERNELS:-"gemm_skinny_kernel<0, 1>" "gemm_skinny_kernel<2, 1>"}; do
+        echo "#### $k" >>"$OUT/gemmprof.log"
+        timeout 200 ncu --kernel-name-base demangled -k "regex:$k" -c 1 --section SpeedOfLight \
+            --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis \
+            ${NCU_EXTRA:-} $B/gpu_gemm /tmp/gemmprof.json quick >>"$OUT/gemmprof.log" 2>&1
+    done
+    grep -E "^####|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions |Block Limit|Grid Size|Dynamic Shared" "$OUT/gemmprof.log" | head -80
 fi
 
 # ---- matmul (issue #6) ----------------------------------------------------------

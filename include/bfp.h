@@ -486,7 +486,9 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w);
 typedef enum {
     BFP_MATMUL_AUTO = 0,     /* FUSED for small m, DEQUANT_CUBLAS for large */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
-    BFP_MATMUL_DEQUANT_CUBLAS = 2 /* W to bf16 in the workspace, cuBLAS GEMM */
+    BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
+    BFP_MATMUL_SKINNY = 3    /* m <= 32 only: stream-K kernel fed by bulk copies;
+                                measured slower than FUSED (docs/gemm.md) */
 } bfp_matmul_path;
 
 /** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path. */

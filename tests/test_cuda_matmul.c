@@ -127,7 +127,8 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     }
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
-        if (path == BFP_MATMUL_FUSED || (path == BFP_MATMUL_AUTO && m <= 32)) {
+        if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY ||
+            (path == BFP_MATMUL_AUTO && m <= 32)) {
             uint8_t *h = malloc(wsb);
             CU(cudaMemcpy(h, dws, wsb, cudaMemcpyDeviceToHost));
             size_t nz = 0;
@@ -215,7 +216,11 @@ int main(void)
             size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
             run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 == 0), 0, BFP_MATMUL_FUSED);
             run_case(f, m, n, k, 1, 1, 0, BFP_MATMUL_DEQUANT_CUBLAS);
+            if (m <= 32)
+                run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 0), 0, BFP_MATMUL_SKINNY);
         }
+        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
+        run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_FUSED);   /* unaligned x */
         run_case(f, 3, 40, 256, 2, 0, 0, BFP_MATMUL_FUSED);   /* huge weight rows */
         if (quick)

@@ -146,9 +146,8 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
 }
 
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
-                     void *y, void *ws, size_t ws_bytes, cudaStream_t s)
+                     void *y, void *ws, size_t ws_bytes, bool skinny, cudaStream_t s)
 {
-    const bool skinny = skinny_fits(w, m);
     FusedPlan P = {};
     SkinnyPlan S = {};
     if (skinny)
@@ -339,9 +338,9 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
         return 0;
     if (path == BFP_MATMUL_AUTO)
         path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
-    if (path != BFP_MATMUL_FUSED)
-        return deq_ws_bytes(w);
-    return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : plan_fused(w, m).ws_bytes;
+    if (path == BFP_MATMUL_SKINNY)
+        return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : 0;
+    return path == BFP_MATMUL_FUSED ? plan_fused(w, m).ws_bytes : deq_ws_bytes(w);
 }
 
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
@@ -356,7 +355,11 @@ bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
         path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (path == BFP_MATMUL_FUSED)
-        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, s);
+        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, false, s);
+    if (path == BFP_MATMUL_SKINNY)
+        return skinny_fits(w, m)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, true, s)
+                   : BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_DEQUANT_CUBLAS)
         return run_cublas(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, s);
     return BFP_ERR_ARG;
