@@ -167,7 +167,7 @@ fi
 if want gemmprof; then
     nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu \
         $LIBS -lcublas -o $B/gpu_gemm >"$OUT/gemmprof.log" 2>&1
-    for k in ${NCU_KERNELS:-"gemm_skinny_kernel<0, 1>" "gemm_skinny_kernel<2, 1>"}; do
+    for k in ${NCU_KERNELS:-"gemm_skinny_kernel<.int.0, .int.1>" "gemm_skinny_kernel<.int.2, .int.1>"}; do
         echo "#### $k" >>"$OUT/gemmprof.log"
         timeout 200 ncu --kernel-name-base demangled -k "regex:$k" -c 1 --section SpeedOfLight \
             --section Occupancy --section LaunchStats --section WarpStateStats \
