@@ -274,54 +274,9 @@ __device__ __forceinline__ void decode8(PackT<grid_of(fmt_of(FMT).elem).bits> co
     }
 }
 
-/* ---- bf16 fast paths ------------------------------------------------------------ */
-
-/* Packed bf16 multiply, round to nearest (sm_90). Used only where every
- * product is exact and normal, so it returns the exact product's bits. */
-__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b)
-{
-#ifdef __CUDA_ARCH__
-    uint32_t d;
-    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-#else /* host emulation for tools/dequant_emul.cc: the product of two bf16
-       * values is exact in fp32, then RNE to bf16 (finite results) */
-    uint32_t lo = f2u(u2f(a << 16) * u2f(b << 16)), hi = f2u(u2f(a & 0xFFFF0000u) * u2f(b & 0xFFFF0000u));
-    lo += 0x7FFFu + ((lo >> 16) & 1u);
-    hi += 0x7FFFu + ((hi >> 16) & 1u);
-    return (lo >> 16) | (hi & 0xFFFF0000u);
-#endif
-}
-
-/* Packed bf16 fma, round to nearest (sm_90). Used only where the exact
- * result is representable, so it returns the exact result's bits. */
-__device__ __forceinline__ uint32_t bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
-{
-#ifdef __CUDA_ARCH__
-    uint32_t d;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-#else /* host emulation: exact in fp32 for the uses here, then RNE to bf16 */
-    uint32_t lo = f2u(__fmaf_rn(u2f(a << 16), u2f(b << 16), u2f(c << 16)));
-    uint32_t hi = f2u(__fmaf_rn(u2f(a & 0xFFFF0000u), u2f(b & 0xFFFF0000u), u2f(c & 0xFFFF0000u)));
-    lo += 0x7FFFu + ((lo >> 16) & 1u);
-    hi += 0x7FFFu + ((hi >> 16) & 1u);
-    return (lo >> 16) | (hi & 0xFFFF0000u);
-#endif
-}
-
-/* PRMT with a selector whose nibbles are all < 8 (__byte_perm would mask
- * them with 0x7777 first, one more instruction) */
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s)
-{
-#ifdef __CUDA_ARCH__
-    uint32_t d;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s));
-    return d;
-#else
-    return __byte_perm(a, b, s);
-#endif
-}
+/* ---- bf16 fast paths ------------------------------------------------------------ *
+ * Packed helpers (bf2_mul, bf2_fma, prmt_sx) come from bfp_cuda_quant_bf16.cuh;
+ * the uses here have exact, normal results. */
 
 /* 8 sign-magnitude 4-bit codes (element j in bits 4j..4j+3) to 8 bf16 values
  * from a table of 8 magnitudes, given as its high bytes (hia: entries 0-3,
@@ -445,10 +400,10 @@ __device__ __forceinline__ void put_bf16(uint32_t w[4], int j, uint32_t hb, bool
     uint32_t d = on ? ((j & 1) ? 0x5410u ^ 0x3210u : 0x3254u ^ 0x3210u) : 0u;
     uint64_t sels = 0x3210321032103210ull ^ ((uint64_t)d << (16 * (j >> 1)));
     uint32_t slo = (uint32_t)sels, shi = (uint32_t)(sels >> 32);
-    w[0] = prmt(w[0], hb, slo);
-    w[1] = prmt(w[1], hb, slo >> 16);
-    w[2] = prmt(w[2], hb, shi);
-    w[3] = prmt(w[3], hb, shi >> 16);
+    w[0] = prmt_sx(w[0], hb, slo);
+    w[1] = prmt_sx(w[1], hb, slo >> 16);
+    w[2] = prmt_sx(w[2], hb, shi);
+    w[3] = prmt_sx(w[3], hb, shi >> 16);
 }
 
 /* NVFP4+ block max: bf16 of fp32(ext(c) * sb / s_enc) for scale byte sc <
@@ -517,7 +472,7 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                 uint32_t s2 = (uint32_t)(se + 127) * 0x00800080u; /* 2^se twice */
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    w[k] = bf16x2_mul(w[k], s2);
+                    w[k] = bf2_mul(w[k], s2);
             } else if (grid_of(F.elem).kind == GK_INT && W == 4) {
                 /* k * s, s = 2^(se - m), in bf16 pairs: x = 0x4300 | (k + 8)
                  * is the bf16 of 136 + k (7 mantissa bits), and the fma
@@ -532,8 +487,8 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
 #pragma unroll
                 for (int k = 0; k < 4; k++) {
                     /* bytes e_k, 0, o_k, 0 (selector 8: the sign of byte 0 of e, 0) */
-                    uint32_t x = prmt(e, o, 0x8480u + 0x101u * (uint32_t)k) | 0x43004300u;
-                    w[k] = bf16x2_fma(x, s2, n2);
+                    uint32_t x = prmt_sx(e, o, 0x8480u + 0x101u * (uint32_t)k) | 0x43004300u;
+                    w[k] = bf2_fma(x, s2, n2);
                 }
             } else if (grid_of(F.elem).kind == GK_INT) {
                 /* k * s, s = 2^(se - m): f = 2^23 + 2^(W-1) + k is exact; the
@@ -561,13 +516,13 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
                     uint32_t fa, fb;
                     if (W == 8) {
                         uint32_t r = k < 2 ? e : o;
-                        fa = prmt(r, 0x4B000000u, 0x7440u | (uint32_t)(2 * k & 3));
-                        fb = prmt(r, 0x4B000000u, 0x7440u | (uint32_t)((2 * k + 1) & 3));
+                        fa = prmt_sx(r, 0x4B000000u, 0x7440u | (uint32_t)(2 * k & 3));
+                        fb = prmt_sx(r, 0x4B000000u, 0x7440u | (uint32_t)((2 * k + 1) & 3));
                     } else {
-                        fa = prmt(e, 0x4B000000u, 0x7440u | (uint32_t)k);
-                        fb = prmt(o, 0x4B000000u, 0x7440u | (uint32_t)k);
+                        fa = prmt_sx(e, 0x4B000000u, 0x7440u | (uint32_t)k);
+                        fb = prmt_sx(o, 0x4B000000u, 0x7440u | (uint32_t)k);
                     }
-                    w[k] = prmt(f2u(__fmaf_rn(u2f(fa), sv, nc)), f2u(__fmaf_rn(u2f(fb), sv, nc)), 0x7632u);
+                    w[k] = prmt_sx(f2u(__fmaf_rn(u2f(fa), sv, nc)), f2u(__fmaf_rn(u2f(fb), sv, nc)), 0x7632u);
                 }
             } else {
                 /* f16 value * 2^(se - f16_shift): v * 2^se exactly, a normal
@@ -615,10 +570,10 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
             uint32_t ha = hs + ((sh8 + (aux >> (16 + 2 * sub) & 1u)) << 7);
             uint32_t hb = hs + ((sh8 + (aux >> (17 + 2 * sub) & 1u)) << 7);
             lut4_bf16((uint32_t)codes, INT3_HIA, INT3_HIB, INT3_LOA, INT3_LOB, w);
-            w[0] = bf16x2_mul(w[0], ha * 0x10001u);
-            w[1] = bf16x2_mul(w[1], ha * 0x10001u);
-            w[2] = bf16x2_mul(w[2], hb * 0x10001u);
-            w[3] = bf16x2_mul(w[3], hb * 0x10001u);
+            w[0] = bf2_mul(w[0], ha * 0x10001u);
+            w[1] = bf2_mul(w[1], ha * 0x10001u);
+            w[2] = bf2_mul(w[2], hb * 0x10001u);
+            w[3] = bf2_mul(w[3], hb * 0x10001u);
             return;
         }
     } else { /* NVFP4, NVFP4+: the CTA's table for this scale byte */
@@ -788,7 +743,7 @@ __device__ __forceinline__ void flat_load(const DParams &P, size_t ngroups, size
             uint32_t h = ok ? __ldg(reinterpret_cast<const uint16_t *>(cp + 32 * k * W + 4 - 4 * p)) : 0u;
             /* codes 0-3 and 4-7 (24 bits each): even g u0 u1 u2 | u3 h0 h1,
              * odd g h0 h1 u0 | u1 u2 u3 (selector 6: a zero byte of h) */
-            uint32_t lo = prmt(u, h, p ? 0x6054u : 0x6210u), hi = prmt(u, h, p ? 0x6321u : 0x6543u);
+            uint32_t lo = prmt_sx(u, h, p ? 0x6054u : 0x6210u), hi = prmt_sx(u, h, p ? 0x6321u : 0x6543u);
             c[k] = (PackT<W>)((uint64_t)lo | (uint64_t)hi << 24);
         } else {
             c[k] = ok ? (PackT<W>)load_codes<W>(cp + 32 * k * W, W, true) : (PackT<W>)0;

@@ -25,50 +25,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-/* ---- intrinsics on the host (the bf16x2 ones: bfp_cuda_quant_bf16.cuh) ---- */
-static uint3 threadIdx, blockIdx, gridDim, blockDim;
-static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; }
-template <typename T> static inline T __ldg(const T *p) { return *p; }
-static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
-{
-    uint64_t v = (uint64_t)y << 32 | x;
-    unsigned r = 0;
-    for (int i = 0; i < 4; i++) /* CUDA's meaning: 3 bits of each nibble */
-        r |= ((unsigned)(v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
-    return r;
-}
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline float __fadd_rz(float a, float b)
-{
-    double d = (double)a + (double)b; /* exact for the uses here */
-    float f = (float)d;
-    if (fabs((double)f) > fabs(d))
-        f = nextafterf(f, 0.0f);
-    return f;
-}
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dsub_rn(double a, double b) { return a - b; }
-static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
-static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
-static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-static inline int __all_sync(unsigned, int p) { return p; }
-static inline unsigned __ballot_sync(unsigned, int p) { return p ? 1u : 0u; }
-static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
-static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
-static inline void __syncthreads() {}
-#define __launch_bounds__(...)
-#define BFP_LAUNCH(kernel, grid, block, stream, ...) (void)0
-using std::max;
-using std::min;
-static inline size_t min(size_t a, size_t b) { return a < b ? a : b; }
-#define atomicAdd(p, v) (*(p) += (v))
-#define atomicMax(p, v) (*(p) = *(p) > (v) ? *(p) : (v))
-
+#include "cuda_host_stubs.h"
 #include "bfp_cuda_kernels.cuh"
 
 using namespace bfpcuda;
