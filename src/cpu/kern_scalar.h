@@ -297,6 +297,27 @@ static inline float ks_f16_to_f32(uint16_t h)
     return ks_float(sign | ks_bits(ks_float(em << 13) * 0x1p112f));
 }
 
+/* The amax of the finite magnitude bits of elements [i, n) of s (dtype dt)
+ * and m: the scalar tail of the SIMD amax passes. */
+static inline uint32_t ks_amax_tail(bfp_dtype dt, const unsigned char *s, size_t i, size_t n,
+                                    uint32_t m)
+{
+    for (; i < n; i++) {
+        uint32_t a;
+        if (dt == BFP_DTYPE_F32) {
+            memcpy(&a, s + 4 * i, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, 2);
+            a = dt == BFP_DTYPE_BF16 ? (uint32_t)h << 16 : ks_bits(ks_f16_to_f32(h));
+        }
+        a &= 0x7FFFFFFFu;
+        if (a < 0x7F800000u && a > m)
+            m = a;
+    }
+    return m;
+}
+
 /* float32 bits to bfloat16, RNE, NaN kept quiet (as bfp_f32_to_bf16). */
 static inline uint16_t ks_bf16(uint32_t b)
 {

@@ -307,20 +307,7 @@ A5 float amax_finite(bfp_dtype dt, const void *src, size_t n)
         m1 = _mm512_mask_max_epi32(m1, _mm512_cmplt_epi32_mask(a1, inf), m1, a1);
     }
     uint32_t m = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(m0, m1));
-    for (; i < n; i++) {
-        uint32_t a;
-        if (dt == BFP_DTYPE_F32) {
-            memcpy(&a, s + 4 * i, 4);
-        } else {
-            uint16_t h;
-            memcpy(&h, s + 2 * i, 2);
-            a = dt == BFP_DTYPE_BF16 ? (uint32_t)h << 16 : ks_bits(ks_f16_to_f32(h));
-        }
-        a &= 0x7FFFFFFFu;
-        if (a < 0x7F800000u && a > m)
-            m = a;
-    }
-    return ks_float(m);
+    return ks_float(ks_amax_tail(dt, s, i, n, m));
 }
 
 A5 float amax_any(bfp_dtype dt, const void *src, size_t n)
