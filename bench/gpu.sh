@@ -203,6 +203,15 @@ timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gem
     tee -a "$OUT/gemm_bench.log"
 fi
 
+# ---- the dequantize + cuBLAS path in chunks (PARTS=deqchunk; an experiment) ----
+if want deqchunk; then
+say "dequantize + cuBLAS by chunks of W rows (bench/gpu_deqchunk.cu)"
+nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_deqchunk.cu \
+    $LIBS -lcublas -o $B/gpu_deqchunk >"$OUT/deqchunk.log" 2>&1 || { cat "$OUT/deqchunk.log"; status=1; }
+timeout 300 $B/gpu_deqchunk "$OUT/h200-deqchunk.json" 2>&1 | tee -a "$OUT/deqchunk.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
 # at most 8 files come back from the GPU machine: logs go in one archive
 (cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log peer.json)
 say "done: status $status; results in $OUT/h200-quant.json"
