@@ -142,7 +142,7 @@ say "ncu: quantize / dequantize kernels at 16384x16384 (formats: \${NCU_FORMATS:
 [ -x $B/gpu_bench ] || nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu $LIBS \
     -o $B/gpu_bench >>"$OUT/ncu.log" 2>&1
 for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
-    for k in "^quant_kernel" "^dequant_kernel" "amax"; do
+    for k in ${NCU_KREGEX:-"^quant_kernel" "^dequant_kernel" "amax"}; do
         BFP_BENCH_FORMATS=$f BFP_BENCH_BIG_ONLY=1 timeout 120 ncu --section SpeedOfLight \
             --section Occupancy --section LaunchStats --section WarpStateStats \
             --section SchedulerStats --section MemoryWorkloadAnalysis ${NCU_EXTRA:-} -k "regex:$k" -c 1 \
@@ -152,7 +152,7 @@ for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
     done
 done
 rm -f "$OUT/ncu_one.log"
-grep -E "^####|Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Block Limit Registers" "$OUT/ncu.log" | head -200
+grep -E "^####|Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Block Limit Registers|Executed Instructions |Mem Busy|Max Bandwidth|Mem Pipes" "$OUT/ncu.log" | head -200
 fi
 
 # ---- SASS of the MX kernels (PARTS=sass; no disassembler on the build machine) ----
