@@ -425,9 +425,8 @@ __device__ __forceinline__ uint32_t nv_bm_bf16(uint32_t sc, uint32_t c, float s_
  * FLAT (dequant_flat_kernel): mpbad is the code part of the MX+ check only
  * (the meta part is tested here: with a good scale it is the block-max index
  * and MX+'s delta); the MX+ / NVFP4+ block max is not put into w but
- * returned as its bf16 bits in patch (else ~0u), for one 2-byte store at
- * element (aux >> 8) % 8 after the group's 16-byte store; NVFP4+ reads it
- * from nvbm. */
+ * returned as its bf16 bits in patch (else ~0u), for flat_out to put at
+ * element (aux >> 8) % 8; NVFP4+ reads it from nvbm. */
 template <int FMT, bool FLAT = false>
 __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
                                              bool valid, int sub, int nblk, float s_enc, bool mpbad,
@@ -716,19 +715,33 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
  * its codes at g * W bytes, its scale (meta) at g / T and writes 16 bytes at
  * g * 16: the tensor is one flat array of groups, and no row / column
  * arithmetic or partial-group check is left per group. A resident grid of
- * warps strides over chunks of 32 * FU groups; lane l of a warp takes groups
+ * warps strides over chunks of 32 * FU groups (FU = flat_fu); lane l of a warp takes groups
  * base + l + 32k (k < FU), so every load and store has a constant offset
  * from the lane's pointers and each 16-byte store of the warp is 512
  * contiguous bytes; the next chunk's loads are issued before this chunk's
  * stores. MX+ shuffles only when some lane of the warp has a code-level
- * block error (__any_sync), and the block max is a second, 2-byte store. */
-constexpr int FU = 4;
+ * block error (__any_sync), and the block max is patched into its register. */
+template <int FMT>
+__host__ __device__ constexpr bool flat_plain4()
+{
+    return grid_of(fmt_of(FMT).elem).bits == 4 && fmt_of(FMT).fam != BFP_FAMILY_MX_PLUS &&
+           fmt_of(FMT).fam != BFP_FAMILY_MX_PP && fmt_of(FMT).fam != BFP_FAMILY_NVFP4_PLUS;
+}
+
+/* groups per lane in a chunk: 8 for the plain 4-bit formats, whose warps
+ * waited on too few loads in flight with 4 (ncu, mxfp4: DRAM 75% busy, no
+ * eligible warp in 63% of cycles, SM 34% busy); 4 for the others */
+template <int FMT>
+__host__ __device__ constexpr int flat_fu()
+{
+    return flat_plain4<FMT>() ? 8 : 4;
+}
 
 template <int FMT, bool FULL>
 __device__ __forceinline__ void flat_load(const DParams &P, size_t ngroups, size_t base, unsigned lane,
-                                          PackT<grid_of(fmt_of(FMT).elem).bits> c[FU], uint32_t a[FU])
+                                          PackT<grid_of(fmt_of(FMT).elem).bits> c[], uint32_t a[])
 {
-    constexpr int T = fmt_of(FMT).block / 8, W = grid_of(fmt_of(FMT).elem).bits;
+    constexpr int T = fmt_of(FMT).block / 8, W = grid_of(fmt_of(FMT).elem).bits, FU = flat_fu<FMT>();
     size_t g0 = base + lane;
     const unsigned char *cp = P.codes + g0 * W; /* constant offsets below */
     size_t b0 = g0 / T;
@@ -767,12 +780,12 @@ __device__ __forceinline__ void flat_out(const DParams &P, size_t g, int sub, bo
     uint32_t w[4], patch;
     bool mpbad = MXP && lbad != 0;
     decode8_bf16<FMT, true>(c, a, true, sub, F.block, s_enc, mpbad, nvtab, w, nvbm, patch);
-    if (ok) {
-        unsigned char *d = P.dst + g * 16;
-        *reinterpret_cast<uint4 *>(d) = make_uint4(w[0], w[1], w[2], w[3]);
-        if (patch != ~0u) /* after the 16-byte store: same thread, same address */
-            *reinterpret_cast<uint16_t *>(d + (a >> 7 & 14u)) = (uint16_t)patch;
-    }
+    /* the block max into its register: with a second, 2-byte store instead,
+     * ncu showed a memory unit at 85% of its peak while DRAM was 60% busy */
+    if (patch != ~0u)
+        put_bf16(w, (int)(a >> 8 & 7u), patch, true);
+    if (ok)
+        *reinterpret_cast<uint4 *>(P.dst + g * 16) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 /* MX+ code check of a lane's FU groups, before the warp exchange: lb[k] is
@@ -782,11 +795,11 @@ __device__ __forceinline__ void flat_out(const DParams &P, size_t g, int sub, bo
  * flat_lbad_full. base and 32k are multiples of T: a group's index in its
  * block is lane % T. */
 template <int FMT>
-__device__ __forceinline__ bool flat_lbad(const PackT<grid_of(fmt_of(FMT).elem).bits> c[FU], const uint32_t a[FU],
-                                          unsigned lane, uint32_t lb[FU])
+__device__ __forceinline__ bool flat_lbad(const PackT<grid_of(fmt_of(FMT).elem).bits> c[], const uint32_t a[],
+                                          unsigned lane, uint32_t lb[])
 {
     constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8;
+    constexpr int T = F.block / 8, FU = flat_fu<FMT>();
     constexpr bool SPECIAL = grid_of(F.elem).kind == GK_INT ||
                              (int)((1u << grid_of(F.elem).bits) - 1) / 2 > grid_of(F.elem).maxidx;
     bool any = false;
@@ -810,12 +823,12 @@ __device__ __forceinline__ uint32_t flat_lbad_full(PackT<grid_of(fmt_of(FMT).ele
 
 template <int FMT, bool FULL>
 __device__ __forceinline__ void flat_chunk(const DParams &P, size_t ngroups, size_t base, unsigned lane,
-                                           const PackT<grid_of(fmt_of(FMT).elem).bits> c[FU],
-                                           const uint32_t a[FU], float s_enc, const uint4 *nvtab,
+                                           const PackT<grid_of(fmt_of(FMT).elem).bits> c[],
+                                           const uint32_t a[], float s_enc, const uint4 *nvtab,
                                            const uint16_t *nvbm)
 {
     constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8;
+    constexpr int T = F.block / 8, FU = flat_fu<FMT>();
     constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
     uint32_t lb[FU] = {};
     if (MXP && __any_sync(0xFFFFFFFFu, flat_lbad<FMT>(c, a, lane, lb))) { /* warp-uniform, rare */
@@ -831,12 +844,15 @@ __device__ __forceinline__ void flat_chunk(const DParams &P, size_t ngroups, siz
 }
 
 /* CTAs per SM the register count must allow: 8-bit codes (two registers a
- * group, twice for the prefetch) and NVFP4+ (else a spill) get up to 64
- * registers, the others 48 */
+ * group, twice for the prefetch), NVFP4+ (else a spill) and the plain 4-bit
+ * formats (8 groups a lane) get up to 64 registers, the others 48 */
 template <int FMT>
 __host__ __device__ constexpr int flat_min_ctas()
 {
-    return grid_of(fmt_of(FMT).elem).bits == 8 || fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS ? 4 : 5;
+    return grid_of(fmt_of(FMT).elem).bits == 8 || fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS ||
+                   flat_plain4<FMT>()
+               ? 4
+               : 5;
 }
 
 template <int FMT>
@@ -846,6 +862,7 @@ __global__ void __launch_bounds__(256, flat_min_ctas<FMT>()) dequant_flat_kernel
     constexpr int W = grid_of(F.elem).bits;
     constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
     constexpr bool NVP = F.fam == BFP_FAMILY_NVFP4_PLUS;
+    constexpr int FU = flat_fu<FMT>();
     constexpr size_t CH = 32 * FU; /* groups per warp chunk */
     __shared__ uint4 nvtab[NV ? 256 : 1];
     __shared__ uint16_t nvbm[NVP ? 128 * 8 : 1];

@@ -878,7 +878,8 @@ bfp_status launch_dequant_flat(const DParams &P, size_t ngroups, cudaStream_t s)
         CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dequant_flat_kernel<FMT>, 256, 0));
         cached = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
     }
-    size_t need = (ngroups + 8 * 32 * FU - 1) / (8 * 32 * FU);
+    constexpr size_t CTA_GROUPS = 8 * 32 * flat_fu<FMT>(); /* groups per CTA per step */
+    size_t need = (ngroups + CTA_GROUPS - 1) / CTA_GROUPS;
     unsigned ctas = need < cached ? (unsigned)need : cached;
     BFP_LAUNCH(dequant_flat_kernel<FMT>, ctas, 256, s, P, ngroups);
     CUDA_OK(cudaGetLastError());

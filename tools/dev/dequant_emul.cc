@@ -32,7 +32,7 @@ template <int FMT>
 static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int dt, void *out)
 {
     constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits, FU = flat_fu<FMT>();
     constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
     constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
     bfp_plane_sizes sz;
@@ -94,13 +94,14 @@ static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int 
 /* dequant_flat_kernel's output (bf16, cols a multiple of the block), warp
  * chunk by warp chunk: the loads, the MX+ exchange (__any_sync and
  * group_or done here across the 32 lanes), then each lane's stores; the
- * last chunk is partial when rows * cols / 8 is not a multiple of 32 * FU.
+ * last chunk is partial when rows * cols / 8 is not a multiple of 32 * FU
+ * (flat_fu).
  * out must be 16-byte aligned. */
 template <int FMT>
 static void emul_flat(const bfp_const_planes *in, size_t rows, size_t cols, int, void *out)
 {
     constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits, FU = flat_fu<FMT>();
     constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
     constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
     bfp_plane_sizes sz;
