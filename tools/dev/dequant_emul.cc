@@ -32,7 +32,7 @@ template <int FMT>
 static void emul_bf16(const bfp_const_planes *in, size_t rows, size_t cols, int dt, void *out)
 {
     constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8, W = grid_of(F.elem).bits, FU = flat_fu<FMT>();
+    constexpr int T = F.block / 8, W = grid_of(F.elem).bits;
     constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
     constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
     bfp_plane_sizes sz;
