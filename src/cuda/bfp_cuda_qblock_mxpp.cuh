@@ -42,9 +42,14 @@ __device__ __forceinline__ uint32_t second_of4(const uint32_t a[4])
     return max(min(h01, h23), max(min(a[0], a[1]), min(a[2], a[3])));
 }
 
-/* second largest |x| of 8 bf16 elements, with multiplicity, as fp32 bits:
- * per 16-bit lane the top two of its 4 elements (a min/max tournament),
- * then across the lanes max(second lo, second hi, min(top lo, top hi)) */
+/* the 16-bit lanes of a word swapped */
+__device__ __forceinline__ uint32_t swap16(uint32_t a) { return __byte_perm(a, 0, 0x1032); }
+
+/* Second largest |x| of 8 bf16 elements, with multiplicity: per 16-bit lane
+ * the top two of its 4 elements (a min/max tournament), then across the
+ * lanes max(second lo, second hi, min(top lo, top hi)). Returned as M << 16
+ * | M for the bf16 magnitude M: the same floor(log2) as the fp32 bits M <<
+ * 16, and the same order against fp32 bits of other bf16 magnitudes. */
 __device__ __forceinline__ uint32_t second8_bf16(const uint4 &w)
 {
     uint32_t a[4];
@@ -55,8 +60,8 @@ __device__ __forceinline__ uint32_t second8_bf16(const uint4 &w)
     uint32_t h01 = max_u16x2(a[0], a[1]), h23 = max_u16x2(a[2], a[3]);
     uint32_t top = max_u16x2(h01, h23);
     uint32_t sec = max_u16x2(min_u16x2(h01, h23), max_u16x2(min_u16x2(a[0], a[1]), min_u16x2(a[2], a[3])));
-    uint32_t s = max_u16x2(sec, min_u16x2(top, __byte_perm(top, 0, 0x1032))); /* lanes swapped */
-    return max(s & 0xFFFFu, s >> 16) << 16;
+    uint32_t s = max_u16x2(sec, min_u16x2(top, swap16(top)));
+    return max_u16x2(s, swap16(s));
 }
 
 /* The codes of block b at the 4 * W bytes of codes it owns: one 16-byte
@@ -108,16 +113,15 @@ __device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
         sc = 0xFF;
     } else if (am != 0 && flog2_bits(am) - EMAX > -127) {
         int se = flog2_bits(am) - EMAX;
-        int cand = first_max32_bf16(w, a8, am), kb = cand / 8;
-        /* max2: the largest of the other groups' maxima (a8[kb] = am is the
-         * top of a8) or the second largest of the BM's own group */
+        /* the BM: lowest index holding am, in the first group kb holding it;
+         * max2: the largest of the other groups' maxima (a8[kb] = am is the
+         * top of a8) or the second largest of group kb */
+        int kb = first_max_group(a8, am);
         uint4 v = kb == 0 ? w[0] : kb == 1 ? w[1] : kb == 2 ? w[2] : w[3];
+        int cand = 8 * kb + first_max8_bf16(v, am);
         uint32_t m2 = max(second_of4(a8), second8_bf16(v));
-        int nbm = se;
-        if (m2 != 0) {
-            int e = flog2_bits(m2) - EMAX + 1; /* <= se + 1, as m2 <= am */
-            nbm = max(min(e, se), se - 7);
-        }
+        int e = flog2_bits(m2) - EMAX + 1; /* <= se + 1, as m2 <= am */
+        int nbm = m2 != 0 ? max(min(e, se), se - 7) : se;
         sc = (uint32_t)(se + 127);
         meta = (uint32_t)cand | (uint32_t)(se - nbm) << 5;
         int k2 = -nbm; /* in [emax - 127, 133] */
