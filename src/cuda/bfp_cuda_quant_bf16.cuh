@@ -236,14 +236,14 @@ __device__ __forceinline__ void enc_args_bf16(int se, uint32_t &f2, uint32_t &m2
     m2 = pow2_bf16x2(7 - G.m + c);
 }
 
-/* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
+/* Magnitude indices of a word of 2 elements on FLOAT grid ELEM, scaled by
+ * f2, one per 16-bit lane. */
 template <int ELEM>
-__device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
+__device__ __forceinline__ uint32_t enc2_float_idx_bf16(uint32_t x2, uint32_t f2)
 {
     constexpr Grid G = grid_of(ELEM);
     constexpr uint32_t EMINB = (uint32_t)(128 - G.bias) << 7; /* 2^(1 - bias) */
     constexpr uint32_t DELTA = (uint32_t)(7 - G.m) << 7;
-    constexpr uint32_t SIGN = (1u << (G.bits - 1)) * LANES2;
     uint32_t v = bf2_mul(x2 & 0x7FFF7FFFu, f2);
     uint32_t mb = max_u16x2(v & 0x7F807F80u, EMINB * LANES2);
     uint32_t M = mb + DELTA * LANES2;
@@ -251,8 +251,15 @@ __device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
     /* per lane: r >= M and mb >= EMINB, so no borrow crosses lanes; the
      * shift keeps each lane's bits in its lane (they are multiples of 2^7) */
     uint32_t idx = (r - M) + ((mb - EMINB * LANES2) >> (7 - G.m));
-    idx = min_u16x2(idx, (uint32_t)G.maxidx * LANES2);
-    return idx | ((x2 >> (16 - G.bits)) & SIGN);
+    return min_u16x2(idx, (uint32_t)G.maxidx * LANES2);
+}
+
+/* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
+template <int ELEM>
+__device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
+{
+    constexpr uint32_t SIGN = (1u << (grid_of(ELEM).bits - 1)) * LANES2;
+    return enc2_float_idx_bf16<ELEM>(x2, f2) | ((x2 >> (16 - grid_of(ELEM).bits)) & SIGN);
 }
 
 /* Two's complement codes of a word of 2 elements on INT grid ELEM (value
