@@ -65,19 +65,18 @@ __device__ __forceinline__ uint32_t second8_bf16(const uint4 &w)
 }
 
 /* The 8 codes of w on FLOAT grid ELEM at scale f2, packed as enc8_bf16
- * packs them. 4- and 8-bit codes take fewer instructions (the 4-bit pack
- * was about a fifth of the block's): one PRMT with sign replication yields
- * the signs of 4 elements (the top bits of bytes 1 and 3 of two words) as
- * byte masks, where enc8_bf16 shifts and masks each word. 4-bit: the
- * indices (< 8) of two words go to bytes 0, 2 (one word) and 1, 3 (the
- * other, shifted by 8), the signs to bit 3 of those bytes, and c + (c >> 12)
- * moves bytes 2, 3 to the high nibbles of bytes 0, 1 (no bits overlap). */
+ * packs them, in fewer instructions (the packing was about a fifth of the
+ * block's): one PRMT with sign replication yields the signs of 4 elements
+ * (the top bits of bytes 1 and 3 of two words) as byte masks, where
+ * enc8_bf16 shifts and masks each word, and the fields are joined a byte
+ * or a 16-bit half at a time. 4-bit: the indices (< 8) of two words go to
+ * bytes 0, 2 (one word) and 1, 3 (the other, shifted by 8), the signs to
+ * bit 3 of those bytes, and b + (b >> 12) moves bytes 2, 3 to the high
+ * nibbles of bytes 0, 1 (no bits overlap). */
 template <int ELEM>
 __device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_signs_bf16(const uint4 &w, uint32_t f2)
 {
     constexpr int W = grid_of(ELEM).bits;
-    if (W == 6)
-        return enc8_bf16<ELEM>(w, f2, 0u);
     uint32_t in[4], c[4];
     words_of(w, in);
 #pragma unroll
@@ -93,10 +92,23 @@ __device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_signs_bf16(const uint4
         }
         return (PackT<W>)__byte_perm(h[0], h[1], 0x5410);
     }
-    /* W == 8: indices < 128, elements 0..3 of two words at bytes 0..3 */
-    uint32_t lo = __byte_perm(c[0], c[1], 0x6420) | (prmt_sx(in[0], in[1], 0xFDB9u) & 0x80808080u);
-    uint32_t hi = __byte_perm(c[2], c[3], 0x6420) | (prmt_sx(in[2], in[3], 0xFDB9u) & 0x80808080u);
-    return (PackT<W>)(lo | (uint64_t)hi << 32);
+    /* 6- and 8-bit: the codes of elements 4t..4t+3 (two words) at bytes 0..3 */
+    constexpr uint32_t SIGNS = (1u << (W - 1)) * 0x01010101u;
+    uint32_t q[2];
+#pragma unroll
+    for (int t = 0; t < 2; t++)
+        q[t] = __byte_perm(c[2 * t], c[2 * t + 1], 0x6420) |
+               (prmt_sx(in[2 * t], in[2 * t + 1], 0xFDB9u) & SIGNS);
+    if (W == 8)
+        return (PackT<W>)(q[0] | (uint64_t)q[1] << 32);
+    /* 6-bit: bytes 1 and 3 down 2 bits beside bytes 0 and 2 (two bits of
+     * junk land in bits 14-15), then bits 16-27 down 4 beside bits 0-11 */
+#pragma unroll
+    for (int t = 0; t < 2; t++) {
+        q[t] = (q[t] & 0x003F003Fu) | ((q[t] >> 2) & ~0x003F003Fu);
+        q[t] = (q[t] & 0xFFFu) | ((q[t] >> 4) & ~0xFFFu);
+    }
+    return (PackT<W>)(q[0] | (uint64_t)q[1] << 24);
 }
 
 /* The codes of block b at the 4 * W bytes of codes it owns: one 16-byte
