@@ -82,33 +82,33 @@ __device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_signs_bf16(const uint4
 #pragma unroll
     for (int k = 0; k < 4; k++)
         c[k] = enc2_float_idx_bf16<ELEM>(in[k], f2);
-    if (W == 4) {
-        uint32_t h[2];
+    uint32_t q[2];
+    if constexpr (W == 4) {
 #pragma unroll
         for (int t = 0; t < 2; t++) { /* elements 4t..4t+3 at bytes 0, 2, 1, 3 */
             uint32_t b = c[2 * t] + (c[2 * t + 1] << 8);
             b |= prmt_sx(in[2 * t], in[2 * t + 1], 0xFBD9u) & 0x08080808u;
-            h[t] = b + (b >> 12);
+            q[t] = b + (b >> 12);
         }
-        return (PackT<W>)__byte_perm(h[0], h[1], 0x5410);
+        return (PackT<W>)__byte_perm(q[0], q[1], 0x5410);
     }
     /* 6- and 8-bit: the codes of elements 4t..4t+3 (two words) at bytes 0..3 */
     constexpr uint32_t SIGNS = (1u << (W - 1)) * 0x01010101u;
-    uint32_t q[2];
 #pragma unroll
     for (int t = 0; t < 2; t++)
         q[t] = __byte_perm(c[2 * t], c[2 * t + 1], 0x6420) |
                (prmt_sx(in[2 * t], in[2 * t + 1], 0xFDB9u) & SIGNS);
-    if (W == 8)
-        return (PackT<W>)(q[0] | (uint64_t)q[1] << 32);
-    /* 6-bit: bytes 1 and 3 down 2 bits beside bytes 0 and 2 (two bits of
-     * junk land in bits 14-15), then bits 16-27 down 4 beside bits 0-11 */
+    if constexpr (W == 6) {
+        /* bytes 1 and 3 down 2 bits beside bytes 0 and 2 (two bits of junk
+         * land in bits 14-15), then bits 16-27 down 4 beside bits 0-11 */
 #pragma unroll
-    for (int t = 0; t < 2; t++) {
-        q[t] = (q[t] & 0x003F003Fu) | ((q[t] >> 2) & ~0x003F003Fu);
-        q[t] = (q[t] & 0xFFFu) | ((q[t] >> 4) & ~0xFFFu);
+        for (int t = 0; t < 2; t++) {
+            q[t] = (q[t] & 0x003F003Fu) | ((q[t] >> 2) & ~0x003F003Fu);
+            q[t] = (q[t] & 0xFFFu) | ((q[t] >> 4) & ~0xFFFu);
+        }
+        return (PackT<W>)(q[0] | (uint64_t)q[1] << 24);
     }
-    return (PackT<W>)(q[0] | (uint64_t)q[1] << 24);
+    return (PackT<W>)(q[0] | (uint64_t)q[1] << 32);
 }
 
 /* The codes of block b at the 4 * W bytes of codes it owns: one 16-byte
