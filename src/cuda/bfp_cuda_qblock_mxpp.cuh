@@ -7,7 +7,8 @@
  * largest |x| of the block counted with multiplicity (am again when am
  * occurs twice); nbm = clamp(floor(log2 max2) - emax + 1, se - 7, se), or
  * se when max2 = 0; meta = index | (se - nbm) << 5. Every element is
- * encoded by the bf16x2 encoder at scale 2^nbm, then the BM's code is
+ * encoded by the bf16x2 encoder at scale 2^nbm (its magnitude part,
+ * enc2_float_idx_bf16; the signs and packing here), then the BM's code is
  * replaced by its extended one (bm_mag, from the bits of am).
  *
  * Exactness of the bf16x2 encoder at scale 2^nbm (the argument at the top
@@ -21,9 +22,9 @@
  *  - a product |x| 2^-nbm below 2^-126 may be rounded (or flushed) by the
  *    multiplication; its exact value is then below 2^-126, far below half
  *    the smallest step of every grid (2^-17), so the reference rounds it to
- *    0, and so does the encoder for any value below 2^emin. That is a
- *    property of the grid, not of the scale: it holds for 2^-nbm as for
- *    2^-se.
+ *    0, and so does the encoder for any value below half a step (its
+ *    binade is clamped to emin and r - M rounds to 0). That is a property
+ *    of the grids, not of the scale: it holds for 2^-nbm as for 2^-se.
  *  - the products stay far from overflow: |x| <= am < 2^(se + emax + 1)
  *    and -nbm <= 7 - se, so |x| 2^-nbm < 2^(emax + 8); the encoder's lane
  *    index stays below 2^16 and saturates as for MX (the BM, the only
@@ -65,8 +66,8 @@ __device__ __forceinline__ uint32_t second8_bf16(const uint4 &w)
 }
 
 /* The 8 codes of w on FLOAT grid ELEM at scale f2, packed as enc8_bf16
- * packs them, in fewer instructions (the packing was about a fifth of the
- * block's): one PRMT with sign replication yields the signs of 4 elements
+ * packs them, in fewer instructions (its packing was about a fifth of a
+ * block's SASS instructions): one PRMT with sign replication yields the signs of 4 elements
  * (the top bits of bytes 1 and 3 of two words) as byte masks, where
  * enc8_bf16 shifts and masks each word, and the fields are joined a byte
  * or a 16-bit half at a time. 4-bit: the indices (< 8) of two words go to
