@@ -68,6 +68,8 @@ static float gen_value(int kind, double bscale)
         return (float)(g * 1e-39);
     case 5: /* zeros of both signs */
         return (rnd() & 1) ? 0.0f : -0.0f;
+    case 7: /* now and then a value at bscale among subnormals (MX++: a far second max) */
+        return (float)(g * (unif() < 1.0 / 16 ? bscale : 1e-39));
     default: /* f16-safe random with ties */
         return (float)ldexp((double)((int)(rnd() % 64) - 32), (int)(rnd() % 12) - 8);
     }
@@ -75,16 +77,20 @@ static float gen_value(int kind, double bscale)
 
 /* rows x cols f32 values; tame 1: kinds 0, 2, 6 only (NVFP4's tensor scale
  * then stays moderate); tame 2: tiny and zero blocks only (a huge tensor
- * scale). Blocks of 16 share a kind and a scale. */
+ * scale); tame 3: kinds 0, 2, 7 at 2^-112..2^-123 (MX++ blocks near the
+ * flush limit, some with an NBM exponent below -127). Blocks of 16 share a
+ * kind and a scale. */
 static float *gen_tensor(size_t rows, size_t cols, int tame, uint64_t seed)
 {
     rng_state = seed;
     float *x = malloc(rows * cols * sizeof *x);
     for (size_t r = 0; r < rows; r++)
         for (size_t c0 = 0; c0 < cols; c0 += 16) {
-            int kind = tame == 2 ? (rnd() % 4 ? 4 : 5)
-                       : tame ? (int[]){0, 2, 6}[rnd() % 3] : (int)(rnd() % 7);
-            double bscale = ldexp(1.0, (int)(rnd() % 60) - 30);
+            int kind = tame == 3   ? (int[]){0, 2, 7, 7}[rnd() % 4]
+                       : tame == 2 ? (rnd() % 4 ? 4 : 5)
+                       : tame      ? (int[]){0, 2, 6}[rnd() % 3]
+                                   : (int)(rnd() % 7);
+            double bscale = ldexp(1.0, tame == 3 ? -112 - (int)(rnd() % 12) : (int)(rnd() % 60) - 30);
             for (size_t c = c0; c < cols && c < c0 + 16; c++)
                 x[r * cols + c] = gen_value(kind, bscale);
         }
@@ -181,7 +187,7 @@ static void case_name(const qcase *c, char *buf, size_t n)
              fname(c->fmt), bfp_dtype_name(c->dt), c->rows, c->cols, (int)c->o.rounding,
              (unsigned long long)c->o.seed, (int)c->o.scale_mode, c->o.nvfp4_no_tensor_scale,
              c->o.nvfp4_2d, c->swz, c->src_off, c->codes_off, c->dst_off,
-             c->tame == 2 ? "tiny" : c->tame ? "tame" : "mixed");
+             c->tame == 3 ? "near-flush" : c->tame == 2 ? "tiny" : c->tame ? "tame" : "mixed");
 }
 
 /* GPU dequantize of host planes vs the reference, for f32, bf16 and f16 */
@@ -615,6 +621,12 @@ static void small_tests(void)
                     run_case(&c);
                 }
                 cases += 2;
+            }
+        if (f->family == BFP_FAMILY_MX_PP) /* the bf16 block kernel on tiny blocks */
+            for (int swz = 0; swz < 2; swz++) {
+                qcase c = {f->id, BFP_DTYPE_BF16, 128, 256, {0}, swz, 0, 0, 0, 3, 7000 + (uint64_t)swz};
+                run_case(&c);
+                cases++;
             }
         /* unaligned device pointers: input, codes and output */
         for (int d = 0; d < 3; d++) {

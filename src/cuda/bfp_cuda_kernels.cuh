@@ -782,6 +782,7 @@ __global__ void __launch_bounds__(256) nv2d_kernel(const QParams P)
 } // namespace bfpcuda
 
 #include "bfp_cuda_dequant_fast.cuh"
+#include "bfp_cuda_qblock_mxpp.cuh"
 
 namespace bfpcuda {
 
@@ -840,6 +841,8 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }
+    if (mxpp_block_ok<FMT>(P))
+        return launch_mxpp_block<FMT>(P, s);
     switch (P.dt) {
     case BFP_DTYPE_BF16: return launch_quant_dt<FMT, BFP_DTYPE_BF16>(P, t, s);
     case BFP_DTYPE_F16: return launch_quant_dt<FMT, BFP_DTYPE_F16>(P, t, s);

@@ -193,15 +193,12 @@ __device__ __forceinline__ int first_eq_bf16(const uint4 &w, uint32_t am16)
     return hit ? __ffs(hit) - 1 : 8;
 }
 
-/* Lowest j in 0..31 with |x_j| == am, for am (fp32 bits) the max |x| of the
- * 32 elements w, given the maxima a8[k] = amax8_bf16(w[k]) of the 8-element
- * groups: the first group holding am, then in it, a lane plus 0x8000 - am16
- * reaches bit 15 exactly on a hit (no carry out: a lane <= am16), and PRMT
- * replicates that bit into byte i of p (elements 0-3) or q (4-7). */
-__device__ __forceinline__ int first_max32_bf16(const uint4 w[4], const uint32_t a8[4], uint32_t am)
+/* Lowest j in 0..7 with |x_j| == am, for am (fp32 bits) the max |x| of the
+ * 8 elements v: a lane plus 0x8000 - am16 reaches bit 15 exactly on a hit
+ * (no carry out: a lane <= am16), and PRMT replicates that bit into byte i
+ * of p (elements 0-3) or q (4-7). */
+__device__ __forceinline__ int first_max8_bf16(const uint4 &v, uint32_t am)
 {
-    int kb = a8[0] == am ? 0 : a8[1] == am ? 1 : a8[2] == am ? 2 : 3;
-    uint4 v = kb == 0 ? w[0] : kb == 1 ? w[1] : kb == 2 ? w[2] : w[3];
     uint32_t h[4];
     words_of(v, h);
     const uint32_t K = (0x8000u - (am >> 16)) * LANES2;
@@ -209,7 +206,22 @@ __device__ __forceinline__ int first_max32_bf16(const uint4 w[4], const uint32_t
     for (int t = 0; t < 4; t++)
         h[t] = (h[t] & 0x7FFF7FFFu) + K; /* word t: elements 2t, 2t + 1 */
     uint32_t p = prmt_sx(h[0], h[1], 0xFDB9u), q = prmt_sx(h[2], h[3], 0xFDB9u);
-    return 8 * kb + (p ? (__ffs(p) - 1) >> 3 : 4 + ((__ffs(q) - 1) >> 3));
+    return p ? (__ffs(p) - 1) >> 3 : 4 + ((__ffs(q) - 1) >> 3);
+}
+
+/* The first of the 4 groups whose max a8[k] is am (the block's max). */
+__device__ __forceinline__ int first_max_group(const uint32_t a8[4], uint32_t am)
+{
+    return a8[0] == am ? 0 : a8[1] == am ? 1 : a8[2] == am ? 2 : 3;
+}
+
+/* Lowest j in 0..31 with |x_j| == am, for am the max |x| of the 32 elements
+ * w, given the maxima a8[k] = amax8_bf16(w[k]) of the 8-element groups. */
+__device__ __forceinline__ int first_max32_bf16(const uint4 w[4], const uint32_t a8[4], uint32_t am)
+{
+    int kb = first_max_group(a8, am);
+    uint4 v = kb == 0 ? w[0] : kb == 1 ? w[1] : kb == 2 ? w[2] : w[3]; /* a copy, not an address */
+    return 8 * kb + first_max8_bf16(v, am);
 }
 
 /* The operands of a block's encoder for shared exponent se: FLOAT grids,
@@ -224,14 +236,14 @@ __device__ __forceinline__ void enc_args_bf16(int se, uint32_t &f2, uint32_t &m2
     m2 = pow2_bf16x2(7 - G.m + c);
 }
 
-/* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
+/* Magnitude indices of a word of 2 elements on FLOAT grid ELEM, scaled by
+ * f2, one per 16-bit lane. */
 template <int ELEM>
-__device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
+__device__ __forceinline__ uint32_t enc2_float_idx_bf16(uint32_t x2, uint32_t f2)
 {
     constexpr Grid G = grid_of(ELEM);
     constexpr uint32_t EMINB = (uint32_t)(128 - G.bias) << 7; /* 2^(1 - bias) */
     constexpr uint32_t DELTA = (uint32_t)(7 - G.m) << 7;
-    constexpr uint32_t SIGN = (1u << (G.bits - 1)) * LANES2;
     uint32_t v = bf2_mul(x2 & 0x7FFF7FFFu, f2);
     uint32_t mb = max_u16x2(v & 0x7F807F80u, EMINB * LANES2);
     uint32_t M = mb + DELTA * LANES2;
@@ -239,8 +251,15 @@ __device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
     /* per lane: r >= M and mb >= EMINB, so no borrow crosses lanes; the
      * shift keeps each lane's bits in its lane (they are multiples of 2^7) */
     uint32_t idx = (r - M) + ((mb - EMINB * LANES2) >> (7 - G.m));
-    idx = min_u16x2(idx, (uint32_t)G.maxidx * LANES2);
-    return idx | ((x2 >> (16 - G.bits)) & SIGN);
+    return min_u16x2(idx, (uint32_t)G.maxidx * LANES2);
+}
+
+/* Signed codes of a word of 2 elements on FLOAT grid ELEM, scaled by f2. */
+template <int ELEM>
+__device__ __forceinline__ uint32_t enc2_float_bf16(uint32_t x2, uint32_t f2)
+{
+    constexpr uint32_t SIGN = (1u << (grid_of(ELEM).bits - 1)) * LANES2;
+    return enc2_float_idx_bf16<ELEM>(x2, f2) | ((x2 >> (16 - grid_of(ELEM).bits)) & SIGN);
 }
 
 /* Two's complement codes of a word of 2 elements on INT grid ELEM (value

@@ -4,9 +4,11 @@
  * instructions emulated exactly by those files' host branches, and compares
  * codes, scales, meta bytes and the non-finite count byte for byte with
  * bfp_quantize_ref: every format the block path takes (MX and MX+, FLOAT and
- * INT grids), random blocks over the whole bf16 range with outliers, ties on
- * the grids, repeated maxima, NaN, +-Inf, -0, subnormals, all-zero blocks,
- * huge and tiny blocks; every MX scale mode; planar and swizzled scales.
+ * INT grids; MX++ through mxpp_block_bf16 of bfp_cuda_qblock_mxpp.cuh),
+ * random blocks over the whole bf16 range with outliers, ties on the grids, repeated maxima, NaN, +-Inf, -0, subnormals, all-zero blocks,
+ * huge and tiny blocks; for MX++ a second max 0..11 binades below the max,
+ * tiny blocks near the flush limit, a power-of-two or repeated second max,
+ * grid ties at the NBM scale; every MX scale mode; planar and swizzled scales.
  * It checks the encoders' logic on a machine without a GPU;
  * tests/test_cuda.c remains the real check.
  *
@@ -30,6 +32,8 @@
 #include "bfp_cuda_kernels.cuh"
 
 using namespace bfpcuda;
+
+static long pp_delta[8], pp_tiny; /* MX++ blocks by delta; with nbm < -127 */
 
 template <int FMT>
 static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, int smode, int swz,
@@ -76,13 +80,28 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
     P.scale_mode = smode;
     P.swz = swz;
     P.swz_ncol = (sz.blocks_per_row + 3) / 4;
-    if (!mx_block_ok<FMT>(P)) {
-        printf("%s: not on the block path\n", f->name);
-        return 1;
-    }
     size_t nblocks = rows * (cols / 32);
-    for (size_t b = 0; b < nblocks; b++)
-        mx_block_bf16<FMT>(P, b);
+    if constexpr (fmt_of(FMT).fam == BFP_FAMILY_MX_PP) {
+        if (!mxpp_block_ok<FMT>(P) || mx_block_ok<FMT>(P)) {
+            printf("%s: not on the MX++ block path\n", f->name);
+            return 1;
+        }
+        for (size_t b = 0; b < nblocks; b++)
+            mxpp_block_bf16<FMT>(P, b);
+    } else {
+        if (!mx_block_ok<FMT>(P)) {
+            printf("%s: not on the block path\n", f->name);
+            return 1;
+        }
+        for (size_t b = 0; b < nblocks; b++)
+            mx_block_bf16<FMT>(P, b);
+    }
+    if (f->family == BFP_FAMILY_MX_PP) /* what the MX++ data reached */
+        for (size_t b = 0; b < sz.scales && !swz; b++)
+            if (rs[b] != 0x00 && rs[b] != 0xFF) {
+                pp_delta[rm[b] >> 5]++;
+                pp_tiny += (int)rs[b] - 127 - (rm[b] >> 5) < -127;
+            }
     long bad = 0;
     const char *plane[3] = {"codes", "scales", "meta"};
     const std::vector<uint8_t> *r3[3] = {&rc, &rs, &rm}, *g3[3] = {&gc, &gs, &gm};
@@ -150,6 +169,36 @@ static long check_bm_modes()
            check_bm_mag<ELEM, RM_SR>();
 }
 
+/* A block for MX++'s second exponent: a max and a second max d binades
+ * below it (d up to 11: across the clamp at se - 7), the rest below that;
+ * kinds: any exponent; tiny (the max's exponent field 0..29, so se near
+ * the flush limit -127 and nbm down to -133, subnormals among the rest);
+ * the second max a power of two (the edge of its binade); few mantissa
+ * bits (ties on the grid at scale 2^nbm); the second max repeated. */
+static void gen_block_pp(uint16_t *x)
+{
+    uint64_t u = rnd();
+    int kind = (int)(u % 5);
+    int c = kind == 1 ? (int)((u >> 8) % 30) : 1 + (int)((u >> 8) % 254);
+    int d = (int)((u >> 16) % 12), spread = 1 + (int)((u >> 24) % 6);
+    for (int i = 0; i < 32; i++) {
+        uint64_t v = rnd();
+        x[i] = bf((uint32_t)(v & 1), c - d - 1 - (int)((v >> 1) % (uint64_t)spread), (uint32_t)(v >> 8));
+    }
+    int i1 = (int)(rnd() % 32), i2 = (i1 + 1 + (int)(rnd() % 31)) % 32;
+    uint64_t v = rnd();
+    x[i1] = bf((uint32_t)(v & 1), c, (uint32_t)(v >> 8));
+    x[i2] = bf((uint32_t)(v >> 1 & 1), c - d, kind == 2 ? 0 : (uint32_t)(v >> 16));
+    if (kind == 3) {
+        static const uint16_t masks[4] = {0xFFC0, 0xFFE0, 0xFFF0, 0xFFF8};
+        for (int i = 0; i < 32; i++)
+            x[i] &= masks[(v >> 24) % 4];
+    }
+    int i3 = (i1 + 1 + (int)(rnd() % 31)) % 32; /* not the max; maybe i2 itself */
+    if (kind == 4)
+        x[i3] = (uint16_t)(x[i2] ^ (v >> 2 & 1) << 15);
+}
+
 typedef long (*fmt_fn)(const std::vector<uint16_t> &, size_t, size_t, int, int, long *);
 #define FMT_FN(id) {id, run_fmt<id>}
 static const struct {
@@ -159,21 +208,26 @@ static const struct {
             FMT_FN(BFP_MXFP8_E4M3),      FMT_FN(BFP_MXFP8_E5M2),      FMT_FN(BFP_MXINT8),
             FMT_FN(BFP_MXINT4),          FMT_FN(BFP_MXFP4_PLUS),      FMT_FN(BFP_MXFP6_E2M3_PLUS),
             FMT_FN(BFP_MXFP6_E3M2_PLUS), FMT_FN(BFP_MXFP8_E4M3_PLUS), FMT_FN(BFP_MXFP8_E5M2_PLUS),
-            FMT_FN(BFP_MXINT8_PLUS),     FMT_FN(BFP_MXINT4_PLUS)};
+            FMT_FN(BFP_MXINT8_PLUS),     FMT_FN(BFP_MXINT4_PLUS),     FMT_FN(BFP_MXFP4_PP),
+            FMT_FN(BFP_MXFP6_E2M3_PP),   FMT_FN(BFP_MXFP6_E3M2_PP),   FMT_FN(BFP_MXFP8_E4M3_PP),
+            FMT_FN(BFP_MXFP8_E5M2_PP)};
 
 int main()
 {
     /* 256 rows x 8 blocks (two swizzle tiles), then 3 x 96 (padding of the
-     * swizzled layout) */
+     * swizzled layout); emul_gen.h's blocks, then MX++'s (gen_block_pp) */
     const size_t shapes[2][2] = {{256, 256}, {3, 96}};
     std::vector<std::vector<uint16_t>> data;
-    for (int s = 0; s < 2; s++)
-        for (int rep = 0; rep < (s == 0 ? 4 : 1); rep++) {
-            std::vector<uint16_t> x(shapes[s][0] * shapes[s][1]);
-            for (size_t b = 0; b < x.size() / 32; b++)
-                gen_block(&x[b * 32]);
-            data.push_back(x);
-        }
+    std::vector<int> shape_of;
+    for (int g = 0; g < 2; g++)
+        for (int s = 0; s < 2; s++)
+            for (int rep = 0; rep < (s == 0 ? 4 - 2 * g : 1); rep++) {
+                std::vector<uint16_t> x(shapes[s][0] * shapes[s][1]);
+                for (size_t b = 0; b < x.size() / 32; b++)
+                    (g ? gen_block_pp : gen_block)(&x[b * 32]);
+                data.push_back(x);
+                shape_of.push_back(s);
+            }
     int fails = 0;
     long bbad = check_bm_modes<BFP_ELEM_E2M1>() + check_bm_modes<BFP_ELEM_E2M3>() +
                 check_bm_modes<BFP_ELEM_E3M2>() + check_bm_modes<BFP_ELEM_E4M3>() +
@@ -183,15 +237,24 @@ int main()
     fails += bbad != 0;
     for (const auto &fm : fmts) {
         const bfp_format_info *f = bfp_format_get((bfp_format)fm.id);
-        bool plus = f->family == BFP_FAMILY_MX_PLUS;
+        bool plus = f->family != BFP_FAMILY_MX;
         long checked = 0, bad = 0;
+        memset(pp_delta, 0, sizeof pp_delta);
+        pp_tiny = 0;
         for (size_t d = 0; d < data.size(); d++) {
-            size_t rows = d < 4 ? shapes[0][0] : shapes[1][0], cols = d < 4 ? shapes[0][1] : shapes[1][1];
-            for (int smode = 0; smode < (plus ? 1 : 4); smode++) /* MX+: FLOOR only */
+            size_t rows = shapes[shape_of[d]][0], cols = shapes[shape_of[d]][1];
+            for (int smode = 0; smode < (plus ? 1 : 4); smode++) /* MX+, MX++: FLOOR only */
                 for (int swz = 0; swz < 2; swz++)
                     bad += fm.fn(data[d], rows, cols, smode, swz, &checked);
         }
-        printf("  %-16s %9ld bytes %s\n", f->name, checked, bad ? "FAILED" : "ok");
+        printf("  %-16s %9ld bytes %s", f->name, checked, bad ? "FAILED" : "ok");
+        if (f->family == BFP_FAMILY_MX_PP) {
+            printf("  (blocks by delta:");
+            for (int i = 0; i < 8; i++)
+                printf(" %ld", pp_delta[i]);
+            printf("; nbm < -127: %ld)", pp_tiny);
+        }
+        printf("\n");
         fails += bad != 0;
     }
     return fails != 0;

@@ -1,0 +1,237 @@
+/* bfp_cuda_qblock_mxpp.cuh - MX++ (SPEC section 5) for bf16 input with a
+ * whole block per thread: the MX+ block kernel (mx_block_bf16) plus the
+ * second shared exponent of the non-block-max elements (NBM).
+ *
+ * Decisions, as mxplus.c: the block max (BM) is the lowest index holding
+ * the max magnitude am; max2 is the largest NBM magnitude, i.e. the second
+ * largest |x| of the block counted with multiplicity (am again when am
+ * occurs twice); nbm = clamp(floor(log2 max2) - emax + 1, se - 7, se), or
+ * se when max2 = 0; meta = index | (se - nbm) << 5. Every element is
+ * encoded by the bf16x2 encoder at scale 2^nbm (its magnitude part,
+ * enc2_float_idx_bf16; the signs and packing here), then the BM's code is
+ * replaced by its extended one (bm_mag, from the bits of am).
+ *
+ * Exactness of the bf16x2 encoder at scale 2^nbm (the argument at the top
+ * of bfp_cuda_quant_bf16.cuh, checked for this scale):
+ *  - the encoder needs 2^-nbm as a normal bf16, -nbm <= 127. MX++ allows
+ *    nbm down to se - 7 = -133 (se >= -126 in an unflushed block). For
+ *    -nbm > 127 the elements are first multiplied by 2^64: exact, as the
+ *    block is tiny (|x| < 2^-118) and a power-of-two product of a bf16
+ *    (subnormal ones included) in the normal range is exact; the encoder
+ *    then scales by 2^(-nbm - 64), a normal bf16.
+ *  - a product |x| 2^-nbm below 2^-126 may be rounded (or flushed) by the
+ *    multiplication; its exact value is then below 2^-126, far below half
+ *    the smallest step of every grid (2^-17), so the reference rounds it to
+ *    0, and so does the encoder for any value below half a step (its
+ *    binade is clamped to emin and r - M rounds to 0). That is a property
+ *    of the grids, not of the scale: it holds for 2^-nbm as for 2^-se.
+ *  - the products stay far from overflow: |x| <= am < 2^(se + emax + 1)
+ *    and -nbm <= 7 - se, so |x| 2^-nbm < 2^(emax + 8); the encoder's lane
+ *    index stays below 2^16 and saturates as for MX (the BM, the only
+ *    element beyond the grid when nbm < se, gets its own code anyway). */
+#ifndef BFP_CUDA_QBLOCK_MXPP_CUH
+#define BFP_CUDA_QBLOCK_MXPP_CUH
+
+#include "bfp_cuda_kernels.cuh"
+
+namespace bfpcuda {
+
+/* second largest of four values, with multiplicity */
+__device__ __forceinline__ uint32_t second_of4(const uint32_t a[4])
+{
+    uint32_t h01 = max(a[0], a[1]), h23 = max(a[2], a[3]);
+    return max(min(h01, h23), max(min(a[0], a[1]), min(a[2], a[3])));
+}
+
+/* the 16-bit lanes of a word swapped */
+__device__ __forceinline__ uint32_t swap16(uint32_t a) { return __byte_perm(a, 0, 0x1032); }
+
+/* Second largest |x| of 8 bf16 elements, with multiplicity: per 16-bit lane
+ * the top two of its 4 elements (a min/max tournament), then across the
+ * lanes max(second lo, second hi, min(top lo, top hi)). Returned as M << 16
+ * | M for the bf16 magnitude M: the same floor(log2) as the fp32 bits M <<
+ * 16, and the same order against fp32 bits of other bf16 magnitudes. */
+__device__ __forceinline__ uint32_t second8_bf16(const uint4 &w)
+{
+    uint32_t a[4];
+    words_of(w, a);
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        a[k] &= 0x7FFF7FFFu;
+    uint32_t h01 = max_u16x2(a[0], a[1]), h23 = max_u16x2(a[2], a[3]);
+    uint32_t top = max_u16x2(h01, h23);
+    uint32_t sec = max_u16x2(min_u16x2(h01, h23), max_u16x2(min_u16x2(a[0], a[1]), min_u16x2(a[2], a[3])));
+    uint32_t s = max_u16x2(sec, min_u16x2(top, swap16(top)));
+    return max_u16x2(s, swap16(s));
+}
+
+/* The 8 codes of w on FLOAT grid ELEM at scale f2, packed as enc8_bf16
+ * packs them, in fewer instructions (its packing was about a fifth of a
+ * block's SASS instructions): one PRMT with sign replication yields the signs of 4 elements
+ * (the top bits of bytes 1 and 3 of two words) as byte masks, where
+ * enc8_bf16 shifts and masks each word, and the fields are joined a byte
+ * or a 16-bit half at a time. 4-bit: the indices (< 8) of two words go to
+ * bytes 0, 2 (one word) and 1, 3 (the other, shifted by 8), the signs to
+ * bit 3 of those bytes, and b + (b >> 12) moves bytes 2, 3 to the high
+ * nibbles of bytes 0, 1 (no bits overlap). */
+template <int ELEM>
+__device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_signs_bf16(const uint4 &w, uint32_t f2)
+{
+    constexpr int W = grid_of(ELEM).bits;
+    uint32_t in[4], c[4];
+    words_of(w, in);
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        c[k] = enc2_float_idx_bf16<ELEM>(in[k], f2);
+    uint32_t q[2];
+    if constexpr (W == 4) {
+#pragma unroll
+        for (int t = 0; t < 2; t++) { /* elements 4t..4t+3 at bytes 0, 2, 1, 3 */
+            uint32_t b = c[2 * t] + (c[2 * t + 1] << 8);
+            b |= prmt_sx(in[2 * t], in[2 * t + 1], 0xFBD9u) & 0x08080808u;
+            q[t] = b + (b >> 12);
+        }
+        return (PackT<W>)__byte_perm(q[0], q[1], 0x5410);
+    }
+    /* 6- and 8-bit: the codes of elements 4t..4t+3 (two words) at bytes 0..3 */
+    constexpr uint32_t SIGNS = (1u << (W - 1)) * 0x01010101u;
+#pragma unroll
+    for (int t = 0; t < 2; t++)
+        q[t] = __byte_perm(c[2 * t], c[2 * t + 1], 0x6420) |
+               (prmt_sx(in[2 * t], in[2 * t + 1], 0xFDB9u) & SIGNS);
+    if constexpr (W == 6) {
+        /* bytes 1 and 3 down 2 bits beside bytes 0 and 2 (two bits of junk
+         * land in bits 14-15), then bits 16-27 down 4 beside bits 0-11 */
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            q[t] = (q[t] & 0x003F003Fu) | ((q[t] >> 2) & ~0x003F003Fu);
+            q[t] = (q[t] & 0xFFFu) | ((q[t] >> 4) & ~0xFFFu);
+        }
+        return (PackT<W>)(q[0] | (uint64_t)q[1] << 24);
+    }
+    return (PackT<W>)(q[0] | (uint64_t)q[1] << 32);
+}
+
+/* The codes of block b at the 4 * W bytes of codes it owns: one 16-byte
+ * store (4-bit), three 8-byte ones (6-bit: 2-byte stores measured 4x slower
+ * on the H200), or one 8-byte store per group (8-bit). */
+template <int W>
+__device__ __forceinline__ void put_block_codes(const QParams &P, size_t b, const PackT<W> packed[4])
+{
+    unsigned char *cp = P.codes + b * (size_t)(4 * W);
+    if (W == 4 && ((uintptr_t)P.codes & 15u) == 0) {
+        *reinterpret_cast<uint4 *>(cp) = make_uint4((uint32_t)packed[0], (uint32_t)packed[1],
+                                                    (uint32_t)packed[2], (uint32_t)packed[3]);
+    } else if (W == 6 && ((uintptr_t)P.codes & 7u) == 0) {
+        uint64_t *q = reinterpret_cast<uint64_t *>(cp);
+        uint64_t p0 = packed[0], p1 = packed[1], p2 = packed[2], p3 = packed[3];
+        q[0] = p0 | p1 << 48;
+        q[1] = p1 >> 16 | p2 << 32;
+        q[2] = p2 >> 32 | p3 << 16;
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            store_codes<W>(cp + k * W, packed[k], W, true);
+    }
+}
+
+/* Block b of the tensor (elements [32 b, 32 b + 32) of the flat input). */
+template <int FMT>
+__device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    constexpr int W = grid_of(F.elem).bits, EMAX = grid_of(F.elem).emax;
+    static_assert(F.fam == BFP_FAMILY_MX_PP && grid_of(F.elem).kind == GK_FLOAT,
+                  "MX++ has FLOAT grids only");
+    const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 4 * b;
+    uint4 w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[k] = __ldg(src + k);
+    uint32_t am = 0, a8[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        a8[k] = amax8_bf16(w[k]);
+        am = max(am, a8[k]);
+    }
+    PackT<W> packed[4] = {0, 0, 0, 0};
+    uint32_t sc = 0, meta = 0; /* flushed block (am = 0 or se <= -127): all 0 */
+    bool nonfinite = am >= 0x7F800000u;
+    if (nonfinite) {
+        sc = 0xFF;
+    } else if (am != 0 && flog2_bits(am) - EMAX > -127) {
+        int se = flog2_bits(am) - EMAX;
+        /* the BM: lowest index holding am, in the first group kb holding it;
+         * max2: the largest of the other groups' maxima (a8[kb] = am is the
+         * top of a8) or the second largest of group kb */
+        int kb = first_max_group(a8, am);
+        uint4 v = kb == 0 ? w[0] : kb == 1 ? w[1] : kb == 2 ? w[2] : w[3];
+        int cand = 8 * kb + first_max8_bf16(v, am);
+        uint32_t m2 = max(second_of4(a8), second8_bf16(v));
+        int e = flog2_bits(m2) - EMAX + 1; /* <= se + 1, as m2 <= am */
+        int nbm = m2 != 0 ? max(min(e, se), se - 7) : se;
+        sc = (uint32_t)(se + 127);
+        meta = (uint32_t)cand | (uint32_t)(se - nbm) << 5;
+        int k2 = -nbm; /* in [emax - 127, 133] */
+        if (k2 > 127) { /* 2^k2 is no bf16: 2^64 first (exact, see the top) */
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                uint32_t x[4];
+                words_of(w[k], x);
+                const uint32_t S = pow2_bf16x2(64);
+                w[k] = make_uint4(bf2_mul(x[0], S), bf2_mul(x[1], S), bf2_mul(x[2], S), bf2_mul(x[3], S));
+            }
+            k2 -= 64;
+        }
+        uint32_t f2 = pow2_bf16x2(k2);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            packed[k] = enc8_signs_bf16<F.elem>(w[k], f2);
+        uint32_t mag = bm_mag<F.elem, RM_RNE>(am, 0u);
+#pragma unroll
+        for (int k = 0; k < 4; k++) /* a select per word, no dynamic index */
+            packed[k] = k == kb ? bm_put<W>(packed[k], cand % 8, mag) : packed[k];
+    }
+    put_block_codes<W>(P, b, packed);
+    P.scales[P.swz ? swizzle_offset(b / P.G, b % P.G, P.swz_ncol) : b] = (unsigned char)sc;
+    P.meta[b] = (unsigned char)meta;
+    if (nonfinite && P.nonfinite)
+        atomicAdd(P.nonfinite, 1ull);
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) mxpp_block_kernel(const QParams P, size_t nblocks)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
+        mxpp_block_bf16<FMT>(P, b);
+}
+
+/* Whether mxpp_block_kernel applies: MX++, bf16, RNE, whole blocks per row
+ * (block b is elements [32 b, 32 b + 32) of the flat input and codes),
+ * 16-byte aligned input and aligned codes. */
+template <int FMT>
+bool mxpp_block_ok(const QParams &P)
+{
+    return fmt_of(FMT).fam == BFP_FAMILY_MX_PP && P.dt == BFP_DTYPE_BF16 && P.mode == RM_RNE &&
+           P.vec_in && P.vec_out && P.L.cols % 32 == 0;
+}
+
+template <int FMT>
+bfp_status launch_mxpp_block(const QParams &P, cudaStream_t s)
+{
+    if constexpr (fmt_of(FMT).fam != BFP_FAMILY_MX_PP) {
+        return BFP_ERR_UNSUPPORTED; /* not reached: mxpp_block_ok is false */
+    } else {
+        size_t nblocks = P.L.rows * (P.L.cols / 32);
+        size_t ctas = (nblocks + 255) / 256;
+        BFP_LAUNCH(mxpp_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256, s,
+                   P, nblocks);
+        CUDA_OK(cudaGetLastError());
+        return BFP_OK;
+    }
+}
+
+} // namespace bfpcuda
+
+#endif /* BFP_CUDA_QBLOCK_MXPP_CUH */
