@@ -1,0 +1,178 @@
+/* bfp_cuda_qblock_hif4.cuh - HiF4 quantizer for bf16 input with a whole
+ * 64-element block per thread (included by bfp_cuda_kernels.cuh, which
+ * defines QParams). The hot path of HiF4: bf16 input, its default rounding
+ * (ties away), rows of whole blocks, vector-aligned input and codes, 4-byte
+ * aligned scale words. A thread reads its block as eight 16-byte vectors
+ * (vector k = the E1_8 group k, its words 0-1 and 2-3 the E1_16 groups 2k
+ * and 2k+1), takes every maximum with packed 16-bit max, decides the flags
+ * with packed integer compares against two thresholds and encodes two
+ * elements per bf16x2 FMA pair; no shuffles. Same results as hif4_body and
+ * src/core/hif4.c (SPEC section 4), bit for bit:
+ *
+ *  - SF = BF16_RNE(Vmax * C), C = BF16(1/7) = 73 * 2^-9: the fp32 product of
+ *    an 8-bit and a 7-bit significand is exact (down to Vmax = 2^-133: its
+ *    lowest bit is 2^-142), then rounded to 8 and to 3 significant bits with
+ *    integer RNE on its bits; below 2^-126 the result is clamped to 2^-48
+ *    anyway. Clamping after the 3-bit rounding is the same as before it, as
+ *    both bounds (2^-48, 1.5 * 2^15) have 3 significant bits.
+ *  - REC = r * 2^-ex, r = BF16(1/(1 + m2/4)) = {128, 205, 171, 146} / 256.
+ *  - The flags compare V * REC (exact in the reference) with 2 and 4. For a
+ *    bf16 V, V * REC >= 2 iff V >= T2, the least bf16 with it: 2^(ex+1)
+ *    times the least significand s/128 with s * r >= 128 * 256, s = 128,
+ *    160, 192, 225 for m2 = 0..3; >= 4 iff V >= T4 = 2 * T2 (its bits +
+ *    0x80). As bf16 magnitudes order like their bits, V >= T is the top bit
+ *    of the 16-bit lane V + 0x8000 - T (no carry leaves the lane).
+ *  - Element: t = |x| * F, F = 4 REC 2^-(E1_8 + E1_16) = r * 2^q; k =
+ *    floor(t + 1/2), at most 7. The product has at most 16 significant bits,
+ *    so it is not a bf16, but fma.rn.bf16x2(|x|, F, M) rounds the exact t +
+ *    M once (PTX: no loss of precision in the intermediate product and
+ *    addition). With M = 128 (bf16 ulp 1 on [128, 256)) the result's bits
+ *    minus M's are rne(t), ties to even; with M = 129 ties go to odd. The
+ *    two agree off a tie and differ by one on it, so (k1 + k2 + 1) >> 1 is
+ *    t rounded half up: ties away. (A tie needs t = odd / 2 <= 15 / 2, so
+ *    the odd part of r, 205, 171 or 73, must be 1: ties occur only for m2 =
+ *    0.) Were the FMA's sum rounded to fp32 first, nothing would change:
+ *    for t >= 1/2 the sum t + M has at most 24 significant bits (t's lowest
+ *    bit >= 2^-16), and below 1/2 it could reach M + 1/2 only at t = 1/2 -
+ *    2^-17 = 65535 * 2^-17, and 65535 = 3 * 5 * 17 * 257 is no s * r.
+ *    Results beyond 7 are clamped by the lane min; |x| * F never overflows
+ *    (F <= 2^50 only for Vmax < 2^-44, and F < 2^-12 when Vmax is huge).
+ *  - A block holding a NaN or Inf has a lane >= 0x7F80: word 0xFF, codes 0.
+ * The 8 codes of a vector are packed with PRMTs (4-bit code = the lane's
+ * k1 + k2 + 1 shifted right by one, the sign one bit above it).
+ * tools/dev/quant_emul_hif4.cc runs hif4_block_bf16 on the host, the packed
+ * instructions emulated exactly, against bfp_quantize_ref. */
+#ifndef BFP_CUDA_QBLOCK_HIF4_CUH
+#define BFP_CUDA_QBLOCK_HIF4_CUH
+
+#include "bfp_cuda_quant_bf16.cuh"
+
+namespace bfpcuda {
+
+/* The maxima |x| of elements 0-3 and 4-7 of a vector of 8 bf16, as lanes 0
+ * and 1 of a word (bf16 magnitudes, NaN above Inf as bits). */
+__device__ __forceinline__ uint32_t hif4_v16x2(const uint4 &w)
+{
+    uint32_t p = max_u16x2(w.x & 0x7FFF7FFFu, w.y & 0x7FFF7FFFu); /* elements (0, 2), (1, 3) */
+    uint32_t q = max_u16x2(w.z & 0x7FFF7FFFu, w.w & 0x7FFF7FFFu); /* (4, 6), (5, 7) */
+    return max_u16x2(__byte_perm(p, q, 0x5410), __byte_perm(p, q, 0x7632));
+}
+
+/* A word of two elements: per lane k1 + k2 + 1 (see the header), clamped
+ * to 15, so that the lane shifted right by one is the rounded magnitude. */
+__device__ __forceinline__ uint32_t hif4_enc2(uint32_t x2, uint32_t f2)
+{
+    uint32_t a = x2 & 0x7FFF7FFFu;
+    uint32_t r1 = bf2_fma(a, f2, 0x43004300u); /* 128 + t, ties to even */
+    uint32_t r2 = bf2_fma(a, f2, 0x43014301u); /* 129 + t, ties to odd */
+    return min_u16x2(r1 + r2 - 0x86008600u, 0x000F000Fu);
+}
+
+/* The 8 codes of a vector w from its words' hif4_enc2 lanes v[4]: byte j of
+ * A / B holds element j / j + 4 as the lane | sign << 4, then the even and
+ * odd elements are gathered and shifted into the low and high nibbles. */
+__device__ __forceinline__ uint32_t hif4_pack8(const uint4 &w, const uint32_t v[4])
+{
+    uint32_t A = __byte_perm(v[0], v[1], 0x6420) | (prmt_sx(w.x, w.y, 0xFDB9u) & 0x10101010u);
+    uint32_t B = __byte_perm(v[2], v[3], 0x6420) | (prmt_sx(w.z, w.w, 0xFDB9u) & 0x10101010u);
+    uint32_t ev = __byte_perm(A, B, 0x6420), od = __byte_perm(A, B, 0x7531);
+    return ((ev >> 1) & 0x0F0F0F0Fu) | ((od << 3) & 0xF0F0F0F0u);
+}
+
+/* Block b of the tensor (elements [64 b, 64 b + 64) of the flat input). */
+template <int FMT>
+__device__ __forceinline__ void hif4_block_bf16(const QParams &P, size_t b)
+{
+    const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 8 * b;
+    uint4 w[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        w[k] = __ldg(src + k);
+    uint32_t v16[8], vm = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        v16[k] = hif4_v16x2(w[k]);
+        vm = max_u16x2(vm, v16[k]);
+    }
+    uint32_t vmax = max(vm & 0xFFFFu, vm >> 16); /* bf16 bits of Vmax */
+    bool nonfinite = vmax >= 0x7F80u;
+    uint32_t word = 0xFFu, c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (!nonfinite) {
+        /* SF = BF16(Vmax * C) then 3 significant bits, RNE on the fp32 bits */
+        uint32_t p = f2u(__fmul_rn(u2f(vmax << 16), 0.142578125f));
+        p = (p + 0x7FFFu + ((p >> 16) & 1u)) & 0xFFFF0000u;
+        p = (p + 0xFFFFFu + ((p >> 21) & 1u)) & 0xFFE00000u;
+        p = min(max(p, 0x27800000u), 0x47400000u); /* [2^-48, 49152] */
+        uint32_t code = (p >> 21) - 316u;         /* (ex + 48) << 2 | m2 */
+        uint32_t m2 = code & 3u, ex7 = ((p >> 23) - 127u) << 7;
+        /* F for no flag = 4 REC; T2 (see the header) */
+        uint32_t fb = 0x4000u + ((0x122B4D80u >> (8 * m2)) & 0xFFu) - ex7;
+        uint32_t t2 = 0x4000u + ((0x61402000u >> (8 * m2)) & 0xFFu) + ex7;
+        uint32_t k2 = (0x8000u - t2) * LANES2, k4 = k2 - 0x80u * LANES2;
+        uint32_t e8 = 0, e16 = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            uint32_t d2 = v16[k] + k2, d4 = v16[k] + k4; /* lane top bit: V16 >= T2, >= T4 */
+            bool f8 = (d4 & 0x80008000u) != 0;          /* V8 * REC >= 4 */
+            uint32_t f16 = (f8 ? d4 : d2) & 0x80008000u; /* V16 * REC * 2^-E1_8 >= 2 */
+            e8 |= (uint32_t)f8 << k;
+            e16 |= (f16 >> 15 & 1u) << (2 * k) | (f16 >> 31) << (2 * k + 1);
+            /* F of the two groups: 2^-1 (0x80 off the bits) per flag */
+            uint32_t f = fb * LANES2 - (f8 ? 0x80u * LANES2 : 0u) - (f16 >> 8);
+            uint32_t flo = __byte_perm(f, 0, 0x1010), fhi = __byte_perm(f, 0, 0x3232);
+            uint32_t v[4] = {hif4_enc2(w[k].x, flo), hif4_enc2(w[k].y, flo),
+                             hif4_enc2(w[k].z, fhi), hif4_enc2(w[k].w, fhi)};
+            c[k] = hif4_pack8(w[k], v);
+        }
+        word = code | e8 << 8 | e16 << 16;
+    }
+    uint4 *cp = reinterpret_cast<uint4 *>(P.codes) + 2 * b;
+    cp[0] = make_uint4(c[0], c[1], c[2], c[3]);
+    cp[1] = make_uint4(c[4], c[5], c[6], c[7]);
+    reinterpret_cast<uint32_t *>(P.scales)[b] = word;
+    if (nonfinite && P.nonfinite)
+        atomicAdd(P.nonfinite, 1ull);
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256) hif4_block_kernel(const QParams P, size_t nblocks)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
+        hif4_block_bf16<FMT>(P, b);
+}
+
+/* Whether hif4_block_kernel applies: HiF4, bf16 input, the default rounding
+ * (ties away), whole blocks per row (block b is elements [64 b, 64 b + 64)
+ * of the flat input, codes [32 b, 32 b + 32), scale word b), 16-byte
+ * aligned input and codes, 4-byte aligned scale words. */
+template <int FMT>
+bool hif4_block_ok(const QParams &P)
+{
+    if constexpr (fmt_of(FMT).fam != BFP_FAMILY_HIF4)
+        return false;
+    return P.dt == BFP_DTYPE_BF16 && P.mode == RM_AWAY && P.vec_in && P.vec_out && !P.swz &&
+           P.L.cols % 64 == 0 && ((uintptr_t)P.src & 15u) == 0 && ((uintptr_t)P.codes & 15u) == 0 &&
+           ((uintptr_t)P.scales & 3u) == 0;
+}
+
+template <int FMT>
+bfp_status launch_hif4_block(const QParams &P, cudaStream_t s)
+{
+    if constexpr (fmt_of(FMT).fam != BFP_FAMILY_HIF4) { /* hif4_block_ok is false */
+        return BFP_ERR_ARG;
+    } else {
+        size_t nblocks = P.L.rows * (P.L.cols / 64);
+        if (nblocks == 0)
+            return BFP_OK;
+        size_t ctas = (nblocks + 255) / 256;
+        BFP_LAUNCH(hif4_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256,
+                   s, P, nblocks);
+        CUDA_OK(cudaGetLastError());
+        return BFP_OK;
+    }
+}
+
+} // namespace bfpcuda
+
+#endif /* BFP_CUDA_QBLOCK_HIF4_CUH */
