@@ -49,49 +49,37 @@
 
 namespace bfpcuda {
 
-/* The maxima |x| of elements 0-3 and 4-7 of a vector of 8 bf16, as lanes 0
- * and 1 of a word (bf16 magnitudes, NaN above Inf as bits). */
-__device__ __forceinline__ uint32_t hif4_v16x2(const uint4 &w)
-{
-    uint32_t p = max_u16x2(w.x & 0x7FFF7FFFu, w.y & 0x7FFF7FFFu); /* elements (0, 2), (1, 3) */
-    uint32_t q = max_u16x2(w.z & 0x7FFF7FFFu, w.w & 0x7FFF7FFFu); /* (4, 6), (5, 7) */
-    return max_u16x2(__byte_perm(p, q, 0x5410), __byte_perm(p, q, 0x7632));
-}
-
 /* A word of two elements: per lane k1 + k2 + 1 (see the header), clamped
  * to 15, so that the lane shifted right by one is the rounded magnitude. */
-__device__ __forceinline__ uint32_t hif4_enc2(uint32_t x2, uint32_t f2)
+__device__ __forceinline__ uint32_t hif4_enc2(uint32_t a2, uint32_t f2)
 {
-    uint32_t a = x2 & 0x7FFF7FFFu;
-    uint32_t r1 = bf2_fma(a, f2, 0x43004300u); /* 128 + t, ties to even */
-    uint32_t r2 = bf2_fma(a, f2, 0x43014301u); /* 129 + t, ties to odd */
+    uint32_t r1 = bf2_fma(a2, f2, 0x43004300u); /* 128 + t, ties to even */
+    uint32_t r2 = bf2_fma(a2, f2, 0x43014301u); /* 129 + t, ties to odd */
     return min_u16x2(r1 + r2 - 0x86008600u, 0x000F000Fu);
 }
 
-/* The 8 codes of a vector w from its words' hif4_enc2 lanes v[4]: byte j of
- * A / B holds element j / j + 4 as the lane | sign << 4, then the even and
- * odd elements are gathered and shifted into the low and high nibbles. */
-__device__ __forceinline__ uint32_t hif4_pack8(const uint4 &w, const uint32_t v[4])
-{
-    uint32_t A = __byte_perm(v[0], v[1], 0x6420) | (prmt_sx(w.x, w.y, 0xFDB9u) & 0x10101010u);
-    uint32_t B = __byte_perm(v[2], v[3], 0x6420) | (prmt_sx(w.z, w.w, 0xFDB9u) & 0x10101010u);
-    uint32_t ev = __byte_perm(A, B, 0x6420), od = __byte_perm(A, B, 0x7531);
-    return ((ev >> 1) & 0x0F0F0F0Fu) | ((od << 3) & 0xF0F0F0F0u);
-}
-
-/* Block b of the tensor (elements [64 b, 64 b + 64) of the flat input). */
+/* Block b of the tensor (elements [64 b, 64 b + 64) of the flat input).
+ * Vector k (elements 8k..8k+7 = e0..e7) is regrouped into the words u0 =
+ * (e0, e4), u1 = (e1, e5), u2 = (e2, e6), u3 = (e3, e7): lane 0 of each is
+ * E1_16 group 2k, lane 1 group 2k+1, so that one word of two per-group
+ * factors serves all four, and the 4-bit codes come out with two PRMTs. */
 template <int FMT>
 __device__ __forceinline__ void hif4_block_bf16(const QParams &P, size_t b)
 {
     const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 8 * b;
-    uint4 w[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        w[k] = __ldg(src + k);
-    uint32_t v16[8], vm = 0;
+    uint32_t a[8][4], se[8], so[8], v16[8], vm = 0;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        v16[k] = hif4_v16x2(w[k]);
+        uint4 x = __ldg(src + k);
+        uint32_t u[4] = {__byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632),
+                         __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632)};
+        /* the signs of e0, e2, e4, e6 / e1, e3, e5, e7 at bit 4 of bytes 0-3 */
+        se[k] = prmt_sx(u[0], u[2], 0xFBD9u) & 0x10101010u;
+        so[k] = prmt_sx(u[1], u[3], 0xFBD9u) & 0x10101010u;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            a[k][j] = u[j] & 0x7FFF7FFFu;
+        v16[k] = max_u16x2(max_u16x2(a[k][0], a[k][1]), max_u16x2(a[k][2], a[k][3]));
         vm = max_u16x2(vm, v16[k]);
     }
     uint32_t vmax = max(vm & 0xFFFFu, vm >> 16); /* bf16 bits of Vmax */
@@ -105,26 +93,39 @@ __device__ __forceinline__ void hif4_block_bf16(const QParams &P, size_t b)
         p = min(max(p, 0x27800000u), 0x47400000u); /* [2^-48, 49152] */
         uint32_t code = (p >> 21) - 316u;         /* (ex + 48) << 2 | m2 */
         uint32_t m2 = code & 3u, ex7 = ((p >> 23) - 127u) << 7;
-        /* F for no flag = 4 REC; T2 (see the header) */
+        /* bf16 bits of F for no flag (4 REC) and of T2 (see the header) */
         uint32_t fb = 0x4000u + ((0x122B4D80u >> (8 * m2)) & 0xFFu) - ex7;
         uint32_t t2 = 0x4000u + ((0x61402000u >> (8 * m2)) & 0xFFu) + ex7;
         uint32_t k2 = (0x8000u - t2) * LANES2, k4 = k2 - 0x80u * LANES2;
-        uint32_t e8 = 0, e16 = 0;
+        uint32_t f2 = (fb - 0x100u) * LANES2; /* F after both halvings */
+        /* per group (lane), xn: neither E1_8 nor V16 >= T2, yn: not V16 >=
+         * T4, at the lane's top bit; each adds 0x80 (a doubling) to f2. xn,
+         * yn of vector k collect at bits 8 + k and 24 + k of ax, ay. */
+        uint32_t ax = 0, ay = 0;
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             uint32_t d2 = v16[k] + k2, d4 = v16[k] + k4; /* lane top bit: V16 >= T2, >= T4 */
-            bool f8 = (d4 & 0x80008000u) != 0;          /* V8 * REC >= 4 */
-            uint32_t f16 = (f8 ? d4 : d2) & 0x80008000u; /* V16 * REC * 2^-E1_8 >= 2 */
-            e8 |= (uint32_t)f8 << k;
-            e16 |= (f16 >> 15 & 1u) << (2 * k) | (f16 >> 31) << (2 * k + 1);
-            /* F of the two groups: 2^-1 (0x80 off the bits) per flag */
-            uint32_t f = fb * LANES2 - (f8 ? 0x80u * LANES2 : 0u) - (f16 >> 8);
-            uint32_t flo = __byte_perm(f, 0, 0x1010), fhi = __byte_perm(f, 0, 0x3232);
-            uint32_t v[4] = {hif4_enc2(w[k].x, flo), hif4_enc2(w[k].y, flo),
-                             hif4_enc2(w[k].z, fhi), hif4_enc2(w[k].w, fhi)};
-            c[k] = hif4_pack8(w[k], v);
+            uint32_t sw = __byte_perm(d4, 0, 0x1032);    /* the other group's */
+            uint32_t xn = ~(d2 | sw) & 0x80008000u, yn = ~d4 & 0x80008000u;
+            uint32_t f = f2 + (xn >> 8) + (yn >> 8);
+            ax = (ax >> 1) + xn;
+            ay = (ay >> 1) + yn;
+            uint32_t v[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                v[j] = hif4_enc2(a[k][j], f);
+            /* bytes: lane values of e0, e2, e4, e6 (e1, e3, e5, e7) | sign << 4 */
+            uint32_t ev = __byte_perm(v[0], v[2], 0x6240) | se[k];
+            uint32_t od = __byte_perm(v[1], v[3], 0x6240) | so[k];
+            c[k] = ((ev >> 1) & 0x0F0F0F0Fu) | ((od << 3) & 0xF0F0F0F0u);
         }
-        word = code | e8 << 8 | e16 << 16;
+        /* E1_8 = either group's ys; E1_16 = xs ^ ys ^ E1_8 = xn ^ yn ^ E1_8 */
+        uint32_t e8 = ~(ay & ay >> 16) & 0xFF00u;
+        uint32_t z = ((ax ^ ay ^ (e8 | e8 << 16)) & 0xFF00FF00u) >> 8; /* group 2k (2k+1) at bit k (16 + k) */
+        z = (z | z << 4) & 0x0F0F0F0Fu; /* interleave: group g at bit g (+ 16) */
+        z = (z | z << 2) & 0x33333333u;
+        z = (z | z << 1) & 0x55555555u;
+        word = code | e8 | ((z & 0xFFFFu) | z >> 15) << 16;
     }
     uint4 *cp = reinterpret_cast<uint4 *>(P.codes) + 2 * b;
     cp[0] = make_uint4(c[0], c[1], c[2], c[3]);
