@@ -1,45 +1,45 @@
 /* bfp_cuda_qblock_hif4.cuh - HiF4 quantizer for bf16 input with a whole
  * 64-element block per thread (included by bfp_cuda_kernels.cuh, which
  * defines QParams). The hot path of HiF4: bf16 input, its default rounding
- * (ties away), rows of whole blocks, vector-aligned input and codes, 4-byte
+ * (ties away), rows of whole blocks, 16-byte aligned input and codes, 4-byte
  * aligned scale words. A thread reads its block as eight 16-byte vectors
- * (vector k = the E1_8 group k, its words 0-1 and 2-3 the E1_16 groups 2k
- * and 2k+1), takes every maximum with packed 16-bit max, decides the flags
- * with packed integer compares against two thresholds and encodes two
- * elements per bf16x2 FMA pair; no shuffles. Same results as hif4_body and
- * src/core/hif4.c (SPEC section 4), bit for bit:
+ * (vector k = E1_8 group k), takes every maximum with packed 16-bit max,
+ * decides the flags with packed integer compares against two thresholds and
+ * encodes two elements per pair of bf16x2 FMAs; no shuffles. Same results
+ * as hif4_body and src/core/hif4.c (SPEC section 4), bit for bit:
  *
  *  - SF = BF16_RNE(Vmax * C), C = BF16(1/7) = 73 * 2^-9: the fp32 product of
- *    an 8-bit and a 7-bit significand is exact (down to Vmax = 2^-133: its
- *    lowest bit is 2^-142), then rounded to 8 and to 3 significant bits with
- *    integer RNE on its bits; below 2^-126 the result is clamped to 2^-48
- *    anyway. Clamping after the 3-bit rounding is the same as before it, as
- *    both bounds (2^-48, 1.5 * 2^15) have 3 significant bits.
+ *    an 8-bit and a 7-bit significand is exact (its lowest bit is >= 2^-142),
+ *    then rounded to 8 and to 3 significant bits by integer RNE on its bits
+ *    (below 2^-126 the result is clamped to 2^-48 anyway). Clamping after
+ *    the 3-bit rounding equals clamping before it: both bounds (2^-48,
+ *    1.5 * 2^15) have 3 significant bits.
  *  - REC = r * 2^-ex, r = BF16(1/(1 + m2/4)) = {128, 205, 171, 146} / 256.
  *  - The flags compare V * REC (exact in the reference) with 2 and 4. For a
- *    bf16 V, V * REC >= 2 iff V >= T2, the least bf16 with it: 2^(ex+1)
- *    times the least significand s/128 with s * r >= 128 * 256, s = 128,
- *    160, 192, 225 for m2 = 0..3; >= 4 iff V >= T4 = 2 * T2 (its bits +
- *    0x80). As bf16 magnitudes order like their bits, V >= T is the top bit
- *    of the 16-bit lane V + 0x8000 - T (no carry leaves the lane).
- *  - Element: t = |x| * F, F = 4 REC 2^-(E1_8 + E1_16) = r * 2^q; k =
- *    floor(t + 1/2), at most 7. The product has at most 16 significant bits,
- *    so it is not a bf16, but fma.rn.bf16x2(|x|, F, M) rounds the exact t +
- *    M once (PTX: no loss of precision in the intermediate product and
- *    addition). With M = 128 (bf16 ulp 1 on [128, 256)) the result's bits
- *    minus M's are rne(t), ties to even; with M = 129 ties go to odd. The
- *    two agree off a tie and differ by one on it, so (k1 + k2 + 1) >> 1 is
- *    t rounded half up: ties away. (A tie needs t = odd / 2 <= 15 / 2, so
- *    the odd part of r, 205, 171 or 73, must be 1: ties occur only for m2 =
- *    0.) Were the FMA's sum rounded to fp32 first, nothing would change:
- *    for t >= 1/2 the sum t + M has at most 24 significant bits (t's lowest
- *    bit >= 2^-16), and below 1/2 it could reach M + 1/2 only at t = 1/2 -
- *    2^-17 = 65535 * 2^-17, and 65535 = 3 * 5 * 17 * 257 is no s * r.
- *    Results beyond 7 are clamped by the lane min; |x| * F never overflows
- *    (F <= 2^50 only for Vmax < 2^-44, and F < 2^-12 when Vmax is huge).
+ *    bf16 V, V * REC >= 2 iff V >= T2, the least such bf16: 2^(ex+1) times
+ *    the least significand s/128 with s * r >= 128 * 256, s = 128, 160, 192,
+ *    225 for m2 = 0..3; V * REC >= 4 iff V >= T4 = 2 T2 (bits + 0x80). bf16
+ *    magnitudes order like their bits, so V >= T is the top bit of the
+ *    16-bit lane V + 0x8000 - T (no carry leaves the lane). E1_16 = V16 >=
+ *    (E1_8 ? T4 : T2), and the group's F halves once for "E1_8 or V16 >=
+ *    T2" and once more for "V16 >= T4".
+ *  - Element: t = |x| * F, F = 4 REC 2^-(E1_8 + E1_16); k = floor(t + 1/2),
+ *    at most 7. t has up to 16 significant bits (8 x 8), so it is not a
+ *    bf16, but fma.rn.bf16x2(|x|, F, M) rounds the exact t + M once (PTX:
+ *    no loss of precision in the intermediate product and addition). With
+ *    M = 128 (bf16 ulp 1 on [128, 256)) the result's bits minus M's are
+ *    rne(t), ties to even; with M = 129 it is t rounded with ties to odd.
+ *    The two agree off a tie and differ by one on it, so (k1 + k2 + 1) >> 1
+ *    is t rounded half up: ties away. (A tie needs t = odd / 2 <= 15 / 2,
+ *    so the odd part of r, 205, 171 or 73 for m2 > 0, must be 1: ties occur
+ *    only for m2 = 0.) Were the FMA's sum first rounded to fp32, nothing
+ *    would change: for 1/2 <= t < 127 the sum has at most 24 significant
+ *    bits (t's lowest bit is >= 2^-16), above that k saturates anyway, and
+ *    below 1/2 the fp32 sum could reach M + 1/2 only at t = 1/2 - 2^-17 =
+ *    65535 * 2^-17, and 65535 = 3 * 5 * 17 * 257 is no s * r. k beyond 7 is
+ *    clamped by the lane min; t stays finite (REC <= 2^48 only when Vmax <
+ *    2^-45, and REC <= 2^-15 once Vmax > 2^18).
  *  - A block holding a NaN or Inf has a lane >= 0x7F80: word 0xFF, codes 0.
- * The 8 codes of a vector are packed with PRMTs (4-bit code = the lane's
- * k1 + k2 + 1 shifted right by one, the sign one bit above it).
  * tools/dev/quant_emul_hif4.cc runs hif4_block_bf16 on the host, the packed
  * instructions emulated exactly, against bfp_quantize_ref. */
 #ifndef BFP_CUDA_QBLOCK_HIF4_CUH

@@ -13,6 +13,7 @@
  * tests/test_cuda.c remains the real check.
  *
  * Built as the ctest test_cuda_quant_emul_hif4 when CUDA is enabled. */
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -125,6 +126,43 @@ static void gen_hif4(uint16_t *x)
     }
 }
 
+/* what the data reached, read from the reference's planes: (E1_8, E1_16)
+ * pairs, group maxima at / just below the flag thresholds (V * REC * 2^-E1_8
+ * against 2, V8 * REC against 4), element ties t = k + 1/2 (k < 7) at 0, 1
+ * and 2 halvings, both scale clamps, NaN blocks */
+static long cov_flags[2][2], cov_at[2], cov_below[2], cov_tie[3], cov_lo, cov_hi, cov_nan;
+
+static void coverage(const uint16_t *x, uint32_t w)
+{
+    if ((w & 0xFF) == 0xFF) {
+        cov_nan++;
+        return;
+    }
+    static const double rt[4] = {1.0, 0.80078125, 0.66796875, 0.5703125};
+    double rec = ldexp(rt[w & 3], 48 - (int)((w & 0xFF) >> 2));
+    cov_lo += (w & 0xFF) == 0;
+    cov_hi += (w & 0xFF) == 0xFE;
+    for (int g = 0; g < 16; g++) {
+        int e8 = (int)(w >> (8 + g / 2) & 1), e16 = (int)(w >> (16 + g) & 1);
+        cov_flags[e8][e16]++;
+        uint16_t m = 0, m8 = 0;
+        for (int i = 0; i < 4; i++)
+            m = std::max(m, (uint16_t)(x[4 * g + i] & 0x7FFF));
+        for (int i = 0; i < 8; i++)
+            m8 = std::max(m8, (uint16_t)(x[8 * (g / 2) + i] & 0x7FFF));
+        const uint16_t v[2] = {m, m8};
+        const double lim[2] = {e8 ? 4.0 : 2.0, 4.0};
+        for (int l = 0; l < 2; l++) {
+            cov_at[l] += v[l] && bf16_val(v[l]) * rec >= lim[l] && bf16_val(v[l] - 1) * rec < lim[l];
+            cov_below[l] += bf16_val(v[l]) * rec < lim[l] && bf16_val(v[l] + 1) * rec >= lim[l];
+        }
+        for (int i = 0; i < 4; i++) {
+            double t = ldexp(fabs(bf16_val(x[4 * g + i])) * rec, 2 - e8 - e16);
+            cov_tie[e8 + e16] += t < 7 && t - floor(t) == 0.5;
+        }
+    }
+}
+
 static long run(const std::vector<uint16_t> &src, size_t rows, size_t cols, long *checked)
 {
     const int FMT = BFP_HIF4;
@@ -138,6 +176,9 @@ static long run(const std::vector<uint16_t> &src, size_t rows, size_t cols, long
         printf("hif4: reference failed\n");
         return 1;
     }
+    for (size_t b = 0; b < rows * cols / 64; b++)
+        coverage(&src[64 * b], (uint32_t)rs[4 * b] | (uint32_t)rs[4 * b + 1] << 8 |
+                                   (uint32_t)rs[4 * b + 2] << 16 | (uint32_t)rs[4 * b + 3] << 24);
     /* the GPU's planes start as garbage: every byte must be written */
     std::vector<uint8_t> gc(sz.codes + 16, 0xA5), gs(sz.scales + 4, 0xA5);
     unsigned long long nonfinite = 0;
@@ -206,5 +247,18 @@ int main()
         bad += run(x, rows, cols, &checked);
     }
     printf("  %-16s %9ld bytes %s\n", "hif4", checked, bad ? "FAILED" : "ok");
+    printf("  groups by (E1_8, E1_16): %ld %ld %ld %ld; at / below the thresholds: %ld %ld / %ld %ld;\n"
+           "  element ties at 0, 1, 2 halvings: %ld %ld %ld; scale clamped low / high: %ld / %ld; NaN "
+           "blocks %ld\n",
+           cov_flags[0][0], cov_flags[0][1], cov_flags[1][0], cov_flags[1][1], cov_at[0], cov_at[1],
+           cov_below[0], cov_below[1], cov_tie[0], cov_tie[1], cov_tie[2], cov_lo, cov_hi, cov_nan);
+    long *all[] = {&cov_flags[0][0], &cov_flags[0][1], &cov_flags[1][0], &cov_flags[1][1], &cov_at[0],
+                   &cov_at[1], &cov_below[0], &cov_below[1], &cov_tie[0], &cov_tie[1], &cov_tie[2],
+                   &cov_lo, &cov_hi, &cov_nan};
+    for (long *c : all)
+        if (*c == 0) {
+            printf("  coverage: a case above never occurred\n");
+            bad++;
+        }
     return bad != 0;
 }
