@@ -628,6 +628,12 @@ static void small_tests(void)
                 run_case(&c);
                 cases++;
             }
+        if (f->family == BFP_FAMILY_HIF4) /* bf16 rows of whole blocks: hif4_block_kernel */
+            for (int tame = 0; tame < 2; tame++) {
+                qcase c = {f->id, BFP_DTYPE_BF16, 33, 640, {0}, 0, 0, 0, 0, tame, seed++};
+                run_case(&c);
+                cases++;
+            }
         /* unaligned device pointers: input, codes and output */
         for (int d = 0; d < 3; d++) {
             qcase c = {f->id, dts[d], 5, 96, {0}, 0, 2, 1, 2, 0, seed++};
