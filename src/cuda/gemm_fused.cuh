@@ -11,6 +11,8 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "bfp_cuda_quant_bf16.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
+
 namespace bfpgemm {
 
 enum { FMT_MX = 0, FMT_MXPLUS = 1, FMT_NV = 2, FMT_NVPLUS = 3, FMT_HIF4 = 4 };
@@ -54,12 +56,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b)
-{
-    __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
-                               *reinterpret_cast<__nv_bfloat162 *>(&b));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
+/* mul.rn.bf16x2 (subnormals kept); emulated exactly on the host */
+__device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b) { return bfpcuda::bf2_mul(a, b); }
 
 /* Two 4-bit codes (nibbles p and p + 4 of w) as bf16x2 bit patterns whose
  * value times 2^126 is the code's value: the code's 3 magnitude bits land in
