@@ -59,22 +59,63 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 /* mul.rn.bf16x2 (subnormals kept); emulated exactly on the host */
 __device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b) { return bfpcuda::bf2_mul(a, b); }
 
-/* Two 4-bit codes (nibbles p and p + 4 of w) as bf16x2 bit patterns whose
- * value times 2^126 is the code's value: the code's 3 magnitude bits land in
- * the exponent's low bits and the mantissa's top (E2M1: 2 + 1, E1M2: 1 + 2),
- * so E2M1 0.5 and E1M2 0.25..0.75 are bf16 subnormals; the scale operand
- * carries the 2^126 (one exact multiply; bf16 keeps subnormals). */
-template <bool E1M2>
-__device__ __forceinline__ uint32_t code_pair(uint32_t w, int p, uint32_t extra)
+/* ---- Decode (the packed layout is src/core/matmul_pack.c's; docs/gemm.md).
+ * An operand register holds two codes as bf16 bit patterns worth the code's
+ * value times 2^-126: the 3 magnitude bits in the exponent's low bits and the
+ * mantissa's top (E2M1 at bits 8:6, E1M2 at 7:5; E2M1 0.5 and E1M2 0.25..0.75
+ * are bf16 subnormals) and the sign at bit 15, in both 16-bit halves. One
+ * mul.bf16x2 by a scale operand that carries 2^126 then gives exact values.
+ * The prepack stores each code word so that a register is a rotation of the
+ * word and one AND (one register of the four: two of each; HiF4: two of the
+ * four), no shifting and masking of each field. */
+
+__device__ __forceinline__ uint32_t rotr(uint32_t x, int d)
 {
-    uint32_t v = w >> (4 * p);
-    uint32_t mag = E1M2 ? (v << 5) & 0x00E000E0u : (v << 6) & 0x01C001C0u;
-    return mag | ((v << 12) & 0x80008000u) | extra;
+#ifdef __CUDA_ARCH__
+    return __funnelshift_r(x, x, d);
+#else
+    return d ? (x >> d) | (x << (32 - d)) : x;
+#endif
 }
 
-__device__ __forceinline__ uint32_t bf16x2_splat(uint32_t h) { return h * 0x10001u; }
+__device__ __forceinline__ uint32_t umulhi(uint32_t a, uint32_t b)
+{
+#ifdef __CUDA_ARCH__
+    return __umulhi(a, b);
+#else
+    return (uint32_t)((uint64_t)a * b >> 32);
+#endif
+}
 
-/* The decoded code patterns are the values times 2^-126 (code_pair). Each
+/* Register pp of a word is OR over groups i of rotr(word, code_rot) &
+ * code_mask; matmul_pack.c has the same table (code_grp). A mask of 0 ends
+ * the register. No four rotations of one mask tile the 32 bits, hence the
+ * registers of two groups. */
+__host__ __device__ constexpr int code_rot(bool e1m2, int pp, int i)
+{
+    return e1m2 ? (pp == 0 ? i : pp == 1 ? 4 - 2 * i : pp == 2 ? 13 : 8)
+                : (pp == 0 ? 8 * i : pp == 1 ? 2 : pp == 2 ? 12 : 6);
+}
+__host__ __device__ constexpr uint32_t code_mask(bool e1m2, int pp, int i)
+{
+    return e1m2 ? (pp == 0 ? (i ? 0x80808080u : 0x00600060u)
+                   : pp == 1 ? (i ? 0x80008000u : 0x00E000E0u)
+                             : (i ? 0u : 0x80E080E0u))
+                : (pp == 0 ? (i ? 0x01000100u : 0x80C080C0u) : (i ? 0u : 0x81C081C0u));
+}
+
+/* Operand register pp of code word w; extra (MX+ / NVFP4+ block-max bits
+ * under E2M1's mantissa bit) ORed in by the same instruction */
+template <bool E1M2>
+__device__ __forceinline__ uint32_t code_reg(uint32_t w, int pp, uint32_t extra)
+{
+    uint32_t r = (rotr(w, code_rot(E1M2, pp, 0)) & code_mask(E1M2, pp, 0)) | extra;
+    if (code_mask(E1M2, pp, 1))
+        r |= rotr(w, code_rot(E1M2, pp, 1)) & code_mask(E1M2, pp, 1);
+    return r;
+}
+
+/* The decoded code patterns are the values times 2^-126 (code_reg). Each
  * scale operand carries 2^126 times the scale, times 2^-fold so that it fits
  * bf16: fold = 9 for UE4M3 (max 448), 16 for HiF4 (max 1.5 * 2^17 with its
  * flags), and for E8M0 the weight's largest code - 128 (0 for ordinary
@@ -82,50 +123,45 @@ __device__ __forceinline__ uint32_t bf16x2_splat(uint32_t h) { return h * 0x1000
  * operand register instead of two. */
 constexpr int NV_FOLD = 9, HIF4_FOLD = 16;
 
-/* E8M0 code s -> bf16 bits of 2^(s - 127 + 126 - fold); 0xFF -> NaN; blocks
- * more than 2^253 below the weight's largest flush to zero */
-__device__ __forceinline__ uint32_t e8m0_operand(uint32_t s, int fold)
+/* byte i of w in both 16-bit halves (PRMT; selectors 4 pick zero bytes) */
+__device__ __forceinline__ uint32_t byte_x2(uint32_t w, int i)
 {
-    int e = (int)s + 126 - fold;
-    return s == 0xFFu ? 0x7FC0u : e < 1 ? 0u : (uint32_t)e << 7;
+    return bfpcuda::prmt_sx(w, 0u, 0x4040u + 0x0101u * (uint32_t)i);
 }
 
-/* UE4M3 code -> bf16 bits (exact); 0x7F -> NaN */
-__device__ __forceinline__ uint32_t ue4m3_bf16(uint32_t b)
+/* E8M0 code s (byte i of w) -> bf16x2 of 2^(s - 127 + 126 - fold): the
+ * exponent field s + 126 - fold is in [0, 254] for every finite code
+ * (fold <= 126), 0 flushing a block more than 2^253 below the weight's
+ * largest; NaN (0xFF) lands above 254 and the min makes it Inf, which times
+ * the NaN block's zero codes is NaN. */
+__device__ __forceinline__ uint32_t e8m0_operand(uint32_t w, int i, uint32_t bias)
 {
-    if (b == 0x7Fu)
-        return 0x7FC0u;
-    if (b >> 3)
-        return (b << 4) + (120u << 7);
-    float f = (float)(b & 7u) * 0.001953125f; /* m * 2^-9, exact */
-    return __float_as_uint(f) >> 16;
+    return bfpcuda::min_u16x2(byte_x2(w, i) * 128u + bias, 0x7F807F80u);
 }
 
-/* UE4M3 code -> bf16 bits of its value * 2^(126 - NV_FOLD) (exact, < 2^127) */
-__device__ __forceinline__ uint32_t ue4m3_operand(uint32_t b)
+/* Packed UE4M3 scale q (matmul_pack.c re-encodes it: q = (E + 10) << 3 | m
+ * for a value 2^E (1 + m/8), subnormals normalized; 0 for zero, 0xA8 for
+ * NaN) -> bf16x2 of value * 2^(126 - NV_FOLD): exponent field E + 244 =
+ * (q >> 3) + 234, so the bf16 bits are q * 16 + 234 * 128. NaN gives Inf
+ * (0x7F80; times zero codes: NaN); zero gives 2^108, and the prepack zeroes
+ * the magnitudes of zero-scale blocks. */
+constexpr uint32_t NV_BIAS = (234u << 7) * 0x10001u;
+__device__ __forceinline__ uint32_t ue4m3_operand(uint32_t w, int i)
 {
-    return b == 0x7Fu ? 0x7FC0u : (ue4m3_bf16(b) ? ue4m3_bf16(b) + ((126u - NV_FOLD) << 7) : 0u);
+    return byte_x2(w, i) * 16u + NV_BIAS;
 }
 
-/* HiF4 word's UE6M2 times 2^f (f = its two flags) -> bf16 bits of the value
- * * 2^(126 - HIF4_FOLD); exponent at most 15 + 2 + 110 + 127 = 254 */
-__device__ __forceinline__ uint32_t ue6m2_operand(uint32_t b, uint32_t f)
-{
-    return b == 0xFFu ? 0x7FC0u : (b << 5) + ((79u + 126u - HIF4_FOLD) << 7) + (f << 7);
-}
-
-/* A correction byte (index, two low mantissa bits of a block max) as seen by
- * lane t: *code says which of the block's candidate registers of this lane
- * holds the block max (7: none), *bits what to OR into its bf16 pattern. */
-template <int F>
-__device__ __forceinline__ void corr_target(uint32_t byte, int t, uint32_t *code,
+/* A packed MX+ / NVFP4+ correction byte (matmul_pack.c): bits 1:0 the block
+ * max's two low mantissa bits (0: nothing to do), 3:2 the lane t that holds
+ * it, 4 the half of its register, 6:5 which of the block's candidate
+ * registers (MX+: 2 * (step - first step) + k half; NVFP4+: k half).
+ * *key is the candidate, or a value no candidate has (bits 3:2 set) when
+ * another lane holds it; *bits what to OR into its bf16 pattern. */
+__device__ __forceinline__ void corr_target(uint32_t byte, uint32_t t4, uint32_t *key,
                                             uint32_t *bits)
 {
-    uint32_t idx = byte & (F == FMT_MXPLUS ? 31u : 15u), lo = (byte >> 5) & 3u;
-    bool own = lo && ((idx >> 1) & 3u) == (uint32_t)t;
-    uint32_t c = F == FMT_MXPLUS ? (idx >> 4) * 2 + ((idx >> 3) & 1u) : (idx >> 3) & 1u;
-    *code = own ? c : 7u;
-    *bits = lo << (4 + 16 * (idx & 1u));
+    *key = (byte ^ t4) & 0x6Cu;
+    *bits = (byte & 3u) << ((byte & 0x10u) + 4u);
 }
 
 /* One prepacked tile (this lane's codes wc, scale record sc, correction
@@ -136,23 +172,53 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
 {
     constexpr bool HIF = F == FMT_HIF4;
     constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
-    /* scale operands (bf16x2) and block-max targets: [row half][block] */
-    uint32_t s2[2][4], cc[2][4], cb[2][4];
+    constexpr bool MXF = F == FMT_MX || F == FMT_MXPLUS;
+    constexpr bool PLUS = F == FMT_MXPLUS || F == FMT_NVPLUS;
+    /* scale operands by [row half][block]; HiF4: [row half][8-column group] */
+    uint32_t s2[2][8], key[2][4], cb[2][4];
+    if (MXF) {
+        const uint32_t bias = (uint32_t)(126 - mx_fold) * 128u * 0x10001u;
 #pragma unroll
-    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++)
+            s2[i >> 1][i & 1] = e8m0_operand(sc.x, i, bias);
+    }
+    if (NVF)
 #pragma unroll
-        for (int b = 0; b < 4; b++) {
-            uint32_t word = h ? sc.y : sc.x;
-            if (NVF)
-                s2[h][b] = bf16x2_splat(ue4m3_operand((word >> (8 * b)) & 0xFFu));
-            else if (!HIF && b < 2)
-                s2[h][b] =
-                    bf16x2_splat(e8m0_operand((sc.x >> (8 * (2 * h + b))) & 0xFFu, mx_fold));
-            if (F == FMT_MXPLUS && b < 2)
-                corr_target<F>((cr.x >> (8 * (2 * h + b))) & 0xFFu, t, &cc[h][b], &cb[h][b]);
-            if (F == FMT_NVPLUS)
-                corr_target<F>(((h ? cr.y : cr.x) >> (8 * b)) & 0xFFu, t, &cc[h][b], &cb[h][b]);
+        for (int i = 0; i < 8; i++)
+            s2[i >> 2][i & 3] = ue4m3_operand(i < 4 ? sc.x : sc.y, i & 3);
+    if (HIF) {
+        /* packed word: bits 31:24 UE6M2 (0xFF NaN, flags clear), bits 3c+0,
+         * 3c+1, 3c+2 (c = 0..7, the 8-column group) the E1_8 flag of group c
+         * and the E1_16 flags of its two 4-column halves. This lane's factor
+         * exponent for group c, E1_8 + E1_16 of its half t / 2, is the
+         * 2-bit field at 3c of f, added to the exponent of the row's operand. */
+        const uint32_t tb = (uint32_t)t >> 1;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t w = h ? sc.y : sc.x;
+            const uint32_t v = byte_x2(w, 3);
+            const uint32_t base =
+                v == 0x00FF00FFu ? 0x7FC07FC0u : v * 32u + ((79u + 126u - HIF4_FOLD) << 7) * 0x10001u;
+            const uint32_t f = (w & 0x249249u) + umulhi(w & (0x492492u << tb), 0x80000000u >> tb);
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                const uint32_t fc = c < 3 ? f : c < 6 ? f >> 9 : f >> 18;
+                const int p = 3 * (c % 3);
+                s2[h][c] = (fc & (3u << p)) * ((0x10001u << 7) >> p) + base;
+            }
         }
+    }
+    if (PLUS) {
+        const uint32_t t4 = (uint32_t)t << 2;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int b = 0; b < (F == FMT_MXPLUS ? 2 : 4); b++) {
+                const uint32_t byte = F == FMT_MXPLUS ? cr.x >> (8 * (2 * h + b))
+                                                      : (h ? cr.y : cr.x) >> (8 * b);
+                corr_target(byte & 0xFFu, t4, &key[h][b], &cb[h][b]);
+            }
+    }
     const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
 #pragma unroll
     for (int j = 0; j < 4; j++)
@@ -161,20 +227,11 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
             const int h = pp & 1, kh = pp >> 1;
             uint32_t extra = 0;
             if (F == FMT_MXPLUS)
-                extra = cc[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) ? cb[h][j >> 1] : 0u;
+                extra = key[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) << 5 ? cb[h][j >> 1] : 0u;
             if (F == FMT_NVPLUS)
-                extra = cc[h][j] == (uint32_t)kh ? cb[h][j] : 0u;
-            uint32_t c = code_pair<HIF>(words[j], pp, extra);
-            uint32_t s;
-            if (HIF) {
-                uint32_t wd = h ? sc.y : sc.x;
-                uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
-                             ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
-                s = bf16x2_splat(ue6m2_operand(wd & 0xFFu, f));
-            } else {
-                s = s2[h][NVF ? j : j >> 1];
-            }
-            a[j][pp] = bmul2(c, s);
+                extra = key[h][j] == (uint32_t)kh << 5 ? cb[h][j] : 0u;
+            const uint32_t c = code_reg<HIF>(words[j], pp, extra);
+            a[j][pp] = bmul2(c, s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
         }
 }
 
