@@ -185,20 +185,27 @@ static int hif4_flags(uint32_t w, int col)
     return (int)(w >> (3 * c) & 1) + (int)(w >> (3 * c + 1 + half) & 1);
 }
 
-/* Correction byte of a block max at index idx of its block with low bits lo:
- * lo (bits 1:0), the lane t holding it (3:2), the half of its register (4),
- * and which of the block's candidate registers of that lane (6:5: for 32-
- * element blocks 2 * (k16 step within the block) + k half, for 16: k half). */
-static uint8_t corr_pack(unsigned idx, unsigned lo)
+/* Correction byte of a block max at index idx of its block (of block
+ * elements) with low bits lo: lo (bits 1:0), 1 (bit 2), then the max's slot
+ * among its lane's registers of the block, p = cand + C * half (C = 4 for
+ * 32-element blocks, 2 for 16; cand = 2 * (k16 step within the block) +
+ * k half, half = the half of the register), then the lane t that holds it:
+ * the kernel's shift amount 4 + 8p is the byte's bits 4:2 (gemm_fused.cuh
+ * corr_slots). */
+static uint8_t corr_pack(int block, unsigned idx, unsigned lo)
 {
+    unsigned cbits = block == 32 ? 2 : 1;
     unsigned t = (idx & 7) >> 1, cand = ((idx >> 4) & 1) * 2 + ((idx >> 3) & 1);
-    return (uint8_t)(lo | t << 2 | (idx & 1) << 4 | cand << 5);
+    unsigned p = cand | (idx & 1) << cbits;
+    return (uint8_t)(lo | 4u | p << 3 | t << (4 + cbits));
 }
 
-static unsigned corr_index(uint8_t b)
+static unsigned corr_index(int block, uint8_t b)
 {
-    unsigned cand = b >> 5 & 3;
-    return (cand >> 1) << 4 | (cand & 1) << 3 | (b >> 2 & 3) << 1 | (b >> 4 & 1);
+    unsigned cbits = block == 32 ? 2 : 1;
+    unsigned p = (unsigned)b >> 3 & ((2u << cbits) - 1), t = (unsigned)b >> (4 + cbits) & 3;
+    unsigned cand = p & ((1u << cbits) - 1), half = p >> cbits;
+    return (cand >> 1) << 4 | (cand & 1) << 3 | t << 1 | half;
 }
 
 /* The value a scale byte (word for HiF4) stands for, NaN for NaN codes. */
@@ -309,7 +316,7 @@ bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
                         if (i == bm) { /* high part as E2M1, low bits aside */
                             unsigned lo = c & 3;
                             if (lo)
-                                crec[corr_off(&pf, r, b)] = corr_pack((unsigned)i, lo);
+                                crec[corr_off(&pf, r, b)] = corr_pack(pf.block, (unsigned)i, lo);
                             c = (c & 8) | (6 + ((c & 7) >> 2));
                         }
                         tcodes[r][b * pf.block + i] = (uint8_t)c;
@@ -373,7 +380,7 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
                 for (int b = 0; b < per_row; b++) {
                     uint8_t cb = corr[tile * (size_t)pf.corr_rec + corr_off(&pf, r, b)];
                     double lo = 0.5 * (cb & 3);
-                    double *v = &val[r][b * pf.block + (int)corr_index(cb)];
+                    double *v = &val[r][b * pf.block + (int)corr_index(pf.block, cb)];
                     if (lo != 0.0) /* the block max's sign is its code's (4 or 6, never 0) */
                         *v += *v < 0 ? -lo : lo;
                 }

@@ -151,17 +151,43 @@ __device__ __forceinline__ uint32_t ue4m3_operand(uint32_t w, int i)
     return byte_x2(w, i) * 16u + NV_BIAS;
 }
 
-/* A packed MX+ / NVFP4+ correction byte (matmul_pack.c): bits 1:0 the block
- * max's two low mantissa bits (0: nothing to do), 3:2 the lane t that holds
- * it, 4 the half of its register, 6:5 which of the block's candidate
- * registers (MX+: 2 * (step - first step) + k half; NVFP4+: k half).
- * *key is the candidate, or a value no candidate has (bits 3:2 set) when
- * another lane holds it; *bits what to OR into its bf16 pattern. */
-__device__ __forceinline__ void corr_target(uint32_t byte, uint32_t t4, uint32_t *key,
-                                            uint32_t *bits)
+/* x << s, 0 for s >= 32 (PTX shl clamps the amount) */
+__device__ __forceinline__ uint32_t shl_clamp(uint32_t x, uint32_t s)
 {
-    *key = (byte ^ t4) & 0x6Cu;
-    *bits = (byte & 3u) << ((byte & 0x10u) + 4u);
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("shl.b32 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(s));
+    return r;
+#else
+    return s >= 32 ? 0u : x << s;
+#endif
+}
+
+/* MX+ / NVFP4+ block max: a packed correction byte (matmul_pack.c) is the
+ * max's two low mantissa bits (1:0; 0: nothing to do), 1 (bit 2), its slot
+ * among this lane group's registers of the block, p = candidate register +
+ * CB * half of the register (CB = 4 candidates for MX+, 2 for NVFP4+), and
+ * the lane t that holds it. This lane gets lo << 4 in byte p of the 64-bit
+ * (*z2 : *z), nothing when another lane holds it (the shift is then >= 64),
+ * and candidate k's bits to OR into its bf16 pattern are one PRMT of them:
+ * bytes k and CB + k to bytes 0 and 2 (corr_bits). */
+template <int F>
+__device__ __forceinline__ void corr_slots(uint32_t byte, int t, uint32_t *z, uint32_t *z2)
+{
+    constexpr uint32_t TPOS = F == FMT_MXPLUS ? 6 : 5; /* owner lane's bits */
+    const uint32_t s = (byte ^ ((uint32_t)t << TPOS)) & (0xFFu << 2) & 0xFFu; /* 4 + 8p (+ >= 32) */
+    *z = shl_clamp(byte & 3u, s);
+    if (F == FMT_MXPLUS)
+        *z2 = shl_clamp(byte & 3u, s - 32u); /* a wrapped amount is >= 32 too */
+}
+
+template <int F>
+__device__ __forceinline__ uint32_t corr_bits(uint32_t z, uint32_t z2, int k)
+{
+    constexpr uint32_t CB = F == FMT_MXPLUS ? 4 : 2;
+    /* selector nibbles 8: copy of a byte's top bit, always 0 here */
+    return bfpcuda::prmt_sx(z, F == FMT_MXPLUS ? z2 : z,
+                            0x8080u | (uint32_t)k | ((CB + (uint32_t)k) << 8));
 }
 
 /* One prepacked tile (this lane's codes wc, scale record sc, correction
@@ -175,7 +201,7 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
     constexpr bool MXF = F == FMT_MX || F == FMT_MXPLUS;
     constexpr bool PLUS = F == FMT_MXPLUS || F == FMT_NVPLUS;
     /* scale operands by [row half][block]; HiF4: [row half][8-column group] */
-    uint32_t s2[2][8], key[2][4], cb[2][4];
+    uint32_t s2[2][8], z[2][4], z2[2][4];
     if (MXF) {
         const uint32_t bias = (uint32_t)(126 - mx_fold) * 128u * 0x10001u;
 #pragma unroll
@@ -208,17 +234,15 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
             }
         }
     }
-    if (PLUS) {
-        const uint32_t t4 = (uint32_t)t << 2;
+    if (PLUS)
 #pragma unroll
         for (int h = 0; h < 2; h++)
 #pragma unroll
             for (int b = 0; b < (F == FMT_MXPLUS ? 2 : 4); b++) {
                 const uint32_t byte = F == FMT_MXPLUS ? cr.x >> (8 * (2 * h + b))
                                                       : (h ? cr.y : cr.x) >> (8 * b);
-                corr_target(byte & 0xFFu, t4, &key[h][b], &cb[h][b]);
+                corr_slots<F>(byte & 0xFFu, t, &z[h][b], &z2[h][b]);
             }
-    }
     const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
 #pragma unroll
     for (int j = 0; j < 4; j++)
@@ -227,9 +251,9 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
             const int h = pp & 1, kh = pp >> 1;
             uint32_t extra = 0;
             if (F == FMT_MXPLUS)
-                extra = key[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) << 5 ? cb[h][j >> 1] : 0u;
+                extra = corr_bits<F>(z[h][j >> 1], z2[h][j >> 1], (j & 1) * 2 + kh);
             if (F == FMT_NVPLUS)
-                extra = key[h][j] == (uint32_t)kh << 5 ? cb[h][j] : 0u;
+                extra = corr_bits<F>(z[h][j], 0u, kh);
             const uint32_t c = code_reg<HIF>(words[j], pp, extra);
             a[j][pp] = bmul2(c, s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
         }
