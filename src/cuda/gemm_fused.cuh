@@ -129,14 +129,17 @@ __device__ __forceinline__ uint32_t byte_x2(uint32_t w, int i)
     return bfpcuda::prmt_sx(w, 0u, 0x4040u + 0x0101u * (uint32_t)i);
 }
 
-/* E8M0 code s (byte i of w) -> bf16x2 of 2^(s - 127 + 126 - fold): the
- * exponent field s + 126 - fold is in [0, 254] for every finite code
- * (fold <= 126), 0 flushing a block more than 2^253 below the weight's
- * largest; NaN (0xFF) lands above 254 and the min makes it Inf, which times
- * the NaN block's zero codes is NaN. */
-__device__ __forceinline__ uint32_t e8m0_operand(uint32_t w, int i, uint32_t bias)
+/* E8M0 codes s (bytes 2h and 2h + 1 of w, one per 16-bit half) -> bf16 of
+ * 2^(s - 127 + 126 - fold) in each half: the exponent field s + 126 - fold
+ * is in [0, 254] for every finite code (fold <= 126), 0 flushing a block
+ * more than 2^253 below the weight's largest; NaN (0xFF) lands above 254
+ * and the min makes it Inf, which times the NaN block's zero codes is NaN.
+ * Two scales per PRMT, IMAD and min; a PRMT then splats each. */
+__device__ __forceinline__ uint32_t e8m0_pair(uint32_t w, int h, uint32_t bias)
 {
-    return bfpcuda::min_u16x2(byte_x2(w, i) * 128u + bias, 0x7F807F80u);
+    const uint32_t v = bfpcuda::prmt_sx(w, 0u, 0x4040u + 0x0100u * (uint32_t)(2 * h + 1) +
+                                                   (uint32_t)(2 * h));
+    return bfpcuda::min_u16x2(v * 128u + bias, 0x7F807F80u);
 }
 
 /* Packed UE4M3 scale q (matmul_pack.c re-encodes it: q = (E + 10) << 3 | m
@@ -205,8 +208,11 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
     if (MXF) {
         const uint32_t bias = (uint32_t)(126 - mx_fold) * 128u * 0x10001u;
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-            s2[i >> 1][i & 1] = e8m0_operand(sc.x, i, bias);
+        for (int h = 0; h < 2; h++) {
+            const uint32_t pr = e8m0_pair(sc.x, h, bias);
+            s2[h][0] = bfpcuda::prmt_sx(pr, 0u, 0x1010u);
+            s2[h][1] = bfpcuda::prmt_sx(pr, 0u, 0x3232u);
+        }
     }
     if (NVF)
 #pragma unroll
