@@ -66,8 +66,8 @@ __device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b) { return bfpcu
  * are bf16 subnormals) and the sign at bit 15, in both 16-bit halves. One
  * mul.bf16x2 by a scale operand that carries 2^126 then gives exact values.
  * The prepack stores each code word so that a register is a rotation of the
- * word and one AND (one register of the four: two of each; HiF4: two of the
- * four), no shifting and masking of each field. */
+ * word and one AND, magnitude and sign in place; one register of the four
+ * (E1M2: two) takes a second rotation and AND. */
 
 __device__ __forceinline__ uint32_t rotr(uint32_t x, int d)
 {
@@ -87,10 +87,10 @@ __device__ __forceinline__ uint32_t umulhi(uint32_t a, uint32_t b)
 #endif
 }
 
-/* Register pp of a word is OR over groups i of rotr(word, code_rot) &
- * code_mask; matmul_pack.c has the same table (code_grp). A mask of 0 ends
- * the register. No four rotations of one mask tile the 32 bits, hence the
- * registers of two groups. */
+/* Register pp of a word is OR over groups i = 0, 1 of rotr(word, code_rot)
+ * & code_mask (a mask of 0: no second group); matmul_pack.c has the same
+ * table (code_grps). No four rotations of one mask cover the 32 bits, hence
+ * the registers of two groups. */
 __host__ __device__ constexpr int code_rot(bool e1m2, int pp, int i)
 {
     return e1m2 ? (pp == 0 ? i : pp == 1 ? 4 - 2 * i : pp == 2 ? 13 : 8)
