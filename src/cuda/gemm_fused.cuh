@@ -177,8 +177,9 @@ __device__ __forceinline__ uint32_t shl_clamp(uint32_t x, uint32_t s)
 template <int F>
 __device__ __forceinline__ void corr_slots(uint32_t byte, int t, uint32_t *z, uint32_t *z2)
 {
-    constexpr uint32_t TPOS = F == FMT_MXPLUS ? 6 : 5; /* owner lane's bits */
-    const uint32_t s = (byte ^ ((uint32_t)t << TPOS)) & (0xFFu << 2) & 0xFFu; /* 4 + 8p (+ >= 32) */
+    constexpr uint32_t TPOS = F == FMT_MXPLUS ? 6 : 5; /* where the owner lane is */
+    /* 4 + 8p from bits 2..TPOS-1; another owner adds 32, 64 or 96 (MX+: 64..192) */
+    const uint32_t s = (byte ^ ((uint32_t)t << TPOS)) & 0xFCu;
     *z = shl_clamp(byte & 3u, s);
     if (F == FMT_MXPLUS)
         *z2 = shl_clamp(byte & 3u, s - 32u); /* a wrapped amount is >= 32 too */
@@ -229,6 +230,8 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
         for (int h = 0; h < 2; h++) {
             const uint32_t w = h ? sc.y : sc.x;
             const uint32_t v = byte_x2(w, 3);
+            /* UE6M2 b -> bits (b << 5) + (79 + 126 - fold) << 7: at most 0x7E40, so
+             * the flags' + 2 in the exponent stays finite; NaN words have no flags */
             const uint32_t base =
                 v == 0x00FF00FFu ? 0x7FC07FC0u : v * 32u + ((79u + 126u - HIF4_FOLD) << 7) * 0x10001u;
             const uint32_t f = (w & 0x249249u) + umulhi(w & (0x492492u << tb), 0x80000000u >> tb);
