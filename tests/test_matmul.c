@@ -1,8 +1,8 @@
 /* test_matmul.c - the matmul reference and the prepacked weight layout:
  * unpack(prepack(planes)) equals the reference decoder bit for bit (random
- * data with outliers, NaN/Inf, zero, huge and tiny blocks, partial tiles, and
- * random plane bytes); bfp_matmul_ref on hand-worked products and against an
- * independent sum; argument errors. */
+ * data with outliers, NaN/Inf, zero, huge and tiny blocks, partial tiles,
+ * random plane bytes, every scale byte and block-max index); bfp_matmul_ref
+ * on hand-worked products and against an independent sum; argument errors. */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -135,6 +135,29 @@ static void test_roundtrip_random_bytes(void)
         }
 }
 
+/* Every scale byte (HiF4: every UE6M2 byte, with random flags) and every
+ * block-max index: the prepack re-encodes UE4M3 and HiF4 scales and the
+ * block-max corrections, and zeroes the magnitudes of zero-scale NVFP4
+ * blocks, so each must come back exactly. */
+static void test_roundtrip_every_scale(void)
+{
+    for (int fi = 0; fi < NFMTS; fi++) {
+        size_t n = 33, k = 512;
+        planes p;
+        planes_alloc(&p, fmts[fi], n, k);
+        int hif4 = fmts[fi] == BFP_HIF4;
+        for (size_t i = 0; i < p.sz.codes; i++)
+            p.codes[i] = (uint8_t)rnd();
+        for (size_t i = 0; i < p.sz.scales; i++)
+            p.scales[i] = (uint8_t)(hif4 && i % 4 ? rnd() : hif4 ? i / 4 : i);
+        for (size_t i = 0; i < p.sz.meta; i++)
+            p.meta[i] = (uint8_t)i;
+        p.ts = 0.75f;
+        check_roundtrip(fmts[fi], &p, n, k, "every scale byte");
+        planes_free(&p);
+    }
+}
+
 /* W = [[1, 2, ...], ...] chosen exactly representable, so y is known. */
 static void test_ref_hand_worked(void)
 {
@@ -231,6 +254,7 @@ int main(void)
 {
     test_roundtrip_quantized();
     test_roundtrip_random_bytes();
+    test_roundtrip_every_scale();
     test_ref_hand_worked();
     test_ref_against_unpacked();
     test_errors();

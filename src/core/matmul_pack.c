@@ -1,15 +1,19 @@
 /* matmul_pack.c - the prepacked weight layout of the GPU matmul, and its
  * exact inverse. A tile is 16 rows x 64 columns of W. Lane l of the warp
  * that multiplies it (g = l / 4, t = l % 4) holds 32 codes in one 16-byte
- * vector: four words j = 0..3 (one per mma k16 step), and in word j the
- * nibble p = 0..7 is row g + 8 * (p & 1), column 16j + 2t + 8 * ((p >> 1) & 1)
- * + (p >> 2): nibbles p and p + 4 are the two halves of one bf16x2 operand
- * register, so the kernel decodes a register with two shifts and a mask.
- * Scale records are per lane group g (docs/gemm.md). An MX+/NVFP4+ block
- * max 4 * (1 + m/8) is stored as the E2M1 code of its high part (4 or 6,
- * SPEC 5 "BM split for matrix units") and a correction byte with its index
- * and the two low mantissa bits, which the kernel ORs into the decoded bf16
- * (bits 5:4 under E2M1's one mantissa bit), making the value exact again. */
+ * vector: four words j = 0..3 (one per mma k16 step), each the four A-operand
+ * registers pp = 0..3 of step j (row g + 8 * (pp & 1), columns 16j + 2t +
+ * 8 * (pp >> 1) and + 1). A word stores the 32 bits of its registers' decoded
+ * bf16 patterns (gemm_fused.cuh: magnitude bits at 8:6 for E2M1, 7:5 for
+ * E1M2, sign at 15, in each half) at the places from which the kernel gets
+ * each register with a rotation and an AND (code_grps). Scale records are per
+ * lane group g, with UE4M3 and HiF4 scales re-encoded so that a scale operand
+ * is one PRMT and one IMAD (docs/gemm.md). An MX+/NVFP4+ block max
+ * 4 * (1 + m/8) is stored as the E2M1 code of its high part (4 or 6, SPEC 5
+ * "BM split for matrix units") and a correction byte saying which lane and
+ * register hold it and its two low mantissa bits, which the kernel ORs into
+ * the decoded bf16 (bits 5:4 under E2M1's one mantissa bit), making the
+ * value exact again. */
 #include "internal.h"
 
 #include <math.h>
@@ -67,7 +71,8 @@ bfp_status bfp_matmul_packed_sizes(bfp_format fmt, size_t n, size_t k,
     return BFP_OK;
 }
 
-/* Row and column (inside the tile) of nibble p of word j of lane l. */
+/* Row and column (inside the tile) of slot p of word j of lane l: half p / 4
+ * of A-operand register p % 4 of k16 step j (PTX mma.m16n8k16 layout). */
 static void slot_pos(int l, int j, int p, int *row, int *col)
 {
     int g = l >> 2, t = l & 3;
@@ -92,13 +97,134 @@ static size_t corr_off(const pack_fmt *pf, int row, int b)
     return (size_t)((row & 7) * 2 * per_row + (row >> 3) * per_row + b);
 }
 
+/* Register pp of a code word is OR over its groups of rotr(word, rot) &
+ * mask (gemm_fused.cuh code_rot / code_mask, the same table); [E1M2][pp]. */
+typedef struct {
+    int rot;
+    uint32_t mask;
+} code_grp;
+static const code_grp code_grps[2][4][2] = {
+    {{{0, 0x80C080C0u}, {8, 0x01000100u}}, {{2, 0x81C081C0u}, {0, 0}},
+     {{12, 0x81C081C0u}, {0, 0}}, {{6, 0x81C081C0u}, {0, 0}}},
+    {{{0, 0x00600060u}, {1, 0x80808080u}}, {{4, 0x00E000E0u}, {2, 0x80008000u}},
+     {{13, 0x80E080E0u}, {0, 0}}, {{8, 0x80E080E0u}, {0, 0}}},
+};
+
+/* A 4-bit code as the kernel's bf16 pattern (magnitude bits 8:6 or 7:5, sign 15) */
+static uint32_t code_pattern(int e1m2, unsigned c)
+{
+    return (uint32_t)(c & 7) << (e1m2 ? 5 : 6) | (uint32_t)(c & 8) << 12;
+}
+
+static unsigned pattern_code(int e1m2, uint32_t p)
+{
+    return (unsigned)(p >> (e1m2 ? 5 : 6) & 7) | (unsigned)(p >> 12 & 8);
+}
+
+/* Word of four registers' patterns reg[pp] (low half | high half << 16), and back */
+static uint32_t code_word(int e1m2, const uint32_t reg[4])
+{
+    uint32_t w = 0;
+    for (int pp = 0; pp < 4; pp++)
+        for (int i = 0; i < 2; i++)
+            for (int b = 0; b < 32; b++)
+                if (code_grps[e1m2][pp][i].mask >> b & 1)
+                    w |= (reg[pp] >> b & 1) << ((b + code_grps[e1m2][pp][i].rot) & 31);
+    return w;
+}
+
+static void code_regs(int e1m2, uint32_t w, uint32_t reg[4])
+{
+    for (int pp = 0; pp < 4; pp++) {
+        reg[pp] = 0;
+        for (int i = 0; i < 2; i++)
+            for (int b = 0; b < 32; b++)
+                if (code_grps[e1m2][pp][i].mask >> b & 1)
+                    reg[pp] |= (w >> ((b + code_grps[e1m2][pp][i].rot) & 31) & 1) << b;
+    }
+}
+
+/* Packed UE4M3: q = (E + 10) << 3 | m for the value 2^E (1 + m/8) (its
+ * subnormals normalized), 0 for zero, 0xA8 for NaN: the kernel's operand is
+ * q * 16 + 234 * 128 (gemm_fused.cuh ue4m3_operand). */
+#define NV_PACKED_NAN 0xA8u
+static uint8_t ue4m3_pack(uint32_t s)
+{
+    if (s == 0x7F)
+        return NV_PACKED_NAN;
+    double v = bfp_grid_value(&bfp_e4m3, s);
+    if (v == 0.0)
+        return 0;
+    int e;
+    double f = frexp(v, &e); /* v = f 2^e, f in [0.5, 1) */
+    return (uint8_t)((e - 1 + 10) << 3 | (int)((2.0 * f - 1.0) * 8.0));
+}
+
+static double ue4m3_packed_value(uint32_t q)
+{
+    if (q == NV_PACKED_NAN)
+        return NAN;
+    return q == 0 ? 0.0 : ldexp(1.0 + (q & 7) / 8.0, (int)(q >> 3) - 10);
+}
+
+/* Packed HiF4 word: UE6M2 in bits 31:24, and for each 8-column group c the
+ * flags E1_8[c], E1_16[2c], E1_16[2c + 1] in bits 3c, 3c + 1, 3c + 2, so a
+ * lane gets its groups' flag sums with two ANDs and one add. */
+static uint32_t hif4_pack(uint32_t s)
+{
+    uint32_t w = (s & 0xFFu) << 24;
+    for (int c = 0; c < 8; c++)
+        w |= (s >> (8 + c) & 1) << (3 * c) | (s >> (16 + 2 * c) & 3) << (3 * c + 1);
+    return w;
+}
+
+/* Exponent of the flags of column col (0..63) of a packed HiF4 word */
+static int hif4_flags(uint32_t w, int col)
+{
+    int c = col / 8, half = (col / 4) & 1;
+    return (int)(w >> (3 * c) & 1) + (int)(w >> (3 * c + 1 + half) & 1);
+}
+
+/* Correction byte of a block max at index idx of its block (of block
+ * elements) with low bits lo: lo (bits 1:0), 1 (bit 2), then the max's slot
+ * among its lane's registers of the block, p = cand + C * half (C = 4 for
+ * 32-element blocks, 2 for 16; cand = 2 * (k16 step within the block) +
+ * k half, half = the half of the register), then the lane t that holds it:
+ * the kernel's shift amount 4 + 8p is the byte's bits 4:2 (gemm_fused.cuh
+ * corr_slots). */
+static uint8_t corr_pack(int block, unsigned idx, unsigned lo)
+{
+    unsigned cbits = block == 32 ? 2 : 1;
+    unsigned t = (idx & 7) >> 1, cand = ((idx >> 4) & 1) * 2 + ((idx >> 3) & 1);
+    unsigned p = cand | (idx & 1) << cbits;
+    return (uint8_t)(lo | 4u | p << 3 | t << (4 + cbits));
+}
+
+static unsigned corr_index(int block, uint8_t b)
+{
+    unsigned cbits = block == 32 ? 2 : 1;
+    unsigned p = (unsigned)b >> 3 & ((2u << cbits) - 1), t = (unsigned)b >> (4 + cbits) & 3;
+    unsigned cand = p & ((1u << cbits) - 1), half = p >> cbits;
+    return (cand >> 1) << 4 | (cand & 1) << 3 | t << 1 | half;
+}
+
 /* The value a scale byte (word for HiF4) stands for, NaN for NaN codes. */
 static double scale_value(const pack_fmt *pf, uint32_t s)
 {
     switch (pf->impl->info.scale) {
     case BFP_SCALE_E8M0: return s == 0xFF ? NAN : ldexp(1.0, (int)s - 127);
-    case BFP_SCALE_UE4M3: return s == 0x7F ? NAN : bfp_grid_value(&bfp_e4m3, s);
-    default: return bfp_scale_decode(BFP_SCALE_HIF4, s & 0xFF);
+    case BFP_SCALE_UE4M3: return ue4m3_packed_value(s);
+    default: return bfp_scale_decode(BFP_SCALE_HIF4, s >> 24);
+    }
+}
+
+/* A block's scale (NaN code for NaN blocks) as the packed record stores it */
+static uint32_t scale_pack(const pack_fmt *pf, uint32_t s)
+{
+    switch (pf->impl->info.scale) {
+    case BFP_SCALE_E8M0: return s;
+    case BFP_SCALE_UE4M3: return ue4m3_pack(s);
+    default: return hif4_pack(s);
     }
 }
 
@@ -155,7 +281,7 @@ bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
     bfp_plane_sizes sz;
     bfp_plane_sizes_for(fmt, n, k, &sz);
     size_t tiles_n = (n + TILE_N - 1) / TILE_N, tiles_k = (k + TILE_K - 1) / TILE_K;
-    const int per_row = TILE_K / pf.block;
+    const int per_row = TILE_K / pf.block, e1m2 = pf.block == 64;
 
     for (size_t nt = 0; nt < tiles_n; nt++)
         for (size_t kc = 0; kc < tiles_k; kc++) {
@@ -178,16 +304,19 @@ bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
                         break;
                     uint32_t scale;
                     int bm = pack_block(&pf, w, &sz, row, col0 / (size_t)pf.block, k, &scale);
-                    memcpy(srec + scale_off(&pf, r, b), &scale, pf.block == 64 ? 4 : 1);
+                    uint32_t packed = scale_pack(&pf, scale);
+                    memcpy(srec + scale_off(&pf, r, b), &packed, pf.block == 64 ? 4 : 1);
                     if (bm == -2)
                         continue; /* NaN block: zero codes, NaN scale */
+                    /* a zero UE4M3 scale packs as a finite operand: zero the
+                     * magnitudes (the signs keep the values' -0) */
+                    unsigned keep = pf.impl->info.scale == BFP_SCALE_UE4M3 && packed == 0 ? 8 : 15;
                     for (int i = 0; i < pf.block && col0 + (size_t)i < k; i++) {
-                        unsigned c = bfp_get_code(crow, col0 + (size_t)i, 4);
+                        unsigned c = bfp_get_code(crow, col0 + (size_t)i, 4) & keep;
                         if (i == bm) { /* high part as E2M1, low bits aside */
                             unsigned lo = c & 3;
                             if (lo)
-                                crec[corr_off(&pf, r, b)] =
-                                    (uint8_t)((c & 8) << 4 | lo << 5 | (unsigned)i);
+                                crec[corr_off(&pf, r, b)] = corr_pack(pf.block, (unsigned)i, lo);
                             c = (c & 8) | (6 + ((c & 7) >> 2));
                         }
                         tcodes[r][b * pf.block + i] = (uint8_t)c;
@@ -197,12 +326,13 @@ bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
             uint8_t *cdst = codes + tile * CODE_TILE;
             for (int l = 0; l < 32; l++)
                 for (int j = 0; j < 4; j++) {
-                    uint32_t word = 0;
-                    for (int p = 0; p < 8; p++) {
+                    uint32_t reg[4] = {0, 0, 0, 0};
+                    for (int p = 0; p < 8; p++) { /* register p % 4, half p / 4 */
                         int row, col;
                         slot_pos(l, j, p, &row, &col);
-                        word |= (uint32_t)tcodes[row][col] << (4 * p);
+                        reg[p & 3] |= code_pattern(e1m2, tcodes[row][col]) << (16 * (p >> 2));
                     }
+                    uint32_t word = code_word(e1m2, reg);
                     for (int i = 0; i < 4; i++)
                         cdst[l * 16 + j * 4 + i] = (uint8_t)(word >> (8 * i));
                 }
@@ -233,19 +363,26 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
             const uint8_t *srec = scales + tile * (size_t)pf.scale_rec;
             double val[TILE_N][TILE_K];
             for (int l = 0; l < 32; l++)
-                for (int j = 0; j < 4; j++)
+                for (int j = 0; j < 4; j++) {
+                    const uint8_t *wb = cs + l * 16 + j * 4;
+                    uint32_t reg[4];
+                    code_regs(elem == &bfp_e1m2, (uint32_t)wb[0] | (uint32_t)wb[1] << 8 |
+                                                     (uint32_t)wb[2] << 16 | (uint32_t)wb[3] << 24,
+                              reg);
                     for (int p = 0; p < 8; p++) {
                         int row, col;
                         slot_pos(l, j, p, &row, &col);
-                        unsigned c = (cs[l * 16 + j * 4 + p / 2] >> (4 * (p & 1))) & 0xF;
+                        unsigned c = pattern_code(elem == &bfp_e1m2, reg[p & 3] >> (16 * (p >> 2)));
                         val[row][col] = bfp_elem_code_value(elem, c);
                     }
+                }
             for (int r = 0; pf.corr_rec && r < TILE_N; r++)
                 for (int b = 0; b < per_row; b++) {
                     uint8_t cb = corr[tile * (size_t)pf.corr_rec + corr_off(&pf, r, b)];
-                    double lo = 0.5 * ((cb >> 5) & 3);
-                    if (lo != 0.0) /* adding +0 would turn a -0 code into +0 */
-                        val[r][b * pf.block + (cb & 0x1F)] += cb & 0x80 ? -lo : lo;
+                    double lo = 0.5 * (cb & 3);
+                    double *v = &val[r][b * pf.block + (int)corr_index(pf.block, cb)];
+                    if (lo != 0.0) /* the block max's sign is its code's (4 or 6, never 0) */
+                        *v += *v < 0 ? -lo : lo;
                 }
             for (int r = 0; r < TILE_N; r++) {
                 size_t row = nt * TILE_N + (size_t)r;
@@ -260,8 +397,7 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
                     memcpy(&s, srec + scale_off(&pf, r, b), pf.block == 64 ? 4 : 1);
                     double sv = scale_value(&pf, s);
                     if (pf.block == 64) /* E1_8 and E1_16 flags of the column */
-                        sv = ldexp(sv, (int)((s >> (8 + col / 8)) & 1) +
-                                           (int)((s >> (16 + col / 4)) & 1));
+                        sv = ldexp(sv, hif4_flags(s, col));
                     float v = (float)(val[r][col] * sv);
                     if (pf.impl->info.has_tensor_scale)
                         v = v / tensor_scale;

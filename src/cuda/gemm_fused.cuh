@@ -11,6 +11,8 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "bfp_cuda_quant_bf16.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
+
 namespace bfpgemm {
 
 enum { FMT_MX = 0, FMT_MXPLUS = 1, FMT_NV = 2, FMT_NVPLUS = 3, FMT_HIF4 = 4 };
@@ -54,29 +56,66 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b)
+/* mul.rn.bf16x2 (subnormals kept); emulated exactly on the host */
+__device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b) { return bfpcuda::bf2_mul(a, b); }
+
+/* ---- Decode (the packed layout is src/core/matmul_pack.c's; docs/gemm.md).
+ * An operand register holds two codes as bf16 bit patterns worth the code's
+ * value times 2^-126: the 3 magnitude bits in the exponent's low bits and the
+ * mantissa's top (E2M1 at bits 8:6, E1M2 at 7:5; E2M1 0.5 and E1M2 0.25..0.75
+ * are bf16 subnormals) and the sign at bit 15, in both 16-bit halves. One
+ * mul.bf16x2 by a scale operand that carries 2^126 then gives exact values.
+ * The prepack stores each code word so that a register is a rotation of the
+ * word and one AND, magnitude and sign in place; one register of the four
+ * (E1M2: two) takes a second rotation and AND. */
+
+__device__ __forceinline__ uint32_t rotr(uint32_t x, int d)
 {
-    __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162 *>(&a),
-                               *reinterpret_cast<__nv_bfloat162 *>(&b));
-    return *reinterpret_cast<uint32_t *>(&r);
+#ifdef __CUDA_ARCH__
+    return __funnelshift_r(x, x, d);
+#else
+    return d ? (x >> d) | (x << (32 - d)) : x;
+#endif
 }
 
-/* Two 4-bit codes (nibbles p and p + 4 of w) as bf16x2 bit patterns whose
- * value times 2^126 is the code's value: the code's 3 magnitude bits land in
- * the exponent's low bits and the mantissa's top (E2M1: 2 + 1, E1M2: 1 + 2),
- * so E2M1 0.5 and E1M2 0.25..0.75 are bf16 subnormals; the scale operand
- * carries the 2^126 (one exact multiply; bf16 keeps subnormals). */
+__device__ __forceinline__ uint32_t umulhi(uint32_t a, uint32_t b)
+{
+#ifdef __CUDA_ARCH__
+    return __umulhi(a, b);
+#else
+    return (uint32_t)((uint64_t)a * b >> 32);
+#endif
+}
+
+/* Register pp of a word is OR over groups i = 0, 1 of rotr(word, code_rot)
+ * & code_mask (a mask of 0: no second group); matmul_pack.c has the same
+ * table (code_grps). No four rotations of one mask cover the 32 bits, hence
+ * the registers of two groups. */
+__host__ __device__ constexpr int code_rot(bool e1m2, int pp, int i)
+{
+    return e1m2 ? (pp == 0 ? i : pp == 1 ? 4 - 2 * i : pp == 2 ? 13 : 8)
+                : (pp == 0 ? 8 * i : pp == 1 ? 2 : pp == 2 ? 12 : 6);
+}
+__host__ __device__ constexpr uint32_t code_mask(bool e1m2, int pp, int i)
+{
+    return e1m2 ? (pp == 0 ? (i ? 0x80808080u : 0x00600060u)
+                   : pp == 1 ? (i ? 0x80008000u : 0x00E000E0u)
+                             : (i ? 0u : 0x80E080E0u))
+                : (pp == 0 ? (i ? 0x01000100u : 0x80C080C0u) : (i ? 0u : 0x81C081C0u));
+}
+
+/* Operand register pp of code word w; extra (MX+ / NVFP4+ block-max bits
+ * under E2M1's mantissa bit) ORed in by the same instruction */
 template <bool E1M2>
-__device__ __forceinline__ uint32_t code_pair(uint32_t w, int p, uint32_t extra)
+__device__ __forceinline__ uint32_t code_reg(uint32_t w, int pp, uint32_t extra)
 {
-    uint32_t v = w >> (4 * p);
-    uint32_t mag = E1M2 ? (v << 5) & 0x00E000E0u : (v << 6) & 0x01C001C0u;
-    return mag | ((v << 12) & 0x80008000u) | extra;
+    uint32_t r = (rotr(w, code_rot(E1M2, pp, 0)) & code_mask(E1M2, pp, 0)) | extra;
+    if (code_mask(E1M2, pp, 1))
+        r |= rotr(w, code_rot(E1M2, pp, 1)) & code_mask(E1M2, pp, 1);
+    return r;
 }
 
-__device__ __forceinline__ uint32_t bf16x2_splat(uint32_t h) { return h * 0x10001u; }
-
-/* The decoded code patterns are the values times 2^-126 (code_pair). Each
+/* The decoded code patterns are the values times 2^-126 (code_reg). Each
  * scale operand carries 2^126 times the scale, times 2^-fold so that it fits
  * bf16: fold = 9 for UE4M3 (max 448), 16 for HiF4 (max 1.5 * 2^17 with its
  * flags), and for E8M0 the weight's largest code - 128 (0 for ordinary
@@ -84,50 +123,75 @@ __device__ __forceinline__ uint32_t bf16x2_splat(uint32_t h) { return h * 0x1000
  * operand register instead of two. */
 constexpr int NV_FOLD = 9, HIF4_FOLD = 16;
 
-/* E8M0 code s -> bf16 bits of 2^(s - 127 + 126 - fold); 0xFF -> NaN; blocks
- * more than 2^253 below the weight's largest flush to zero */
-__device__ __forceinline__ uint32_t e8m0_operand(uint32_t s, int fold)
+/* byte i of w in both 16-bit halves (PRMT; selectors 4 pick zero bytes) */
+__device__ __forceinline__ uint32_t byte_x2(uint32_t w, int i)
 {
-    int e = (int)s + 126 - fold;
-    return s == 0xFFu ? 0x7FC0u : e < 1 ? 0u : (uint32_t)e << 7;
+    return bfpcuda::prmt_sx(w, 0u, 0x4040u + 0x0101u * (uint32_t)i);
 }
 
-/* UE4M3 code -> bf16 bits (exact); 0x7F -> NaN */
-__device__ __forceinline__ uint32_t ue4m3_bf16(uint32_t b)
+/* E8M0 codes s (bytes 2h and 2h + 1 of w, one per 16-bit half) -> bf16 of
+ * 2^(s - 127 + 126 - fold) in each half: the exponent field s + 126 - fold
+ * is in [0, 254] for every finite code (fold <= 126), 0 flushing a block
+ * more than 2^253 below the weight's largest; NaN (0xFF) lands above 254
+ * and the min makes it Inf, which times the NaN block's zero codes is NaN.
+ * Two scales per PRMT, IMAD and min; a PRMT then splats each. */
+__device__ __forceinline__ uint32_t e8m0_pair(uint32_t w, int h, uint32_t bias)
 {
-    if (b == 0x7Fu)
-        return 0x7FC0u;
-    if (b >> 3)
-        return (b << 4) + (120u << 7);
-    float f = (float)(b & 7u) * 0.001953125f; /* m * 2^-9, exact */
-    return __float_as_uint(f) >> 16;
+    const uint32_t v = bfpcuda::prmt_sx(w, 0u, 0x4040u + 0x0100u * (uint32_t)(2 * h + 1) +
+                                                   (uint32_t)(2 * h));
+    return bfpcuda::min_u16x2(v * 128u + bias, 0x7F807F80u);
 }
 
-/* UE4M3 code -> bf16 bits of its value * 2^(126 - NV_FOLD) (exact, < 2^127) */
-__device__ __forceinline__ uint32_t ue4m3_operand(uint32_t b)
+/* Packed UE4M3 scale q (matmul_pack.c re-encodes it: q = (E + 10) << 3 | m
+ * for a value 2^E (1 + m/8), subnormals normalized; 0 for zero, 0xA8 for
+ * NaN) -> bf16x2 of value * 2^(126 - NV_FOLD): exponent field E + 244 =
+ * (q >> 3) + 234, so the bf16 bits are q * 16 + 234 * 128. NaN gives Inf
+ * (0x7F80; times zero codes: NaN); zero gives 2^108, and the prepack zeroes
+ * the magnitudes of zero-scale blocks. */
+constexpr uint32_t NV_BIAS = (234u << 7) * 0x10001u;
+__device__ __forceinline__ uint32_t ue4m3_operand(uint32_t w, int i)
 {
-    return b == 0x7Fu ? 0x7FC0u : (ue4m3_bf16(b) ? ue4m3_bf16(b) + ((126u - NV_FOLD) << 7) : 0u);
+    return byte_x2(w, i) * 16u + NV_BIAS;
 }
 
-/* HiF4 word's UE6M2 times 2^f (f = its two flags) -> bf16 bits of the value
- * * 2^(126 - HIF4_FOLD); exponent at most 15 + 2 + 110 + 127 = 254 */
-__device__ __forceinline__ uint32_t ue6m2_operand(uint32_t b, uint32_t f)
+/* x << s, 0 for s >= 32 (PTX shl clamps the amount) */
+__device__ __forceinline__ uint32_t shl_clamp(uint32_t x, uint32_t s)
 {
-    return b == 0xFFu ? 0x7FC0u : (b << 5) + ((79u + 126u - HIF4_FOLD) << 7) + (f << 7);
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("shl.b32 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(s));
+    return r;
+#else
+    return s >= 32 ? 0u : x << s;
+#endif
 }
 
-/* A correction byte (index, two low mantissa bits of a block max) as seen by
- * lane t: *code says which of the block's candidate registers of this lane
- * holds the block max (7: none), *bits what to OR into its bf16 pattern. */
+/* MX+ / NVFP4+ block max: a packed correction byte (matmul_pack.c) is the
+ * max's two low mantissa bits (1:0; 0: nothing to do), 1 (bit 2), its slot
+ * among this lane group's registers of the block, p = candidate register +
+ * CB * half of the register (CB = 4 candidates for MX+, 2 for NVFP4+), and
+ * the lane t that holds it. This lane gets lo << 4 in byte p of the 64-bit
+ * (*z2 : *z), nothing when another lane holds it (the shift is then >= 64),
+ * and candidate k's bits to OR into its bf16 pattern are one PRMT of them:
+ * bytes k and CB + k to bytes 0 and 2 (corr_bits). */
 template <int F>
-__device__ __forceinline__ void corr_target(uint32_t byte, int t, uint32_t *code,
-                                            uint32_t *bits)
+__device__ __forceinline__ void corr_slots(uint32_t byte, int t, uint32_t *z, uint32_t *z2)
 {
-    uint32_t idx = byte & (F == FMT_MXPLUS ? 31u : 15u), lo = (byte >> 5) & 3u;
-    bool own = lo && ((idx >> 1) & 3u) == (uint32_t)t;
-    uint32_t c = F == FMT_MXPLUS ? (idx >> 4) * 2 + ((idx >> 3) & 1u) : (idx >> 3) & 1u;
-    *code = own ? c : 7u;
-    *bits = lo << (4 + 16 * (idx & 1u));
+    constexpr uint32_t TPOS = F == FMT_MXPLUS ? 6 : 5; /* where the owner lane is */
+    /* 4 + 8p from bits 2..TPOS-1; another owner adds 32, 64 or 96 (MX+: 64..192) */
+    const uint32_t s = (byte ^ ((uint32_t)t << TPOS)) & 0xFCu;
+    *z = shl_clamp(byte & 3u, s);
+    if (F == FMT_MXPLUS)
+        *z2 = shl_clamp(byte & 3u, s - 32u); /* a wrapped amount is >= 32 too */
+}
+
+template <int F>
+__device__ __forceinline__ uint32_t corr_bits(uint32_t z, uint32_t z2, int k)
+{
+    constexpr uint32_t CB = F == FMT_MXPLUS ? 4 : 2;
+    /* selector nibbles 8: copy of a byte's top bit, always 0 here */
+    return bfpcuda::prmt_sx(z, F == FMT_MXPLUS ? z2 : z,
+                            0x8080u | (uint32_t)k | ((CB + (uint32_t)k) << 8));
 }
 
 /* One prepacked tile (this lane's codes wc, scale record sc, correction
@@ -138,23 +202,56 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
 {
     constexpr bool HIF = F == FMT_HIF4;
     constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
-    /* scale operands (bf16x2) and block-max targets: [row half][block] */
-    uint32_t s2[2][4], cc[2][4], cb[2][4];
+    constexpr bool MXF = F == FMT_MX || F == FMT_MXPLUS;
+    constexpr bool PLUS = F == FMT_MXPLUS || F == FMT_NVPLUS;
+    /* scale operands by [row half][block]; HiF4: [row half][8-column group] */
+    uint32_t s2[2][8], z[2][4], z2[2][4];
+    if (MXF) {
+        const uint32_t bias = (uint32_t)(126 - mx_fold) * 128u * 0x10001u;
 #pragma unroll
-    for (int h = 0; h < 2; h++)
-#pragma unroll
-        for (int b = 0; b < 4; b++) {
-            uint32_t word = h ? sc.y : sc.x;
-            if (NVF)
-                s2[h][b] = bf16x2_splat(ue4m3_operand((word >> (8 * b)) & 0xFFu));
-            else if (!HIF && b < 2)
-                s2[h][b] =
-                    bf16x2_splat(e8m0_operand((sc.x >> (8 * (2 * h + b))) & 0xFFu, mx_fold));
-            if (F == FMT_MXPLUS && b < 2)
-                corr_target<F>((cr.x >> (8 * (2 * h + b))) & 0xFFu, t, &cc[h][b], &cb[h][b]);
-            if (F == FMT_NVPLUS)
-                corr_target<F>(((h ? cr.y : cr.x) >> (8 * b)) & 0xFFu, t, &cc[h][b], &cb[h][b]);
+        for (int h = 0; h < 2; h++) {
+            const uint32_t pr = e8m0_pair(sc.x, h, bias);
+            s2[h][0] = bfpcuda::prmt_sx(pr, 0u, 0x1010u);
+            s2[h][1] = bfpcuda::prmt_sx(pr, 0u, 0x3232u);
         }
+    }
+    if (NVF)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            s2[i >> 2][i & 3] = ue4m3_operand(i < 4 ? sc.x : sc.y, i & 3);
+    if (HIF) {
+        /* packed word: bits 31:24 UE6M2 (0xFF NaN, flags clear), bits 3c+0,
+         * 3c+1, 3c+2 (c = 0..7, the 8-column group) the E1_8 flag of group c
+         * and the E1_16 flags of its two 4-column halves. This lane's factor
+         * exponent for group c, E1_8 + E1_16 of its half t / 2, is the
+         * 2-bit field at 3c of f, added to the exponent of the row's operand. */
+        const uint32_t tb = (uint32_t)t >> 1;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t w = h ? sc.y : sc.x;
+            const uint32_t v = byte_x2(w, 3);
+            /* UE6M2 b -> bits (b << 5) + (79 + 126 - fold) << 7: at most 0x7E40, so
+             * the flags' + 2 in the exponent stays finite; NaN words have no flags */
+            const uint32_t base =
+                v == 0x00FF00FFu ? 0x7FC07FC0u : v * 32u + ((79u + 126u - HIF4_FOLD) << 7) * 0x10001u;
+            const uint32_t f = (w & 0x249249u) + umulhi(w & (0x492492u << tb), 0x80000000u >> tb);
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                const uint32_t fc = c < 3 ? f : c < 6 ? f >> 9 : f >> 18;
+                const int p = 3 * (c % 3);
+                s2[h][c] = (fc & (3u << p)) * ((0x10001u << 7) >> p) + base;
+            }
+        }
+    }
+    if (PLUS)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int b = 0; b < (F == FMT_MXPLUS ? 2 : 4); b++) {
+                const uint32_t byte = F == FMT_MXPLUS ? cr.x >> (8 * (2 * h + b))
+                                                      : (h ? cr.y : cr.x) >> (8 * b);
+                corr_slots<F>(byte & 0xFFu, t, &z[h][b], &z2[h][b]);
+            }
     const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
 #pragma unroll
     for (int j = 0; j < 4; j++)
@@ -163,20 +260,11 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
             const int h = pp & 1, kh = pp >> 1;
             uint32_t extra = 0;
             if (F == FMT_MXPLUS)
-                extra = cc[h][j >> 1] == (uint32_t)((j & 1) * 2 + kh) ? cb[h][j >> 1] : 0u;
+                extra = corr_bits<F>(z[h][j >> 1], z2[h][j >> 1], (j & 1) * 2 + kh);
             if (F == FMT_NVPLUS)
-                extra = cc[h][j] == (uint32_t)kh ? cb[h][j] : 0u;
-            uint32_t c = code_pair<HIF>(words[j], pp, extra);
-            uint32_t s;
-            if (HIF) {
-                uint32_t wd = h ? sc.y : sc.x;
-                uint32_t f = ((wd >> (8 + 2 * j + kh)) & 1u) +
-                             ((wd >> (16 + 4 * j + 2 * kh + (t >> 1))) & 1u);
-                s = bf16x2_splat(ue6m2_operand(wd & 0xFFu, f));
-            } else {
-                s = s2[h][NVF ? j : j >> 1];
-            }
-            a[j][pp] = bmul2(c, s);
+                extra = corr_bits<F>(z[h][j], 0u, kh);
+            const uint32_t c = code_reg<HIF>(words[j], pp, extra);
+            a[j][pp] = bmul2(c, s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
         }
 }
 

@@ -110,14 +110,13 @@ __device__ __forceinline__ void load_x(const Params &p, int kt, int g, int t,
     }
 }
 
-/* Start the copy of unit u into the stage at st with mbarrier bar (the
- * whole warp calls it; its reads of the stage's last unit are done). */
+/* Start the copy of unit (band, kt) into the stage at st with mbarrier bar
+ * (the whole warp calls it; its reads of the stage's last unit are done). */
 template <int F, int NT>
-__device__ __forceinline__ void produce(const Params &p, int u, uint32_t st, uint32_t bar,
-                                        int lane)
+__device__ __forceinline__ void produce(const Params &p, int band, int kt, uint32_t st,
+                                        uint32_t bar, int lane)
 {
     using S = Stage<F, NT>;
-    const int band = u / p.tiles_k, kt = u - band * p.tiles_k;
     const int rows_ok = min(S::R, p.tiles_n - band * S::R);
     const int xrows = x_staged(p, kt) ? min(p.m, 8 * NT) : 0;
     if (lane == 0)
@@ -136,15 +135,14 @@ __device__ __forceinline__ void produce(const Params &p, int u, uint32_t st, uin
         bulk_g2s(st + S::X + lane * X_PITCH, p.x + (size_t)lane * p.k + (size_t)kt * 64, 128, bar);
 }
 
-/* Multiply unit u, staged at st, into acc. Row tiles past W's end hold stale
- * bytes: their rows of acc are never written out. */
+/* Multiply the unit of k tile kt, staged at st, into acc. Row tiles past W's
+ * end hold stale bytes: their rows of acc are never written out. */
 template <int F, int NT>
 __device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, NT>::R][NT][4],
-                                        const unsigned char *st, int u, int lane)
+                                        const unsigned char *st, int kt, int lane)
 {
     using S = Stage<F, NT>;
     const int g = lane >> 2, t = lane & 3;
-    const int kt = u % p.tiles_k;
     uint32_t xb[NT][8];
     if (x_staged(p, kt)) {
 #pragma unroll
@@ -260,8 +258,13 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncwarp();
-    for (int i = 0; i < SK_STAGES && u0 + i < u1; i++)
-        produce<F, NT>(p, u0 + i, ring_a + i * S::BYTES, bar_a + 8 * i, lane);
+    /* the next unit to copy, as (band, k tile): no division per unit */
+    int pband = u0 / p.tiles_k, pkt = u0 - pband * p.tiles_k;
+    for (int i = 0; i < SK_STAGES && u0 + i < u1; i++) {
+        produce<F, NT>(p, pband, pkt, ring_a + i * S::BYTES, bar_a + 8 * i, lane);
+        if (++pkt == p.tiles_k)
+            pkt = 0, pband++;
+    }
 
     float acc[R][NT][4];
 #pragma unroll
@@ -274,7 +277,7 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
     int kt0 = u0 - band * p.tiles_k;       /* first k tile of the band's run */
     int band_end = (band + 1) * p.tiles_k; /* its end, as a unit index */
     for (int v = u0; v < u1; v++) {
-        const int i = v - u0, s = i % SK_STAGES;
+        const unsigned i = (unsigned)(v - u0), s = i % SK_STAGES;
         if (v == band_end) {
             flush<NT, R>(p, acc, band, kt0, p.tiles_k, lane);
 #pragma unroll
@@ -285,10 +288,13 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
             band++, kt0 = 0, band_end += p.tiles_k;
         }
         mbar_wait(bar_a + 8 * s, (uint32_t)(i / SK_STAGES) & 1u);
-        consume<F, NT>(p, acc, ring + s * S::BYTES, v, lane);
+        consume<F, NT>(p, acc, ring + s * S::BYTES, v - (band_end - p.tiles_k), lane);
         __syncwarp(); /* every lane is done reading stage s */
-        if (v + SK_STAGES < u1)
-            produce<F, NT>(p, v + SK_STAGES, ring_a + s * S::BYTES, bar_a + 8 * s, lane);
+        if (v + SK_STAGES < u1) {
+            produce<F, NT>(p, pband, pkt, ring_a + s * S::BYTES, bar_a + 8 * s, lane);
+            if (++pkt == p.tiles_k)
+                pkt = 0, pband++;
+        }
     }
     flush<NT, R>(p, acc, band, kt0, u1 - band * p.tiles_k, lane);
 }
