@@ -782,6 +782,7 @@ __global__ void __launch_bounds__(256) nv2d_kernel(const QParams P)
 } // namespace bfpcuda
 
 #include "bfp_cuda_dequant_fast.cuh"
+#include "bfp_cuda_qblock_nv.cuh"
 
 namespace bfpcuda {
 
@@ -832,6 +833,7 @@ bfp_status launch_quant_dt(QParams P, const Tiling &t, cudaStream_t s)
 template <int FMT>
 bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
 {
+    if (nv_block_ok<FMT>(P)) return launch_nv_block<FMT>(P, s); /* bfp_cuda_qblock_nv.cuh */
     if (mx_block_ok<FMT>(P)) {
         size_t nblocks = P.L.rows * (P.L.cols / 32);
         size_t ctas = (nblocks + 255) / 256;
