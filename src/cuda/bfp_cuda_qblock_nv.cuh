@@ -67,10 +67,21 @@ __device__ __forceinline__ uint32_t nv_e4m3(float q)
 #ifdef __CUDA_ARCH__
     uint16_t h;
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(q));
-    return h & 0xFFu;
+    return h; /* the high byte is the code of 0.0f: 0 */
 #else
     return (uint32_t)enc_mag<BFP_ELEM_E4M3, false, RM_RNE, true>(q, 0u, false);
 #endif
+}
+
+/* fp32(a / 6) for a >= 2^-123 (below, a result under 2^-125 may be one ulp
+ * off, far below any E4M3 rounding point): q0 = a * RN(1/6), its exact
+ * remainder by FMA, one correction. Checked for every float a by
+ * quant_emul_nv.cc (correctly rounded from 2^-123 up, FLT_MAX included). */
+__device__ __forceinline__ float nv_div6(float a)
+{
+    const float C = u2f(0x3E2AAAABu); /* RN(1/6) */
+    float q0 = __fmul_rn(a, C);
+    return __fmaf_rn(__fmaf_rn(-6.0f, q0, a), C, q0);
 }
 
 /* 0xFFFF in each 16-bit lane where a >= b as bf16 (set.ge.u32.bf16x2,
@@ -120,15 +131,16 @@ __host__ __device__ constexpr uint32_t nv_mid_bits(int k)
  * 2^-22.8) sb / s > u, and ut - u is below 2^-19 u plus a few 2^-149, less
  * than the bf16 step at u; so c = trunc_bf16(ut) has c + 1 step > u and its
  * predecessor below u: X_k is c or c + 1 step, as c passes or not. */
-template <int K>
+template <int K, bool TS>
 __device__ __forceinline__ uint32_t nv_xthr(float sb, float q, float s)
 {
     constexpr uint32_t MB = nv_mid_bits(K);
     float T = __fmul_rn(u2f(MB), sb);
     uint32_t c = f2u(nv_mul_ru(u2f(MB + 2u), q)) & 0xFFFF0000u;
-    float t = __fmul_rn(u2f(c), s); /* the reference's t for x = c */
+    float t = TS ? __fmul_rn(u2f(c), s) : u2f(c); /* the reference's t for x = c */
     bool pass = (K & 1) ? t >= T : t > T;
-    return ((c >> 16) + (pass ? 0u : 1u)) * LANES2;
+    uint32_t X = __byte_perm(c, 0u, 0x3232u); /* c's bf16 in both lanes */
+    return pass ? X : X + LANES2;
 }
 
 /* ---- one block ----------------------------------------------------------- */
@@ -140,20 +152,27 @@ template <bool HW>
 __device__ __forceinline__ uint32_t nv_enc8(const uint4 &w, const uint32_t X[7])
 {
     const uint32_t in[4] = {w.x, w.y, w.z, w.w};
-    uint32_t p[2] = {0u, 0u};
+    uint32_t p[2];
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        uint32_t L = in[k] & 0x7FFF7FFFu;
-        /* binary search: b2 = idx >= 4, b1, b0; idx = #thresholds passed */
-        uint32_t b2 = HW ? nv_ge_bf16x2(L, X[3]) : nv_ge_u15x2(L, X[3]);
-        uint32_t t1 = (b2 & X[5]) | (~b2 & X[1]);
-        uint32_t b1 = HW ? nv_ge_bf16x2(L, t1) : nv_ge_u15x2(L, t1);
-        uint32_t ta = (b1 & X[2]) | (~b1 & X[0]), tb = (b1 & X[6]) | (~b1 & X[4]);
-        uint32_t t0 = (b2 & tb) | (~b2 & ta);
-        uint32_t b0 = HW ? nv_ge_bf16x2(L, t0) : nv_ge_u15x2(L, t0);
-        uint32_t ms = prmt_sx(in[k], 0u, 0xBB99u); /* sign, over each lane */
-        const uint32_t K0 = (k & 1) ? (1u << 8 | 1u << 28) : (1u << 0 | 1u << 20);
-        p[k >> 1] |= (b0 & K0) | (b1 & K0 << 1) | (b2 & K0 << 2) | (ms & K0 << 3);
+    for (int h = 0; h < 2; h++) {
+        /* the signs of words 2h, 2h + 1 over whole bytes, at bits 3, 11, 23, 31 */
+        uint32_t acc = prmt_sx(in[2 * h], in[2 * h + 1], 0xFBD9u) & 0x80800808u;
+#pragma unroll
+        for (int k = 2 * h; k < 2 * h + 2; k++) {
+            uint32_t L = in[k] & 0x7FFF7FFFu;
+            /* binary search: b2 = idx >= 4, b1, b0; idx = #thresholds passed */
+            uint32_t b2 = HW ? nv_ge_bf16x2(L, X[3]) : nv_ge_u15x2(L, X[3]);
+            uint32_t t1 = (b2 & X[5]) | (~b2 & X[1]);
+            uint32_t b1 = HW ? nv_ge_bf16x2(L, t1) : nv_ge_u15x2(L, t1);
+            uint32_t ta = (b1 & X[2]) | (~b1 & X[0]), tb = (b1 & X[6]) | (~b1 & X[4]);
+            uint32_t t0 = (b2 & tb) | (~b2 & ta);
+            uint32_t b0 = HW ? nv_ge_bf16x2(L, t0) : nv_ge_u15x2(L, t0);
+            const uint32_t K0 = (k & 1) ? (1u << 8 | 1u << 28) : (1u << 0 | 1u << 20);
+            acc = (b0 & K0) | acc; /* one LOP3 each */
+            acc = (b1 & K0 << 1) | acc;
+            acc = (b2 & K0 << 2) | acc;
+        }
+        p[h] = acc;
     }
     /* p[0]: e0 @0, e2 @8, e1 @20, e3 @28; p[1] likewise e4..e7 */
     return __byte_perm(p[0], p[1], 0x7610) | __byte_perm(p[0], p[1], 0x5432);
@@ -183,7 +202,7 @@ __device__ __forceinline__ uint32_t nv_amax8(const uint4 &w)
 /* One block (16 bf16 in w0, w1) with tensor scale s (rinv = 1 / s rounded
  * up): codes c[0..1] (8 elements each), scale code, meta. Returns whether
  * the block is non-finite. */
-template <int FMT>
+template <int FMT, bool TS>
 __device__ __forceinline__ bool nv_block_bf16(const uint4 &w0, const uint4 &w1, float s,
                                               float rinv, uint32_t c[2], uint32_t &sc,
                                               uint32_t &meta)
@@ -191,34 +210,38 @@ __device__ __forceinline__ bool nv_block_bf16(const uint4 &w0, const uint4 &w1, 
     constexpr bool PLUS = fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS;
     uint32_t a0 = nv_amax8(w0), a1 = nv_amax8(w1);
     uint32_t am16 = max(a0, a1);
-    float tm = __fmul_rn(u2f(am16 << 16), s); /* max |t_i| */
+    float tm = TS ? __fmul_rn(u2f(am16 << 16), s) : u2f(am16 << 16); /* max |t_i| */
     c[0] = c[1] = 0u;
     meta = 0u;
     if (f2u(tm) >= 0x7F800000u) { /* NaN / Inf, or t overflowed */
         sc = 0x7Fu;
         return true;
     }
-    sc = nv_e4m3(__fdiv_rn(tm, 6.0f));
+    sc = nv_e4m3(nv_div6(tm));
     float sb = __fmul_rn(u2f(sc << 20), u2f(247u << 23)); /* E4M3 bits as fp32, times 2^120 */
-    float q = nv_mul_ru(sb, rinv);
+    float q = TS ? nv_mul_ru(sb, rinv) : sb;
     uint32_t X[7];
-    X[0] = nv_xthr<0>(sb, q, s);
-    X[1] = nv_xthr<1>(sb, q, s);
-    X[2] = nv_xthr<2>(sb, q, s);
-    X[3] = nv_xthr<3>(sb, q, s);
-    if (sc == 0u) /* every element a signed zero: no threshold passes */
-        X[0] = X[1] = X[2] = X[3] = 0x7F80u * LANES2;
-    if ((X[0] & 0xFFFFu) >= 0x0100u) { /* X_0 >= 2^-125: the fast path */
-        const uint32_t INF2 = 0x7F80u * LANES2;
-        X[4] = min_u16x2(X[2] + 0x0080u * LANES2, INF2); /* 2 X_2 */
-        X[5] = min_u16x2(X[3] + 0x0080u * LANES2, INF2); /* 2 X_3 */
-        X[6] = min_u16x2(X[2] + 0x0100u * LANES2, INF2); /* 4 X_2 */
+    X[0] = nv_xthr<0, TS>(sb, q, s);
+    X[1] = nv_xthr<1, TS>(sb, q, s);
+    X[2] = nv_xthr<2, TS>(sb, q, s);
+    X[3] = nv_xthr<3, TS>(sb, q, s);
+    /* The fast path: 2^-125 <= X_0 (so no subnormal reaches the compare, and
+     * x -> 2x maps the bf16 values at and above X_2 onto those at and above
+     * X_4) and X_3 <= 2^125 (no doubling overflows). A zero scale (X_0 = 1
+     * step) and tiny or huge thresholds take the exact path. */
+    if (X[0] >= 0x0100u * LANES2 && X[3] <= 0x7E00u * LANES2) {
+        X[4] = X[2] + 0x0080u * LANES2; /* 2 X_2 */
+        X[5] = X[3] + 0x0080u * LANES2; /* 2 X_3 */
+        X[6] = X[2] + 0x0100u * LANES2; /* 4 X_2 */
         c[0] = nv_enc8<true>(w0, X);
         c[1] = nv_enc8<true>(w1, X);
-    } else { /* a tiny block and a huge s: exact thresholds, integer compares */
-        X[4] = nv_xthr<4>(sb, q, s);
-        X[5] = nv_xthr<5>(sb, q, s);
-        X[6] = nv_xthr<6>(sb, q, s);
+    } else {
+        X[4] = nv_xthr<4, TS>(sb, q, s);
+        X[5] = nv_xthr<5, TS>(sb, q, s);
+        X[6] = nv_xthr<6, TS>(sb, q, s);
+        if (sc == 0u) /* every element a signed zero: no threshold passes */
+            for (int k = 0; k < 7; k++)
+                X[k] = 0x7F80u * LANES2;
         c[0] = nv_enc8<false>(w0, X);
         c[1] = nv_enc8<false>(w1, X);
     }
@@ -240,66 +263,86 @@ __device__ __forceinline__ bool nv_block_bf16(const uint4 &w0, const uint4 &w1, 
     return false;
 }
 
-/* Blocks 2 p and 2 p + 1 of the tensor (the second if it exists). */
-template <int FMT>
-__device__ __forceinline__ void nv_pair_bf16(const QParams &P, size_t p, size_t nblocks, float s,
-                                             float rinv)
+/* NB (1 or 2) blocks from block b of the tensor; SWZ: swizzled scales; TS:
+ * with tensor scale (else s = rinv = 1 and the products by them vanish). */
+template <int FMT, bool SWZ, bool TS, int NB>
+__device__ __forceinline__ void nv_blocks_bf16(const QParams &P, size_t b, float s, float rinv)
 {
     constexpr bool PLUS = fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS;
-    size_t b = 2 * p;
-    bool two = b + 1 < nblocks;
     const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 2 * b;
-    uint4 w[4];
-    w[0] = __ldg(src);
-    w[1] = __ldg(src + 1);
-    w[2] = two ? __ldg(src + 2) : make_uint4(0, 0, 0, 0);
-    w[3] = two ? __ldg(src + 3) : make_uint4(0, 0, 0, 0);
-    uint32_t c[4], sc[2], meta[2];
-    bool bad0 = nv_block_bf16<FMT>(w[0], w[1], s, rinv, c, sc[0], meta[0]);
-    bool bad1 = nv_block_bf16<FMT>(w[2], w[3], s, rinv, c + 2, sc[1], meta[1]);
-    unsigned char *cp = P.codes + 8 * b;
-    if (two && ((uintptr_t)cp & 15u) == 0) {
-        *reinterpret_cast<uint4 *>(cp) = make_uint4(c[0], c[1], c[2], c[3]);
-    } else { /* codes are 4-byte aligned (vec_out) */
-        uint32_t *q = reinterpret_cast<uint32_t *>(cp);
-        q[0] = c[0];
-        q[1] = c[1];
-        if (two) {
-            q[2] = c[2];
-            q[3] = c[3];
-        }
-    }
-    size_t row = 0, col = b;
-    if (P.swz) {
-        row = b / P.G;
-        col = b - row * P.G;
-    }
+    uint4 w[2 * NB];
 #pragma unroll
-    for (int k = 0; k < 2; k++) {
-        if (k == 1) {
-            if (!two)
-                break;
-            if (++col == P.G) { /* (planar: G is never reached, col is b) */
+    for (int k = 0; k < 2 * NB; k++)
+        w[k] = __ldg(src + k);
+    uint32_t c[2 * NB], sc[NB], meta[NB];
+    uint32_t bad = 0;
+#pragma unroll
+    for (int k = 0; k < NB; k++)
+        bad += nv_block_bf16<FMT, TS>(w[2 * k], w[2 * k + 1], s, rinv, c + 2 * k, sc[k], meta[k]) ? 1u : 0u;
+    unsigned char *cp = P.codes + 8 * b;
+    if (NB == 2 && ((uintptr_t)P.codes & 15u) == 0) {
+        *reinterpret_cast<uint4 *>(cp) = make_uint4(c[0], c[1], c[NB == 2 ? 2 : 0], c[NB == 2 ? 3 : 1]);
+    } else { /* codes are 4-byte aligned (vec_out) */
+#pragma unroll
+        for (int k = 0; k < 2 * NB; k++)
+            reinterpret_cast<uint32_t *>(cp)[k] = c[k];
+    }
+    if (SWZ) {
+        size_t row = b / P.G, col = b - row * P.G;
+#pragma unroll
+        for (int k = 0; k < NB; k++) {
+            if (k == 1 && ++col == P.G) {
                 col = 0;
                 row++;
             }
+            P.scales[swizzle_offset(row, col, P.swz_ncol)] = (unsigned char)sc[k];
         }
-        P.scales[P.swz ? swizzle_offset(row, col, P.swz_ncol) : b + k] = (unsigned char)sc[k];
-        if (PLUS && P.meta)
-            P.meta[b + k] = (unsigned char)meta[k];
-        if ((k ? bad1 : bad0) && P.nonfinite)
-            atomicAdd(P.nonfinite, 1ull);
+    } else if (NB == 2 && ((uintptr_t)P.scales & 1u) == 0) { /* b is even */
+        *reinterpret_cast<uint16_t *>(P.scales + b) = (uint16_t)(sc[0] | sc[NB - 1] << 8);
+    } else {
+#pragma unroll
+        for (int k = 0; k < NB; k++)
+            P.scales[b + k] = (unsigned char)sc[k];
     }
+    if (PLUS && P.meta) {
+        if (NB == 2 && ((uintptr_t)P.meta & 1u) == 0) {
+            *reinterpret_cast<uint16_t *>(P.meta + b) = (uint16_t)(meta[0] | meta[NB - 1] << 8);
+        } else {
+#pragma unroll
+            for (int k = 0; k < NB; k++)
+                P.meta[b + k] = (unsigned char)meta[k];
+        }
+    }
+    if (bad && P.nonfinite)
+        atomicAdd(P.nonfinite, (unsigned long long)bad);
 }
 
-template <int FMT>
-__global__ void __launch_bounds__(256) nv_block_kernel(const QParams P, size_t nblocks)
+/* The tensor scale s_enc and 1 / s_enc rounded up (TS: read s_enc) */
+template <bool TS>
+__device__ __forceinline__ void nv_tensor_scale(const QParams &P, float &s, float &rinv)
 {
-    float s = nv_senc(P);
-    float rinv = nv_rcp_ru(s);
-    size_t npairs = (nblocks + 1) / 2, stride = (size_t)gridDim.x * blockDim.x;
+    s = TS ? *P.tscale : 1.0f;
+    rinv = TS ? nv_rcp_ru(s) : 1.0f;
+}
+
+/* Thread i takes blocks 2 i and 2 i + 1 (npairs pairs); an odd last block
+ * is nv_tail_kernel's. */
+template <int FMT, bool SWZ, bool TS>
+__global__ void __launch_bounds__(256) nv_block_kernel(const QParams P, size_t npairs)
+{
+    float s, rinv;
+    nv_tensor_scale<TS>(P, s, rinv);
+    size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x; p < npairs; p += stride)
-        nv_pair_bf16<FMT>(P, p, nblocks, s, rinv);
+        nv_blocks_bf16<FMT, SWZ, TS, 2>(P, 2 * p, s, rinv);
+}
+
+template <int FMT, bool SWZ, bool TS>
+__global__ void nv_tail_kernel(const QParams P, size_t b)
+{
+    float s, rinv;
+    nv_tensor_scale<TS>(P, s, rinv);
+    nv_blocks_bf16<FMT, SWZ, TS, 1>(P, b, s, rinv);
 }
 
 /* Whether nv_block_kernel applies: bf16, RNE, vector-aligned, rows of whole
@@ -315,6 +358,23 @@ bool nv_block_ok(const QParams &P)
            P.L.cols % 16 == 0 && (P.no_ts || P.tscale);
 }
 
+/* nblocks / 2 pairs on a grid-stride grid, then an odd last block */
+template <int FMT, bool SWZ, bool TS>
+bfp_status launch_nv_block_t(const QParams &P, size_t nblocks, cudaStream_t s)
+{
+    size_t npairs = nblocks / 2, ctas = (npairs + 255) / 256;
+    if (npairs) {
+        BFP_LAUNCH((nv_block_kernel<FMT, SWZ, TS>),
+                   (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256, s, P, npairs);
+        CUDA_OK(cudaGetLastError());
+    }
+    if (nblocks & 1) {
+        BFP_LAUNCH((nv_tail_kernel<FMT, SWZ, TS>), 1, 1, s, P, nblocks - 1);
+        CUDA_OK(cudaGetLastError());
+    }
+    return BFP_OK;
+}
+
 template <int FMT>
 bfp_status launch_nv_block(const QParams &P, cudaStream_t s)
 {
@@ -322,14 +382,12 @@ bfp_status launch_nv_block(const QParams &P, cudaStream_t s)
     if constexpr (F.fam != BFP_FAMILY_NVFP4 && F.fam != BFP_FAMILY_NVFP4_PLUS) {
         return BFP_ERR_UNSUPPORTED; /* (nv_block_ok is false: no kernel built) */
     } else {
-        size_t nblocks = P.L.rows * (P.L.cols / 16), npairs = (nblocks + 1) / 2;
-        if (npairs == 0)
-            return BFP_OK;
-        size_t ctas = (npairs + 255) / 256;
-        BFP_LAUNCH(nv_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256,
-                   s, P, nblocks);
-        CUDA_OK(cudaGetLastError());
-        return BFP_OK;
+        size_t nblocks = P.L.rows * (P.L.cols / 16);
+        if (P.swz)
+            return P.no_ts ? launch_nv_block_t<FMT, true, false>(P, nblocks, s)
+                           : launch_nv_block_t<FMT, true, true>(P, nblocks, s);
+        return P.no_ts ? launch_nv_block_t<FMT, false, false>(P, nblocks, s)
+                       : launch_nv_block_t<FMT, false, true>(P, nblocks, s);
     }
 }
 

@@ -50,6 +50,20 @@ static float bf16_val(uint16_t h)
     return f;
 }
 
+/* launch_nv_block_t's grid: nv_block_kernel's pairs, nv_tail_kernel's last
+ * block; returns s_enc */
+template <int FMT, bool SWZ, bool TS>
+static float emulate(const QParams &P, size_t nblocks)
+{
+    float s, rinv;
+    nv_tensor_scale<TS>(P, s, rinv);
+    for (size_t p = 0; p < nblocks / 2; p++)
+        nv_blocks_bf16<FMT, SWZ, TS, 2>(P, 2 * p, s, rinv);
+    if (nblocks & 1)
+        nv_blocks_bf16<FMT, SWZ, TS, 1>(P, nblocks - 1, s, rinv);
+    return s;
+}
+
 template <int FMT>
 static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, int no_ts, int swz,
                     long *checked)
@@ -102,11 +116,13 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
         printf("%s: not on the block path\n", f->name);
         return 1;
     }
-    /* the kernel's body, one thread after another */
+    /* the launcher's kernels, one thread after another */
     size_t nblocks = rows * (cols / 16);
-    float s = nv_senc(P), rinv = nv_rcp_ru(s);
-    for (size_t p = 0; p < (nblocks + 1) / 2; p++)
-        nv_pair_bf16<FMT>(P, p, nblocks, s, rinv);
+    float s = 0;
+    if (swz)
+        s = no_ts ? emulate<FMT, true, false>(P, nblocks) : emulate<FMT, true, true>(P, nblocks);
+    else
+        s = no_ts ? emulate<FMT, false, false>(P, nblocks) : emulate<FMT, false, true>(P, nblocks);
     long bad = 0;
     const char *plane[3] = {"codes", "scales", "meta"};
     const std::vector<uint8_t> *r3[3] = {&rc, &rs, &rm}, *g3[3] = {&gc, &gs, &gm};
