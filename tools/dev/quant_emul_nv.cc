@@ -202,6 +202,7 @@ static float e4m3_value(unsigned sc)
 }
 
 static const float MIDS[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+static long ext_hits, edge_hits; /* how many blocks of each kind were built */
 
 /* Blocks that put elements exactly on every E2M1 midpoint times sb (and the
  * bf16 values next to them) for every nonzero scale code, with t = x * 2^j
@@ -217,13 +218,22 @@ static Tensor midpoint_tensor(int j)
             float sb = e4m3_value(sc);
             uint16_t blk[16];
             float am = 6.0f * sb;
-            if (rep == 1) { /* the max on an extended-grid midpoint (4.25 + i/2) */
-                float m = 4.25f + 0.5f * (float)(rnd() % 7);
-                am = m * sb;
+            if (rep == 1) { /* NVFP4+: the max on an extended-grid midpoint (4.25 + i/2) sb
+                             * whose own scale is sb, where one exists */
+                unsigned i0 = (unsigned)(rnd() % 7);
+                for (unsigned d = 0; d < 7; d++) {
+                    float m = __fmul_rn(4.25f + 0.5f * (float)((i0 + d) % 7), sb);
+                    float x = ldexpf(m, -j);
+                    if (bf16_val(bf16_bits(x)) != x || x > bf16_val(0x7F7F))
+                        continue;
+                    float tm = j == 0 ? m : __fmul_rn(x, ldexpf(1.0f, j));
+                    if (nv_e4m3(nv_div6(tm)) == sc) {
+                        am = m;
+                        ext_hits++;
+                        break;
+                    }
+                }
             }
-            am = ldexpf(am, -j);
-            if (bf16_val(bf16_bits(am)) != am)
-                am = 6.0f * ldexpf(sb, -j); /* not a bf16: the plain max */
             blk[0] = bf16_bits(am);
             for (int i = 1; i < 16; i++) {
                 float v = ldexpf(MIDS[(i - 1) % 7] * sb, -j);
@@ -287,6 +297,77 @@ static Tensor neighbour_tensor()
     return Tensor{x, rows, cols, 2};
 }
 
+/* Tensors of one row: block 0 holds the tensor max A (so s_enc = fp32(2688 /
+ * A)), block 1 an element V with fp32(V s_enc) == T_k although V s_enc !=
+ * T_k (from above or below), next to a block max that gives the scale of
+ * T_k: the cases where the thresholds' check must round exactly as the
+ * reference does. Found by search over A, the scale codes and k. */
+static void edge_tensors(std::vector<Tensor> &out, size_t want)
+{
+    for (uint32_t A = 0x3C00; A < 0x4800 && out.size() < want; A += 1) {
+        float s = 2688.0f / bf16_val((uint16_t)A);
+        for (unsigned sc = 1; sc <= 0x7E && out.size() < want; sc++) {
+            float sb = e4m3_value(sc);
+            /* a block max with this scale */
+            uint16_t am = bf16_bits(6.0f * sb / s), amx = 0;
+            for (int d = -2; d <= 2 && !amx; d++) {
+                uint16_t h = (uint16_t)(am + d);
+                if (bf16_val(h) <= bf16_val((uint16_t)A) &&
+                    nv_e4m3(nv_div6(__fmul_rn(bf16_val(h), s))) == sc)
+                    amx = h;
+            }
+            if (!amx)
+                continue;
+            for (int k = 0; k < 7; k++) {
+                float T = __fmul_rn(MIDS[k], sb);
+                uint16_t v0 = bf16_bits(T / s);
+                for (int d = -1; d <= 2; d++) {
+                    uint16_t v = (uint16_t)(v0 + d);
+                    double exact = (double)bf16_val(v) * (double)s;
+                    if (__fmul_rn(bf16_val(v), s) != T || exact == (double)T || v > amx)
+                        continue;
+                    std::vector<uint16_t> x(32, 0);
+                    x[0] = (uint16_t)A;
+                    x[16] = amx;
+                    for (int i = 17; i < 32; i++) /* V, its neighbours, and others */
+                        x[i] = (uint16_t)(((i & 3) == 1 ? v : (i & 3) == 2 ? v - 1 : (i & 3) == 3 ? v + 1
+                                                                                   : bf16_bits(__fmul_rn(MIDS[rnd() % 7], sb) / s)) |
+                                          (rnd() & 1) << 15);
+                    for (int i = 17; i < 32; i++)
+                        if ((x[i] & 0x7FFF) > amx)
+                            x[i] = amx;
+                    out.push_back(Tensor{x, 1, 32, 2});
+                    edge_hits++;
+                }
+            }
+        }
+    }
+}
+
+/* nv_div6 against the fp32 division: every float of three binades (r
+ * subnormal, 1..2, the top one) and 2^22 random ones; the E4M3 code of the
+ * quotient for all, the quotient itself from 2^-123 up */
+static int check_div6()
+{
+    long bad = 0, n = 0;
+    auto one = [&](uint32_t u) {
+        float a = __uint_as_float(u), q = nv_div6(a), want = a / 6.0f;
+        n++;
+        if ((u >= (4u << 23) && q != want) || nv_e4m3(q) != nv_e4m3(want)) {
+            if (bad++ < 4)
+                printf("nv_div6(%a) = %a, want %a\n", (double)a, (double)q, (double)want);
+        }
+    };
+    const uint32_t binades[3] = {4, 127, 254};
+    for (uint32_t e : binades)
+        for (uint32_t m = 0; m < (1u << 23); m++)
+            one(e << 23 | m);
+    for (int i = 0; i < (1 << 22); i++)
+        one((uint32_t)rnd() % 0x7F800000u);
+    printf("  %-34s %9ld values %s\n", "nv_div6", n, bad ? "FAILED" : "ok");
+    return bad != 0;
+}
+
 template <int FMT>
 static int run_all(const std::vector<Tensor> &ts, const char *what)
 {
@@ -298,7 +379,7 @@ static int run_all(const std::vector<Tensor> &ts, const char *what)
             for (int swz = 0; swz < 2; swz++)
                 bad += run_fmt<FMT>(t.x, t.rows, t.cols, no_ts, swz, &checked);
         }
-    printf("  %-7s %-26s %9ld bytes %s\n", bfp_format_get((bfp_format)FMT)->name, what, checked,
+    printf("  %-7s %-30s %9ld bytes %s\n", bfp_format_get((bfp_format)FMT)->name, what, checked,
            bad ? "FAILED" : "ok");
     return bad != 0;
 }
@@ -320,7 +401,11 @@ int main()
         mids.push_back(midpoint_tensor(j));
     for (int i = 0; i < 40; i++)
         nbrs.push_back(neighbour_tensor());
-    int fails = 0;
+    std::vector<Tensor> edges;
+    edge_tensors(edges, 400);
+    printf("  built: %ld extended-grid midpoint maxima, %ld rounded-onto-T_k elements\n", ext_hits,
+           edge_hits);
+    int fails = check_div6();
     fails += run_all<BFP_NVFP4>(gen, "gen_block");
     fails += run_all<BFP_NVFP4_PLUS>(gen, "gen_block");
     fails += run_all<BFP_NVFP4>(shifted, "tensor exponents 0..254");
@@ -329,5 +414,11 @@ int main()
     fails += run_all<BFP_NVFP4_PLUS>(mids, "midpoints, every scale");
     fails += run_all<BFP_NVFP4>(nbrs, "next to T_k / s_enc");
     fails += run_all<BFP_NVFP4_PLUS>(nbrs, "next to T_k / s_enc");
+    fails += run_all<BFP_NVFP4>(edges, "fp32(x s_enc) == T_k, inexact");
+    fails += run_all<BFP_NVFP4_PLUS>(edges, "fp32(x s_enc) == T_k, inexact");
+    if (ext_hits < 100 || edge_hits < 100) {
+        printf("too few constructed cases\n");
+        fails++;
+    }
     return fails != 0;
 }
