@@ -18,12 +18,13 @@
  * the real crossing point (directed roundings: ut is above it by under 2^-19
  * relative, far less than a bf16 step), so X_k is trunc_bf16(ut) or the next
  * bf16, and one fp32 product decides which, exactly as the reference would
- * round that value. X_4, X_5, X_6 are 2 X_2, 2 X_3, 4 X_2 (T_4 = 2 T_2 etc.,
- * and the bf16 grid scales by 2 above 2^-126). An element then costs a
- * 3-step binary search over the thresholds with packed bf16x2 compares
- * (two elements per instruction; for non-negative bf16 the float order is
- * the integer order) and mask selects (LOP3). A block whose X_0 is
- * subnormal (only with a huge s_enc) takes every X_k exactly and integer
+ * round that value (nv_xthr). X_4, X_5, X_6 are 2 X_2, 2 X_3, 4 X_2 (T_4 =
+ * 2 T_2 etc., and x -> 2x maps the bf16 values from 2^-125 up onto those
+ * from 2^-124 up). An element then costs a 3-step binary search over the
+ * thresholds with packed bf16x2 compares (two elements per instruction; for
+ * non-negative bf16 the float order is the integer order) and mask selects
+ * (LOP3). A block whose X_0 is below 2^-125 or X_3 above 2^125 (extreme
+ * s_enc), or whose scale is zero, takes every X_k exactly and integer
  * compares, so no subnormal ever reaches the float compare. */
 #ifndef BFP_CUDA_QBLOCK_NV_CUH
 #define BFP_CUDA_QBLOCK_NV_CUH
@@ -146,9 +147,10 @@ __device__ __forceinline__ uint32_t nv_xthr(float sb, float q, float s)
 /* ---- one block ----------------------------------------------------------- */
 
 /* Codes of 8 elements (one uint4 of bf16) given the 7 thresholds X (both
- * lanes). CMP: the packed compare. Word k's two nibbles go to bits 0 / 20
+ * lanes). HW: the bf16x2 compare (else integer); ZERO: a zero block scale,
+ * every element a signed zero (no compares). Word k's nibbles go to bits 0 / 20
  * (k even) or 8 / 28 (k odd) so that two PRMTs put all 8 in order. */
-template <bool HW>
+template <bool HW, bool ZERO = false>
 __device__ __forceinline__ uint32_t nv_enc8(const uint4 &w, const uint32_t X[7])
 {
     const uint32_t in[4] = {w.x, w.y, w.z, w.w};
@@ -158,7 +160,7 @@ __device__ __forceinline__ uint32_t nv_enc8(const uint4 &w, const uint32_t X[7])
         /* the signs of words 2h, 2h + 1 over whole bytes, at bits 3, 11, 23, 31 */
         uint32_t acc = prmt_sx(in[2 * h], in[2 * h + 1], 0xFBD9u) & 0x80800808u;
 #pragma unroll
-        for (int k = 2 * h; k < 2 * h + 2; k++) {
+        for (int k = 2 * h; k < 2 * h + 2 && !ZERO; k++) {
             uint32_t L = in[k] & 0x7FFF7FFFu;
             /* binary search: b2 = idx >= 4, b1, b0; idx = #thresholds passed */
             uint32_t b2 = HW ? nv_ge_bf16x2(L, X[3]) : nv_ge_u15x2(L, X[3]);
@@ -235,13 +237,13 @@ __device__ __forceinline__ bool nv_block_bf16(const uint4 &w0, const uint4 &w1, 
         X[6] = X[2] + 0x0100u * LANES2; /* 4 X_2 */
         c[0] = nv_enc8<true>(w0, X);
         c[1] = nv_enc8<true>(w1, X);
+    } else if (sc == 0u) { /* zero or tiny block: signed zeros */
+        c[0] = nv_enc8<false, true>(w0, X);
+        c[1] = nv_enc8<false, true>(w1, X);
     } else {
         X[4] = nv_xthr<4, TS>(sb, q, s);
         X[5] = nv_xthr<5, TS>(sb, q, s);
         X[6] = nv_xthr<6, TS>(sb, q, s);
-        if (sc == 0u) /* every element a signed zero: no threshold passes */
-            for (int k = 0; k < 7; k++)
-                X[k] = 0x7F80u * LANES2;
         c[0] = nv_enc8<false>(w0, X);
         c[1] = nv_enc8<false>(w1, X);
     }
@@ -289,13 +291,23 @@ __device__ __forceinline__ void nv_blocks_bf16(const QParams &P, size_t b, float
     }
     if (SWZ) {
         size_t row = b / P.G, col = b - row * P.G;
-#pragma unroll
-        for (int k = 0; k < NB; k++) {
-            if (k == 1 && ++col == P.G) {
-                col = 0;
-                row++;
+        size_t o = swizzle_offset(row, col, P.swz_ncol);
+        if (NB == 2 && (col & 1) == 0 && col + 1 < P.G) { /* b + 1: same row, at o + 1 */
+            if (((uintptr_t)(P.scales + o) & 1u) == 0) {
+                *reinterpret_cast<uint16_t *>(P.scales + o) = (uint16_t)(sc[0] | sc[NB - 1] << 8);
+            } else {
+                P.scales[o] = (unsigned char)sc[0];
+                P.scales[o + 1] = (unsigned char)sc[NB - 1];
             }
-            P.scales[swizzle_offset(row, col, P.swz_ncol)] = (unsigned char)sc[k];
+        } else {
+            P.scales[o] = (unsigned char)sc[0];
+            if (NB == 2) {
+                if (++col == P.G) {
+                    col = 0;
+                    row++;
+                }
+                P.scales[swizzle_offset(row, col, P.swz_ncol)] = (unsigned char)sc[NB - 1];
+            }
         }
     } else if (NB == 2 && ((uintptr_t)P.scales & 1u) == 0) { /* b is even */
         *reinterpret_cast<uint16_t *>(P.scales + b) = (uint16_t)(sc[0] | sc[NB - 1] << 8);
