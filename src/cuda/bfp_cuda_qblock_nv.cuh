@@ -76,8 +76,9 @@ __device__ __forceinline__ uint32_t nv_e4m3(float q)
 
 /* fp32(a / 6) for a >= 2^-123 (below, a result under 2^-125 may be one ulp
  * off, far below any E4M3 rounding point): q0 = a * RN(1/6), its exact
- * remainder by FMA, one correction. Checked for every float a by
- * quant_emul_nv.cc (correctly rounded from 2^-123 up, FLT_MAX included). */
+ * remainder by FMA, one correction. A run over every float found no other
+ * difference from the division; quant_emul_nv.cc checks three whole binades
+ * and 2^22 random floats. */
 __device__ __forceinline__ float nv_div6(float a)
 {
     const float C = u2f(0x3E2AAAABu); /* RN(1/6) */
