@@ -281,10 +281,12 @@ __device__ __forceinline__ void nv_blocks_bf16(const QParams &P, size_t b, float
     uint32_t bad = 0;
 #pragma unroll
     for (int k = 0; k < NB; k++)
-        bad += nv_block_bf16<FMT, TS>(w[2 * k], w[2 * k + 1], s, rinv, c + 2 * k, sc[k], meta[k]) ? 1u : 0u;
+        if (nv_block_bf16<FMT, TS>(w[2 * k], w[2 * k + 1], s, rinv, c + 2 * k, sc[k], meta[k]))
+            bad++;
     unsigned char *cp = P.codes + 8 * b;
     if (NB == 2 && ((uintptr_t)P.codes & 15u) == 0) {
-        *reinterpret_cast<uint4 *>(cp) = make_uint4(c[0], c[1], c[NB == 2 ? 2 : 0], c[NB == 2 ? 3 : 1]);
+        *reinterpret_cast<uint4 *>(cp) =
+            make_uint4(c[0], c[1], c[NB == 2 ? 2 : 0], c[NB == 2 ? 3 : 1]);
     } else { /* codes are 4-byte aligned (vec_out) */
 #pragma unroll
         for (int k = 0; k < 2 * NB; k++)

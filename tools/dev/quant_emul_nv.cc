@@ -78,8 +78,9 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
     float ts = 0;
     bfp_planes ref = {rc.data(), rs.data(), sz.meta ? rm.data() : NULL, &ts};
     bfp_stats stats;
-    if (bfp_quantize_ref((bfp_format)FMT, BFP_DTYPE_BF16, src.data(), rows, cols, &o, &ref, &stats) !=
-        BFP_OK) {
+    bfp_status st =
+        bfp_quantize_ref((bfp_format)FMT, BFP_DTYPE_BF16, src.data(), rows, cols, &o, &ref, &stats);
+    if (st != BFP_OK) {
         printf("%s: reference failed\n", f->name);
         return 1;
     }
@@ -136,8 +137,8 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
                 size_t blk = p == 0 ? i / 8 : i;
                 if (p == 1 && swz)
                     blk = (size_t)-1;
-                printf("%s ts %d swz %d (s_enc %a): %s[%zu] got %02x ref %02x", f->name, !no_ts, swz,
-                       (double)s, plane[p], i, (*g3[p])[i], (*r3[p])[i]);
+                printf("%s ts %d swz %d (s_enc %a): %s[%zu] got %02x ref %02x", f->name, !no_ts,
+                       swz, (double)s, plane[p], i, (*g3[p])[i], (*r3[p])[i]);
                 if (blk != (size_t)-1 && blk < nblocks) {
                     printf("  block %zu:", blk);
                     for (int j = 0; j < 16; j++)
@@ -278,7 +279,7 @@ static Tensor neighbour_tensor()
         if (am < 0x0100)
             am = A;
         float tm = __fmul_rn(bf16_val(am), s);
-        unsigned sc = (unsigned)enc_mag<BFP_ELEM_E4M3, false, RM_RNE, true>(__fdiv_rn(tm, 6.0f), 0u, false);
+        unsigned sc = nv_e4m3(__fdiv_rn(tm, 6.0f));
         float sb = e4m3_value(sc);
         blk[0] = am;
         for (int i = 1; i < 16; i++) {
@@ -329,10 +330,13 @@ static void edge_tensors(std::vector<Tensor> &out, size_t want)
                     std::vector<uint16_t> x(32, 0);
                     x[0] = (uint16_t)A;
                     x[16] = amx;
-                    for (int i = 17; i < 32; i++) /* V, its neighbours, and others */
-                        x[i] = (uint16_t)(((i & 3) == 1 ? v : (i & 3) == 2 ? v - 1 : (i & 3) == 3 ? v + 1
-                                                                                   : bf16_bits(__fmul_rn(MIDS[rnd() % 7], sb) / s)) |
-                                          (rnd() & 1) << 15);
+                    for (int i = 17; i < 32; i++) { /* V, its neighbours, other midpoints */
+                        uint16_t h = bf16_bits(__fmul_rn(MIDS[rnd() % 7], sb) / s);
+                        static const int d[4] = {0, 0, -1, 1}; /* (i & 3) = 1, 2, 3: V, V -+ 1 */
+                        if ((i & 3) != 0)
+                            h = (uint16_t)(v + d[i & 3]);
+                        x[i] = (uint16_t)(h | (rnd() & 1) << 15);
+                    }
                     for (int i = 17; i < 32; i++)
                         if ((x[i] & 0x7FFF) > amx)
                             x[i] = amx;
