@@ -593,7 +593,11 @@ static void small_tests(void)
             for (int d = 0; d < 3; d++) { /* a tiny tensor: s_enc huge or FLT_MAX */
                 qcase c = {f->id, dts[d], 9, 100, {0}, 0, 0, 0, 0, 2, seed++};
                 run_case(&c);
-                cases++;
+                c.cols = 80; /* rows of 5 whole blocks, 45 in all (bf16: the block kernel, odd tail) */
+                run_case(&c);
+                c.tame = 0;
+                run_case(&c);
+                cases += 3;
             }
         if (f->has_tensor_scale)
             for (int d = 0; d < 3; d++)

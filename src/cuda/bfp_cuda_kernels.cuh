@@ -784,6 +784,7 @@ __global__ void __launch_bounds__(256) nv2d_kernel(const QParams P)
 #include "bfp_cuda_dequant_fast.cuh"
 #include "bfp_cuda_qblock_mxpp.cuh"
 #include "bfp_cuda_qblock_hif4.cuh"
+#include "bfp_cuda_qblock_nv.cuh"
 
 namespace bfpcuda {
 
@@ -836,6 +837,8 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
 {
     if (hif4_block_ok<FMT>(P)) /* bfp_cuda_qblock_hif4.cuh */
         return launch_hif4_block<FMT>(P, s);
+    if (nv_block_ok<FMT>(P)) /* bfp_cuda_qblock_nv.cuh */
+        return launch_nv_block<FMT>(P, s);
     if (mx_block_ok<FMT>(P)) {
         size_t nblocks = P.L.rows * (P.L.cols / 32);
         size_t ctas = (nblocks + 255) / 256;
