@@ -21,17 +21,27 @@
  *    m > 64, 8 x 1 (256 rows of W x 64 rows of x) otherwise. The two warps
  *    of a W band in a WM = 2 CTA decode the same tiles (twice the decode,
  *    not twice the loads: W comes through shared memory once).
- *  - Pipeline: a ring of MID_STAGES stages in shared memory, one k tile per
- *    stage: x's 64 columns for the CTA's rows (128 bytes per row, 16-byte
+ *  - Pipeline: a ring of MID_STAGES = 5 stages in shared memory, one k tile
+ *    per stage: x's 64 columns for the CTA's rows (128 bytes per row, 16-byte
  *    chunks XOR-swizzled by row so the 8 row addresses of an ldmatrix hit
  *    32 banks) and the CTA's W tiles (codes, scale and correction records,
  *    as prepacked). Everything comes by cp.async (16 bytes, zero fill
- *    outside the tensor), MID_STAGES - 1 k tiles ahead; one __syncthreads
- *    per k tile. An x that is not 16-byte aligned (or k % 8 != 0) is staged
- *    by plain loads and stores instead, through the same ring.
+ *    outside the tensor), issued MID_STAGES - 1 k tiles ahead; one
+ *    __syncthreads per k tile. An x that is not 16-byte aligned (or
+ *    k % 8 != 0) is staged by plain loads and stores instead, through the
+ *    same ring.
+ *  - Decode overlap: W of k tile i + 1 is decoded in the middle of k tile
+ *    i's mma (registers a and an, 64 in all), so the decode's ALU work runs
+ *    beside the tensor cores instead of all warps decoding at once after the
+ *    barrier. Hence the wait at k tile i is for tiles i and i + 1.
+ *    (A first version without it, and with a generic per-chunk division in
+ *    the copy loop, issued ~1000 instructions per warp per k tile and ran
+ *    mxfp4 m = 128, 8192^2 in 148 us on the H200, against 231 us for the
+ *    fused kernel; it issues ~460 now.)
  *  - Grid: (CTA columns, K splits, m chunks). The K split count is picked
  *    on the host (plan_mid in gemm.cu) so the grid fills the SMs in close to
- *    whole waves: one CTA per SM (about 170 registers x 256 threads).
+ *    whole waves: one CTA per SM (150-200 registers x 256 threads, no
+ *    spills; 74-108 KB of shared memory).
  *  - Split-K: like the fused kernel (partials meet in an fp32 workspace by
  *    atomics, the last CTA of an output tile writes bf16, adds the bias and
  *    zeroes its part of the workspace and its counter), but the workspace
@@ -60,7 +70,7 @@ namespace bfpgemm {
 
 constexpr int MID_THREADS = MID_WARPS * 32;
 constexpr int MID_QT = 8;     /* n8 tiles of x per warp (64 rows) */
-constexpr int MID_STAGES = 4; /* k tiles in the ring */
+constexpr int MID_STAGES = 5; /* k tiles in the ring */
 
 /* Byte layout of one stage for format F and WM warps along m */
 template <int F, int WM>
@@ -118,29 +128,33 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t &d0, uint32_t &d
 __device__ __forceinline__ int xs_off(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 
 /* Issue the copies of k tile kt into stage base sb (a shared address):
- * x rows m0 .. m0 + XROWS - 1 and W row tiles nt0 .. nt0 + TILES - 1. */
+ * x rows m0 .. m0 + XROWS - 1 and W row tiles nt0 .. nt0 + TILES - 1. Each
+ * thread's share is fixed (shifts, no division): this runs every k tile on
+ * every thread, beside 64 mma per warp. */
 template <int F, int WM>
 __device__ __forceinline__ void stage_load(const Params &p, uint32_t sb, unsigned char *sp,
                                            int kt, int m0, int nt0)
 {
     using S = MidStage<F, WM>;
     const int tid = threadIdx.x;
-    /* x: XROWS rows x 8 chunks */
     const int kc = kt * 64;
+    /* x: XROWS rows x 8 chunks of 16 bytes; thread tid takes chunk tid % 8 of
+     * rows tid / 8 + 32 i */
+    constexpr int XPT = S::XROWS * 8 / MID_THREADS;
+    const int c = tid & 7, gk = kc + c * 8;
     if (p.x_vec) {
-        for (int v = tid; v < S::XROWS * 8; v += MID_THREADS) {
-            int r = v >> 3, c = v & 7;
-            int gm = m0 + r, gk = kc + c * 8;
-            bool ok = gm < p.m && gk < p.k; /* k % 8 == 0: a chunk is all in or all out */
+#pragma unroll
+        for (int i = 0; i < XPT; i++) {
+            const int r = (tid >> 3) + 32 * i, gm = m0 + r;
+            const bool ok = gm < p.m && gk < p.k; /* k % 8 == 0: a chunk is all in or out */
             const __nv_bfloat16 *src = ok ? p.x + (size_t)gm * p.k + gk : p.x;
             cp16(sb + S::X + xs_off(r, c), src, ok);
         }
     } else {
         /* unaligned x or k % 8 != 0: element loads, plain shared stores
          * (visible after the __syncthreads that precedes this stage's use) */
-        for (int v = tid; v < S::XROWS * 8; v += MID_THREADS) {
-            int r = v >> 3, c = v & 7;
-            int gm = m0 + r, gk = kc + c * 8;
+        for (int i = 0; i < XPT; i++) {
+            const int r = (tid >> 3) + 32 * i, gm = m0 + r;
             uint16_t h[8];
 #pragma unroll
             for (int e = 0; e < 8; e++)
@@ -153,28 +167,56 @@ __device__ __forceinline__ void stage_load(const Params &p, uint32_t sb, unsigne
                            h[4] | (uint32_t)h[5] << 16, h[6] | (uint32_t)h[7] << 16);
         }
     }
-    /* W: per tile 32 chunks of codes, SCB / 16 of scales, CRB / 16 of corr */
-    constexpr int CPT = 32 + S::SCB / 16 + S::CRB / 16;
-    for (int v = tid; v < S::TILES * CPT; v += MID_THREADS) {
-        int u = v / CPT, c = v % CPT;
-        int nt = nt0 + u;
-        bool ok = nt < p.tiles_n;
-        size_t tile = ok ? (size_t)nt * p.tiles_k + (size_t)kt : 0;
-        const unsigned char *src;
-        uint32_t dst;
-        if (c < 32) {
-            src = reinterpret_cast<const unsigned char *>(p.codes) + tile * 512 + c * 16;
-            dst = sb + S::CODES + u * 512 + c * 16;
-        } else if (c < 32 + S::SCB / 16) {
-            c -= 32;
-            src = p.scales + tile * S::SCB + c * 16;
-            dst = sb + S::SCALES + u * S::SCB + c * 16;
-        } else {
-            c -= 32 + S::SCB / 16;
-            src = p.corr + tile * S::CRB + c * 16;
-            dst = sb + S::CORR + u * S::CRB + c * 16;
-        }
-        cp16(dst, src, ok);
+    /* W codes: TILES x 32 chunks; thread tid takes chunk tid % 32 of tiles
+     * tid / 32 + 8 i. Row tiles past the weight are zero. */
+    constexpr int CPT = S::TILES * 32 / MID_THREADS;
+#pragma unroll
+    for (int i = 0; i < CPT; i++) {
+        const int u = (tid >> 5) + 8 * i, nt = nt0 + u;
+        const bool ok = nt < p.tiles_n;
+        const size_t tile = ok ? (size_t)nt * p.tiles_k + (size_t)kt : 0;
+        cp16(sb + S::CODES + u * 512 + (tid & 31) * 16,
+             reinterpret_cast<const unsigned char *>(p.codes) + tile * 512 + (tid & 31) * 16,
+             ok);
+    }
+    /* scale records on threads 0.., correction records on threads 128.. */
+    constexpr int SC = S::SCB / 16, CC = S::CRB / 16; /* chunks per tile */
+    static_assert(S::TILES * SC <= 128 && S::TILES * CC <= 128, "record chunks");
+    if (tid < S::TILES * SC) {
+        const int u = tid / SC, ch = tid % SC, nt = nt0 + u;
+        const bool ok = nt < p.tiles_n;
+        const size_t tile = ok ? (size_t)nt * p.tiles_k + (size_t)kt : 0;
+        cp16(sb + S::SCALES + u * S::SCB + ch * 16, p.scales + tile * S::SCB + ch * 16, ok);
+    }
+    if (CC && tid >= 128 && tid < 128 + S::TILES * CC) {
+        const int v = tid - 128, u = v / (CC ? CC : 1), ch = v % (CC ? CC : 1), nt = nt0 + u;
+        const bool ok = nt < p.tiles_n;
+        const size_t tile = ok ? (size_t)nt * p.tiles_k + (size_t)kt : 0;
+        cp16(sb + S::CORR + u * S::CRB + ch * 16, p.corr + tile * S::CRB + ch * 16, ok);
+    }
+}
+
+/* Decode this warp's R row tiles of W in stage st into a. */
+template <int F, int WM>
+__device__ __forceinline__ void stage_decode(const unsigned char *st, int wn, int lane,
+                                             int mx_fold, uint32_t (&a)[MID_R][4][4])
+{
+    using S = MidStage<F, WM>;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int r = 0; r < MID_R; r++) {
+        const int u = wn * MID_R + r;
+        const uint4 wc = reinterpret_cast<const uint4 *>(st + S::CODES + u * 512)[lane];
+        uint2 sc = make_uint2(0, 0), cr = make_uint2(0, 0);
+        if (S::WIDE)
+            sc = reinterpret_cast<const uint2 *>(st + S::SCALES + u * S::SCB)[g];
+        else
+            sc.x = reinterpret_cast<const uint32_t *>(st + S::SCALES + u * S::SCB)[g];
+        if (F == FMT_MXPLUS)
+            cr.x = reinterpret_cast<const uint32_t *>(st + S::CORR + u * S::CRB)[g];
+        if (F == FMT_NVPLUS)
+            cr = reinterpret_cast<const uint2 *>(st + S::CORR + u * S::CRB)[g];
+        decode_tile<F>(wc, sc, cr, t, mx_fold, a[r]);
     }
 }
 
@@ -209,46 +251,41 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
     const int lm_i = lane >> 3, lm_r = lane & 7;
     const uint32_t lm_row = (uint32_t)(wm * 64 + (lm_i >> 1) * 8 + lm_r) * 128u;
 
-    /* prologue: the first MID_STAGES - 1 k tiles */
+    /* prologue: the first MID_STAGES - 1 k tiles; k tile 0 decoded */
 #pragma unroll
     for (int s = 0; s < MID_STAGES - 1; s++) {
         if (s < nkt)
             stage_load<F, WM>(p, sbase + s * S::BYTES, smem + s * S::BYTES, kt0 + s, m0, nt0);
         cp_commit();
     }
+    cp_wait<MID_STAGES - 2>();
+    __syncthreads();
+    uint32_t a[MID_R][4][4]; /* k tile i, decoded */
+    stage_decode<F, WM>(smem, wn, lane, p.mx_fold, a);
 
     for (int i = 0; i < nkt; i++) {
-        cp_wait<MID_STAGES - 2>(); /* this thread's copies of k tile i are done */
-        __syncthreads();           /* everyone's are; stage i - 1 is free */
+        /* this thread's copies of k tiles i and i + 1 are done; the barrier
+         * makes everyone's visible and frees stage i - 1 (its x was read in
+         * iteration i - 1, its W decoded in iteration i - 2) */
+        cp_wait<MID_STAGES - 3>();
+        __syncthreads();
         {
-            const int nx = i + MID_STAGES - 1, s = nx % MID_STAGES;
+            const int nx = i + MID_STAGES - 1;
             if (nx < nkt)
-                stage_load<F, WM>(p, sbase + s * S::BYTES, smem + s * S::BYTES, kt0 + nx, m0,
-                                  nt0);
+                stage_load<F, WM>(p, sbase + (nx % MID_STAGES) * S::BYTES,
+                                  smem + (nx % MID_STAGES) * S::BYTES, kt0 + nx, m0, nt0);
             cp_commit(); /* an empty group keeps the count of wait_group right */
         }
         if (qn == 0)
             continue; /* this warp's rows of x are all beyond m */
 
-        const int s = i % MID_STAGES;
-        const unsigned char *st = smem + s * S::BYTES;
-        uint32_t a[MID_R][4][4];
-#pragma unroll
-        for (int r = 0; r < MID_R; r++) {
-            const int u = wn * MID_R + r;
-            const uint4 wc = reinterpret_cast<const uint4 *>(st + S::CODES + u * 512)[lane];
-            uint2 sc = make_uint2(0, 0), cr = make_uint2(0, 0);
-            if (S::WIDE)
-                sc = reinterpret_cast<const uint2 *>(st + S::SCALES + u * S::SCB)[g];
-            else
-                sc.x = reinterpret_cast<const uint32_t *>(st + S::SCALES + u * S::SCB)[g];
-            if (F == FMT_MXPLUS)
-                cr.x = reinterpret_cast<const uint32_t *>(st + S::CORR + u * S::CRB)[g];
-            if (F == FMT_NVPLUS)
-                cr = reinterpret_cast<const uint2 *>(st + S::CORR + u * S::CRB)[g];
-            decode_tile<F>(wc, sc, cr, t, p.mx_fold, a[r]);
-        }
-        const uint32_t xb = sbase + s * S::BYTES + S::X + lm_row;
+        /* the mma of k tile i, with k tile i + 1's decode between them so
+         * the ALU work overlaps the tensor cores' (one basic block: no
+         * branch inside; past the split's end the decode reads a stale
+         * stage and its result is not used) */
+        const uint32_t xb = sbase + (i % MID_STAGES) * S::BYTES + S::X + lm_row;
+        const unsigned char *nst = smem + ((i + 1) % MID_STAGES) * S::BYTES;
+        uint32_t an[MID_R][4][4];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             /* chunk of this lane's ldmatrix row: 2j, +1 for odd matrices;
@@ -257,16 +294,23 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
             uint32_t b[MID_QT][2];
 #pragma unroll
             for (int qp = 0; qp < MID_QT / 2; qp++)
-                if (2 * qp < qn)
-                    ldsm_x4(xb + qp * 16 * 128 + coff, b[2 * qp][0], b[2 * qp][1],
-                            b[2 * qp + 1][0], b[2 * qp + 1][1]);
+                ldsm_x4(xb + qp * 16 * 128 + coff, b[2 * qp][0], b[2 * qp][1],
+                        b[2 * qp + 1][0], b[2 * qp + 1][1]);
 #pragma unroll
             for (int q = 0; q < MID_QT; q++)
-                if (q < qn)
 #pragma unroll
-                    for (int r = 0; r < MID_R; r++)
-                        mma_bf16(acc[r][q], a[r][j], b[q][0], b[q][1]);
+                for (int r = 0; r < MID_R; r++)
+                    mma_bf16(acc[r][q], a[r][j], b[q][0], b[q][1]);
+            if (j == 1)
+                stage_decode<F, WM>(nst, wn, lane, p.mx_fold, an);
         }
+#pragma unroll
+        for (int r = 0; r < MID_R; r++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a[r][j][e] = an[r][j][e];
     }
     cp_wait<0>(); /* no copy may outlive the CTA (only empty groups remain) */
 
