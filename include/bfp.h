@@ -493,8 +493,9 @@ typedef enum {
                                 33..256, correct for any m; m in chunks of 128,
                                 64 when m <= 64): each warp 32 rows of W x 64 of
                                 x, x and W through a cp.async ring. Workspace:
-                                fp32 partial sums + counters when K is split,
-                                else none. Not picked by AUTO (docs/gemm.md) */
+                                when K is split in s parts, s fp32 [m, n] slices
+                                + counters, else none. Not picked by AUTO
+                                (docs/gemm.md) */
 } bfp_matmul_path;
 
 /** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path. */

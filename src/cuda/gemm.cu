@@ -151,7 +151,8 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
     P.ctas_n = (unsigned)((w->tiles_n + wt - 1) / wt);
     size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks, sms = (size_t)w->sms;
     /* fraction of the last wave's SMs that work, for s splits; a larger s
-     * must gain 3% to be taken (every split adds m x n fp32 atomics) */
+     * must gain 3% to be taken (every split adds an m x n fp32 slice to
+     * write, read and zero) */
     auto fill = [&](size_t s) {
         size_t c = ctas * s;
         return (double)c / (double)(((c + sms - 1) / sms) * sms);
@@ -172,8 +173,8 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
         best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
     P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
-    /* workspace [n][mp], mp = m rounded up to even (float2 atomics) */
-    P.ctr_offset = align256(w->n * ((m + 1) & ~(size_t)1) * sizeof(float));
+    /* workspace: one [m][n] fp32 slice per split, then the counters */
+    P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
     P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
     return P;
 }
