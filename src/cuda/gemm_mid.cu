@@ -40,13 +40,14 @@
  *    fused kernel; it issues ~460 now.)
  *  - Grid: (CTA columns, K splits, m chunks). The K split count is picked
  *    on the host (plan_mid in gemm.cu) so the grid fills the SMs in close to
- *    whole waves: one CTA per SM (150-200 registers x 256 threads, no
+ *    whole waves: one CTA per SM (194-197 registers x 256 threads, no
  *    spills; 74-108 KB of shared memory).
  *  - Split-K: like the fused kernel (a counter per output tile; the CTA
  *    that completes it writes bf16, adds the bias and zeroes its part of the
  *    workspace and the counter), but without atomics on the sums: each
  *    split stores its partials in its own slice [split][m][n] of the
- *    workspace and the last CTA adds the slices in split order.
+ *    workspace and the last CTA adds the slices in split order, in its
+ *    fragment layout (its own slice from registers).
  *  - Rows of x beyond m are zero (zero fill) and their sums are dropped;
  *    n8 tiles wholly beyond m skip their mma. NaN weights propagate through
  *    the mma as in the fused kernel.
