@@ -487,8 +487,15 @@ typedef enum {
     BFP_MATMUL_AUTO = 0,     /* FUSED for small m, DEQUANT_CUBLAS for large */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
     BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
-    BFP_MATMUL_SKINNY = 3    /* m <= 32 only: stream-K kernel fed by bulk copies;
+    BFP_MATMUL_SKINNY = 3,   /* m <= 32 only: stream-K kernel fed by bulk copies;
                                 measured slower than FUSED (docs/gemm.md) */
+    BFP_MATMUL_MID = 4       /* tensor-core kernel for medium m (meant for
+                                33..256, correct for any m; m in chunks of 128,
+                                64 when m <= 64): each warp 32 rows of W x 64 of
+                                x, x and W through a cp.async ring. Workspace:
+                                when K is split in s parts, s fp32 [m, n] slices
+                                + counters, else none. Not picked by AUTO
+                                (docs/gemm.md) */
 } bfp_matmul_path;
 
 /** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path. */

@@ -1,5 +1,5 @@
-/* test_cuda_matmul.c - the GPU matmul (fused kernel and dequantize + cuBLAS
- * path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
+/* test_cuda_matmul.c - the GPU matmul (fused, skinny and mid kernels and
+ * the dequantize + cuBLAS path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
  * 300 and 4096, n and k that are not multiples of the tiles, random and
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
  * every output written (y is poisoned with NaN first), the workspace left
@@ -127,7 +127,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     }
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
-        if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY ||
+        if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_MID ||
             (path == BFP_MATMUL_AUTO && m <= 32)) {
             uint8_t *h = malloc(wsb);
             CU(cudaMemcpy(h, dws, wsb, cudaMemcpyDeviceToHost));
@@ -150,7 +150,7 @@ out:
 }
 
 /* A NaN in W makes its block NaN: that column of y is NaN, the others not. */
-static void nan_case(bfp_format f)
+static void nan_case(bfp_format f, bfp_matmul_path path)
 {
     size_t m = 3, n = 40, k = 200;
     hplanes w;
@@ -162,21 +162,20 @@ static void nan_case(bfp_format f)
     bfp_cuda_weight *dw;
     CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &dw) == BFP_OK, "upload");
     void *dx, *dy, *dws;
-    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, BFP_MATMUL_FUSED);
+    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, path);
     CU(cudaMalloc(&dx, sizeof x));
     CU(cudaMalloc(&dy, sizeof y));
     CU(cudaMalloc(&dws, wsb + 1));
     CU(cudaMemset(dws, 0, wsb + 1));
     CU(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
-    CHECK(bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_FUSED, NULL) == BFP_OK,
-          "matmul");
+    CHECK(bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, path, NULL) == BFP_OK, "matmul");
     CU(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
     int good = 1;
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++)
             good &= (j == 17) == (isnan(bfp_bf16_to_f32(y[i * n + j])) != 0);
-    CHECK(good, "%s: NaN block must give a NaN column 17 and nothing else",
-          bfp_format_get(f)->name);
+    CHECK(good, "%s path %d: NaN block must give a NaN column 17 and nothing else",
+          bfp_format_get(f)->name, (int)path);
     CU(cudaFree(dx));
     CU(cudaFree(dy));
     CU(cudaFree(dws));
@@ -218,16 +217,23 @@ int main(void)
             run_case(f, m, n, k, 1, 1, 0, BFP_MATMUL_DEQUANT_CUBLAS);
             if (m <= 32)
                 run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 0), 0, BFP_MATMUL_SKINNY);
+            run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 1), 0, BFP_MATMUL_MID);
         }
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_FUSED);   /* unaligned x */
         run_case(f, 3, 40, 256, 2, 0, 0, BFP_MATMUL_FUSED);   /* huge weight rows */
+        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_MID);     /* unaligned x */
+        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);   /* unaligned, wm 2, odd m */
+        run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_MID);   /* huge rows, split K */
         if (quick)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */
         run_case(f, 600, 80, 320, 0, 0, 0, BFP_MATMUL_FUSED); /* several m chunks */
-        nan_case(f);
+        run_case(f, 600, 80, 320, 0, 1, 0, BFP_MATMUL_MID);   /* several m chunks */
+        run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
+        nan_case(f, BFP_MATMUL_FUSED);
+        nan_case(f, BFP_MATMUL_MID);
     }
     errors();
     return check_summary("test_cuda_matmul");

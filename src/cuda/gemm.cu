@@ -1,5 +1,5 @@
 /* gemm.cu - the GPU matmul API: weight upload (prepack on the host, copy to
- * the device), the path choice, the split-K plan and the cuBLAS path for
+ * the device), the path choice, the split-K plans and the cuBLAS path for
  * large m (W dequantized to bf16 in the workspace, then one bf16 GEMM). */
 #include "bfp.h"
 #include "gemm_internal.h"
@@ -124,6 +124,61 @@ SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m)
     return P;
 }
 
+/* The mid kernel's plan (gemm_mid.cu): wm warps along m (2 when m > 64),
+ * CTAs of mid_w_tiles(wm) row tiles of W by 64 wm rows of x, and K split so
+ * that the grid (one CTA per SM) fills the SMs in close to whole waves. */
+struct MidPlan {
+    int wm, mchunks, splits, tiles_per_split;
+    unsigned ctas_n;
+    size_t ws_bytes, ctr_offset;
+};
+
+constexpr size_t MID_MIN_SPLIT_TILES = 4; /* k tiles per split at least */
+constexpr int MID_MAX_SPLITS = 16;
+
+bool mid_fits(size_t m)
+{
+    return (m + 63) / 64 <= 65535; /* grid.z */
+}
+
+MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
+{
+    MidPlan P;
+    P.wm = m > 64 ? 2 : 1;
+    size_t mc = (size_t)64 * P.wm;
+    P.mchunks = (int)((m + mc - 1) / mc);
+    size_t wt = (size_t)mid_w_tiles(P.wm);
+    P.ctas_n = (unsigned)((w->tiles_n + wt - 1) / wt);
+    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks, sms = (size_t)w->sms;
+    /* fraction of the last wave's SMs that work, for s splits; a larger s
+     * must gain 3% to be taken (every split adds an m x n fp32 slice to
+     * write, read and zero) */
+    auto fill = [&](size_t s) {
+        size_t c = ctas * s;
+        return (double)c / (double)(((c + sms - 1) / sms) * sms);
+    };
+    size_t smax = w->tiles_k / MID_MIN_SPLIT_TILES;
+    if (smax > (size_t)MID_MAX_SPLITS)
+        smax = MID_MAX_SPLITS;
+    size_t best = 1;
+    for (size_t s = 2; s <= smax; s++)
+        if (fill(s) > fill(best) + 0.03)
+            best = s;
+    static int force = -1; /* BFP_MATMUL_MID_SPLITS: a tuning knob for benchmarks */
+    if (force < 0) {
+        const char *e = getenv("BFP_MATMUL_MID_SPLITS");
+        force = e && atoi(e) > 0 && atoi(e) <= 64 ? atoi(e) : 0;
+    }
+    if (force)
+        best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
+    P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
+    P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
+    /* workspace: one [m][n] fp32 slice per split, then the counters */
+    P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
+    P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
+    return P;
+}
+
 size_t deq_chunk_rows(const bfp_cuda_weight *w)
 {
     size_t rows = DEQ_CHUNK_BYTES / (2 * w->k);
@@ -145,16 +200,22 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
         y[i] = bias[i % n];
 }
 
+enum Kernel { K_FUSED, K_SKINNY, K_MID };
+
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
-                     void *y, void *ws, size_t ws_bytes, bool skinny, cudaStream_t s)
+                     void *y, void *ws, size_t ws_bytes, Kernel kern, cudaStream_t s)
 {
+    const bool skinny = kern == K_SKINNY, mid = kern == K_MID;
     FusedPlan P = {};
     SkinnyPlan S = {};
+    MidPlan M = {};
     if (skinny)
         S = plan_skinny(w, m);
+    else if (mid)
+        M = plan_mid(w, m);
     else
         P = plan_fused(w, m);
-    const size_t need = skinny ? S.ws_bytes : P.ws_bytes;
+    const size_t need = skinny ? S.ws_bytes : mid ? M.ws_bytes : P.ws_bytes;
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     Params p;
@@ -165,7 +226,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.bias = static_cast<const __nv_bfloat16 *>(bias);
     p.y = static_cast<__nv_bfloat16 *>(y);
     p.ws = static_cast<float *>(ws);
-    const size_t ctr = skinny ? S.ctr_offset : P.ctr_offset;
+    const size_t ctr = skinny ? S.ctr_offset : mid ? M.ctr_offset : P.ctr_offset;
     p.counters = need ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + ctr) : nullptr;
     p.ts = w->ts;
     int fold = w->kind == FMT_NV || w->kind == FMT_NVPLUS ? NV_FOLD
@@ -184,6 +245,14 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.chunk_tiles = P.chunk_tiles;
     p.xs_ld = P.chunk_tiles * 64 + 8;
     p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
+    if (mid) {
+        p.tiles_per_split = M.tiles_per_split;
+        p.splits = M.splits;
+        p.chunk_tiles = 0; /* unused by the mid kernel */
+        p.xs_ld = 0;
+        dim3 grid(M.ctas_n, (unsigned)M.splits, (unsigned)M.mchunks);
+        return launch_mid(w->kind, p, M.wm, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+    }
     if (skinny) {
         p.units = S.units;
         p.upw = S.upw;
@@ -340,6 +409,8 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
         path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : 0;
+    if (path == BFP_MATMUL_MID)
+        return mid_fits(m) ? plan_mid(w, m).ws_bytes : 0;
     return path == BFP_MATMUL_FUSED ? plan_fused(w, m).ws_bytes : deq_ws_bytes(w);
 }
 
@@ -355,10 +426,14 @@ bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
         path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (path == BFP_MATMUL_FUSED)
-        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, false, s);
+        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_FUSED, s);
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m)
-                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, true, s)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_SKINNY, s)
+                   : BFP_ERR_SHAPE;
+    if (path == BFP_MATMUL_MID)
+        return mid_fits(m)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_MID, s)
                    : BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_DEQUANT_CUBLAS)
         return run_cublas(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, s);

@@ -1,5 +1,5 @@
 /* gemm_internal.h - between the matmul host code (gemm.cu) and the kernels'
- * launchers (gemm_fused.cu, gemm_skinny.cu). */
+ * launchers (gemm_fused.cu, gemm_skinny.cu, gemm_mid.cu). */
 #pragma once
 #include "gemm_fused.cuh"
 
@@ -18,5 +18,13 @@ constexpr int skinny_rows(int nt) { return nt == 4 ? 2 : 4; }
 int skinny_resident_warps(int fmt_kind, int nt);
 /* grid: ceil(p.units / p.upw) warps */
 cudaError_t launch_skinny(int fmt_kind, const Params &p, int nt, cudaStream_t s);
+
+/* The mid kernel (gemm_mid.cu): CTAs of MID_WARPS warps, each warp MID_R
+ * row tiles of W by 64 rows of x; wm = 1 or 2 warps along m, so a CTA takes
+ * mid_w_tiles(wm) row tiles of W and 64 wm rows of x. */
+constexpr int MID_WARPS = 8, MID_R = 2;
+constexpr int mid_w_tiles(int wm) { return MID_WARPS / wm * MID_R; }
+/* grid: (CTA columns, p.splits, m chunks of 64 wm rows) */
+cudaError_t launch_mid(int fmt_kind, const Params &p, int wm, dim3 grid, cudaStream_t s);
 
 } // namespace bfpgemm
