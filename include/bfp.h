@@ -506,7 +506,11 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
  * y = x . W^T (+ bias) on the GPU: d_x bf16 [m, k], d_bias bf16 [n] or
  * NULL, d_y bf16 [m, n]; fp32 accumulation. d_workspace (device memory of
  * bfp_cuda_matmul_workspace_size() bytes) must hold zeros before its first
- * use; every call leaves it zeroed again. No allocation, no synchronization.
+ * use. One workspace may serve every path and every m (for the largest size
+ * those need): the kernels at m <= 32 use its front, which every call leaves
+ * zero; the dequantize path writes only after that front, and the kernel
+ * paths at larger m (and MID) zero their own region first.
+ * No allocation, no synchronization.
  */
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
                            const void *d_bias, void *d_y, void *d_workspace,

@@ -3,8 +3,8 @@
  * 300 and 4096, n and k that are not multiples of the tiles, random and
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
  * every output written (y is poisoned with NaN first), the workspace left
- * zeroed (a second call is as good), NaN weight blocks giving NaN
- * columns. Without a GPU it prints "skipped: no GPU" and passes. */
+ * zeroed (a second call is as good), one workspace shared by every path in
+ * turn, NaN weight blocks giving NaN columns. Without a GPU it prints "skipped: no GPU" and passes. */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -183,6 +183,72 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
     free_weight(&w);
 }
 
+/* One workspace, zeroed once, for every path in turn (an engine's prefill
+ * through dequantize + cuBLAS, then decode through the small-m kernels): the
+ * dequantize path must not leave W where the kernels expect zeros. */
+static void shared_ws_case(bfp_format f)
+{
+    static const struct {
+        bfp_matmul_path path;
+        size_t m;
+    } seq[] = {{BFP_MATMUL_DEQUANT_CUBLAS, 64}, {BFP_MATMUL_FUSED, 1},  {BFP_MATMUL_SKINNY, 16},
+               {BFP_MATMUL_AUTO, 64},           {BFP_MATMUL_MID, 64},   {BFP_MATMUL_FUSED, 5},
+               {BFP_MATMUL_DEQUANT_CUBLAS, 40}, {BFP_MATMUL_FUSED, 64}, {BFP_MATMUL_AUTO, 1},
+               {BFP_MATMUL_SKINNY, 32}};
+    const size_t n = 300, k = 1000, mmax = 64, nseq = sizeof seq / sizeof seq[0];
+    const char *name = bfp_format_get(f)->name;
+    hplanes w;
+    make_weight(f, n, k, 1, -1, &w);
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    uint16_t *x = malloc(mmax * k * 2), *y = malloc(mmax * n * 2);
+    float *ref = malloc(mmax * n * sizeof *ref);
+    for (size_t i = 0; i < mmax * k; i++)
+        x[i] = bfp_f32_to_bf16((float)gauss());
+    bfp_cuda_weight *dw = NULL;
+    CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &dw) == BFP_OK, "%s upload", name);
+    if (!dw)
+        goto out;
+    size_t wsb = 0;
+    for (size_t i = 0; i < nseq; i++) {
+        size_t b = bfp_cuda_matmul_workspace_size(dw, seq[i].m, seq[i].path);
+        wsb = b > wsb ? b : wsb;
+    }
+    void *dx, *dy, *dws;
+    CU(cudaMalloc(&dx, mmax * k * 2));
+    CU(cudaMalloc(&dy, mmax * n * 2));
+    CU(cudaMalloc(&dws, wsb));
+    CU(cudaMemset(dws, 0, wsb)); /* once */
+    CU(cudaMemcpy(dx, x, mmax * k * 2, cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < nseq; i++) {
+        size_t m = seq[i].m; /* the first m rows of x */
+        CHECK(bfp_matmul_ref(f, &cw, n, k, x, m, NULL, ref) == BFP_OK, "ref");
+        CU(cudaMemset(dy, 0xFF, m * n * 2));
+        bfp_status st = bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, seq[i].path, NULL);
+        CHECK(st == BFP_OK, "%s shared workspace, step %zu: %s", name, i, bfp_status_str(st));
+        CU(cudaDeviceSynchronize());
+        CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        size_t nans = 0;
+        for (size_t j = 0; j < m * n; j++) {
+            double v = bfp_bf16_to_f32(y[j]), d = v - ref[j];
+            nans += isnan(v) != 0;
+            num += d * d;
+            den += (double)ref[j] * ref[j];
+        }
+        double rel = sqrt(num / den);
+        CHECK(nans == 0 && rel < 5e-3,
+              "%s shared workspace, step %zu (path %d, m=%zu): rel err %.3g, %zu NaN", name, i,
+              (int)seq[i].path, m, rel, nans);
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(dws));
+    bfp_cuda_weight_free(dw);
+out:
+    free(x), free(y), free(ref);
+    free_weight(&w);
+}
+
 static void errors(void)
 {
     hplanes w;
@@ -234,6 +300,7 @@ int main(void)
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
         nan_case(f, BFP_MATMUL_FUSED);
         nan_case(f, BFP_MATMUL_MID);
+        shared_ws_case(f);
     }
     errors();
     return check_summary("test_cuda_matmul");

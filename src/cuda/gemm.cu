@@ -23,6 +23,8 @@ struct bfp_cuda_weight {
     float ts;                     /* NVFP4 s_enc (host copy) */
     int mx_fold;                  /* see gemm_fused.cuh: operands carry 2^-fold */
     int sms;
+    size_t small_ws;              /* workspace bytes the kernel paths may use at
+                                     m <= FUSED_MAX_M (small_ws_bytes) */
     cublasHandle_t blas;
 };
 
@@ -188,9 +190,27 @@ size_t deq_chunk_rows(const bfp_cuda_weight *w)
     return rows < w->n ? rows : w->n;
 }
 
+/* The workspace's front: what the fused and skinny kernels use at any
+ * m <= FUSED_MAX_M. They rely on it being zero (each call leaves it zero
+ * again), so the dequantize path, which writes W and cuBLAS's scratch into
+ * the workspace, starts after it: AUTO may switch between decode-sized and
+ * large m on one workspace. Kernel paths at larger m (and MID) zero their
+ * own region first (zero_ws_first). */
+size_t small_ws_bytes(const bfp_cuda_weight *w)
+{
+    size_t most = 0;
+    for (size_t m = 1; m <= FUSED_MAX_M; m++) {
+        size_t b = plan_fused(w, m).ws_bytes;
+        if (skinny_fits(w, m) && plan_skinny(w, m).ws_bytes > b)
+            b = plan_skinny(w, m).ws_bytes;
+        most = b > most ? b : most;
+    }
+    return align256(most);
+}
+
 size_t deq_ws_bytes(const bfp_cuda_weight *w)
 {
-    return align256(deq_chunk_rows(w) * w->k * 2) + CUBLAS_WS;
+    return w->small_ws + align256(deq_chunk_rows(w) * w->k * 2) + CUBLAS_WS;
 }
 
 __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m, size_t n)
@@ -218,6 +238,11 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     const size_t need = skinny ? S.ws_bytes : mid ? M.ws_bytes : P.ws_bytes;
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
+    /* beyond the front that every path keeps zero (small_ws_bytes), the
+     * dequantize path may have left W: start from zeros */
+    const bool zero_ws_first = mid || m > FUSED_MAX_M;
+    if (need && zero_ws_first && cudaMemsetAsync(ws, 0, need, s) != cudaSuccess)
+        return BFP_ERR_DEVICE;
     Params p;
     p.codes = static_cast<const uint4 *>(w->codes);
     p.scales = static_cast<const uint8_t *>(w->scales);
@@ -268,7 +293,7 @@ bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const v
     if (!ws || ws_bytes < deq_ws_bytes(w))
         return BFP_ERR_ARG;
     size_t chunk = deq_chunk_rows(w);
-    char *wbuf = static_cast<char *>(ws);
+    char *wbuf = static_cast<char *>(ws) + w->small_ws; /* clear of the kernels' front */
     if (cublasSetStream(w->blas, s) != CUBLAS_STATUS_SUCCESS ||
         cublasSetWorkspace(w->blas, wbuf + align256(chunk * w->k * 2), CUBLAS_WS) !=
             CUBLAS_STATUS_SUCCESS)
@@ -389,6 +414,8 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
               cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
                   cudaSuccess &&
               cublasCreate(&h->blas) == CUBLAS_STATUS_SUCCESS;
+    if (ok)
+        h->small_ws = small_ws_bytes(h);
     free(hc), free(hs), free(hr);
     if (!ok) {
         weight_release(h);
