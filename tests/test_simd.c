@@ -293,6 +293,82 @@ static void test_nvfp4_decisions(void)
     free(x);
 }
 
+/* NVFP4(+) with bf16 input, whose AVX-512 path decides elements by one bf16
+ * threshold per block and midpoint: elements exactly on and one or two bf16
+ * steps either side of the point where t = fp32(x * s_enc) crosses each
+ * decision point m_k * sb, for block scales from the subnormal codes to 448
+ * (and blocks whose scale is 0), under tensor scales that are 1, a power of
+ * two (x * s_enc exact, t lands on m_k * sb), arbitrary, and extreme: an
+ * all-tiny tensor (s_enc clamped to FLT_MAX), a subnormal one, a huge one.
+ * A first reference run over the block maxima alone gives each block's
+ * scale; the other elements then sit at that scale's crossing points and
+ * never exceed the block max, so the scales stay. */
+static void test_nvfp4_bf16_thresholds(void)
+{
+    static const float mids[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    /* tensor amax (0: no tensor scale, s_enc = 1) */
+    static const float amax[] = {0.0f, 84.0f, 300.0f, 1e-38f, 3e-40f, 3e38f, 1e-30f, 2688.0f / 1024.0f};
+    enum { ROWS = 3, BPR = 41, COLS = 16 * BPR - 5 };
+    simd_rng r = {31337};
+    uint16_t *h = malloc(ROWS * COLS * sizeof *h);
+    for (size_t ai = 0; ai < sizeof amax / sizeof amax[0]; ai++) {
+        float A = amax[ai] > 0 ? amax[ai] : 2688.0f;
+        uint16_t abits = (uint16_t)(bits_of(A) >> 16);
+        bfp_options o;
+        bfp_options_init(&o);
+        o.nvfp4_no_tensor_scale = amax[ai] == 0;
+        /* block maxima only: A 2^-e with a random mantissa, e over 0..44 */
+        memset(h, 0, ROWS * COLS * sizeof *h);
+        int pos[ROWS][BPR];
+        for (int row = 0; row < ROWS; row++)
+            for (int b = 0; b < BPR; b++) {
+                int len = b + 1 < BPR ? 16 : 16 - (16 * BPR - COLS);
+                int e = (row * BPR + b) * 7 % 45;
+                uint32_t mb = bits_of(ldexpf(A, -e)) >> 16;
+                mb = mb > abits ? abits : mb;
+                mb = (mb & ~0x7Fu) | rng_below(&r, 128);
+                mb = mb > abits ? abits : mb;
+                pos[row][b] = (int)rng_below(&r, (uint32_t)len);
+                h[row * COLS + 16 * b + pos[row][b]] = (uint16_t)(mb | rng_below(&r, 2) << 15);
+            }
+        h[0] = abits, pos[0][0] = 0; /* the tensor amax */
+        simd_planes q;
+        if (simd_planes_alloc(&q, BFP_NVFP4, ROWS, COLS, 0, 0))
+            break;
+        bfp_stats s0;
+        bfp_status rs = bfp_quantize_ref(BFP_NVFP4, BFP_DTYPE_BF16, h, ROWS, COLS, &o, &q.p, &s0);
+        float ts = q.ts;
+        for (int row = 0; row < ROWS && rs == BFP_OK; row++)
+            for (int b = 0; b < BPR; b++) {
+                unsigned sc = q.p.scales[row * BPR + b];
+                int len = b + 1 < BPR ? 16 : 16 - (16 * BPR - COLS);
+                uint16_t *x = h + row * COLS + 16 * b;
+                uint32_t mb = x[pos[row][b]] & 0x7FFFu;
+                if (sc == 0 || sc >= 0x7F)
+                    continue;
+                double sb = e4m3_value(sc);
+                for (int i = 0; i < len; i++) {
+                    if (i == pos[row][b])
+                        continue;
+                    double u = mids[rng_below(&r, 7)] * sb / ts; /* the crossing point */
+                    int32_t c = (int32_t)(bits_of((float)u) >> 16) + (int32_t)rng_below(&r, 5) - 2;
+                    uint32_t v = c < 0 ? 0u : (uint32_t)c;
+                    v = v > mb ? mb : v;
+                    x[i] = (uint16_t)(v | rng_below(&r, 2) << 15);
+                }
+            }
+        simd_planes_free(&q);
+        CHECK(rs == BFP_OK, "nvfp4 bf16 thresholds: reference scales (amax %g)", (double)amax[ai]);
+        CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_BF16, h, ROWS, COLS, &o, 0),
+              "nvfp4 bf16 at the thresholds (amax %g, s_enc %g)", (double)amax[ai], (double)ts);
+        CHECK(quantize_matches(BFP_NVFP4_PLUS, BFP_DTYPE_BF16, h, ROWS, COLS, &o, 1),
+              "nvfp4+ bf16 at the thresholds (amax %g, s_enc %g)", (double)amax[ai], (double)ts);
+        CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_BF16, h + 1, 1, ROWS * COLS - 1, &o, 2),
+              "nvfp4 bf16 at the thresholds, one row (amax %g)", (double)amax[ai]);
+    }
+    free(h);
+}
+
 /* NVFP4 with the tensor-scale option; the stochastic, 2-D and scale-mode
  * options go to the reference and must still agree. */
 static void test_options(void)
@@ -382,6 +458,7 @@ int main(void)
     test_bf16_exponents();
     test_hif4_boundaries();
     test_nvfp4_decisions();
+    test_nvfp4_bf16_thresholds();
     test_options();
     test_errors();
     return check_summary("test_simd");
