@@ -29,6 +29,7 @@
 
 #include "cuda_host_stubs.h"
 #include "emul_gen.h"
+#include "emul_check.h"
 #include "bfp_cuda_kernels.cuh"
 
 using namespace bfpcuda;
@@ -103,34 +104,16 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
                 pp_tiny += (int)rs[b] - 127 - (rm[b] >> 5) < -127;
             }
     long bad = 0;
+    char label[64];
+    snprintf(label, sizeof label, "%s mode %d swz %d", f->name, smode, swz);
     const char *plane[3] = {"codes", "scales", "meta"};
     const std::vector<uint8_t> *r3[3] = {&rc, &rs, &rm}, *g3[3] = {&gc, &gs, &gm};
-    for (int p = 0; p < 3; p++) {
-        size_t n = p == 2 ? sz.meta : r3[p]->size();
-        for (size_t i = 0; i < n; i++) {
-            (*checked)++;
-            if ((*r3[p])[i] == (*g3[p])[i])
-                continue;
-            if (bad < 6) {
-                size_t blk = p == 0 ? i * 8 / f->elem_bits / 32 : i;
-                if (p == 1 && swz)
-                    blk = (size_t)-1;
-                printf("%s mode %d swz %d: %s[%zu] got %02x ref %02x", f->name, smode, swz,
-                       plane[p], i, (*g3[p])[i], (*r3[p])[i]);
-                if (blk != (size_t)-1 && blk < nblocks) {
-                    printf("  block %zu:", blk);
-                    for (int j = 0; j < 32; j++)
-                        printf(" %04x", src[blk * 32 + j]);
-                }
-                printf("\n");
-            }
-            bad++;
-        }
-    }
-    if (nonfinite != stats.nonfinite_blocks) {
-        printf("%s: non-finite count %llu, ref %zu\n", f->name, nonfinite, stats.nonfinite_blocks);
-        bad++;
-    }
+    for (int p = 0; p < 3; p++) /* no input for swizzled scales: their index is no block */
+        emul_compare_plane(
+            label, plane[p], r3[p]->data(), g3[p]->data(), p == 2 ? sz.meta : r3[p]->size(),
+            [&](size_t i) { return p == 0 ? i * 8 / f->elem_bits / 32 : p == 1 && swz ? SIZE_MAX : i; },
+            src.data(), 32, nblocks, checked, &bad);
+    emul_compare_nonfinite(f->name, nonfinite, stats.nonfinite_blocks, &bad);
     return bad;
 }
 

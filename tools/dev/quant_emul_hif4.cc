@@ -25,6 +25,7 @@
 
 #include "cuda_host_stubs.h"
 #include "emul_gen.h"
+#include "emul_check.h"
 #include "bfp_cuda_kernels.cuh"
 
 using namespace bfpcuda;
@@ -204,28 +205,11 @@ static long run(const std::vector<uint16_t> &src, size_t rows, size_t cols, long
     for (size_t b = 0; b < nblocks; b++)
         hif4_block_bf16<FMT>(P, b);
     long bad = 0;
-    for (int p = 0; p < 2; p++) {
-        const uint8_t *r = p ? rs.data() : rc.data(), *g = p ? P.scales : P.codes;
-        size_t n = p ? sz.scales : sz.codes;
-        for (size_t i = 0; i < n; i++) {
-            (*checked)++;
-            if (r[i] == g[i])
-                continue;
-            if (bad < 6) {
-                size_t blk = p ? i / 4 : i / 32;
-                printf("hif4: %s[%zu] got %02x ref %02x  block %zu:", p ? "scales" : "codes", i, g[i],
-                       r[i], blk);
-                for (int j = 0; j < 64; j++)
-                    printf(" %04x", src[blk * 64 + j]);
-                printf("\n");
-            }
-            bad++;
-        }
-    }
-    if (nonfinite != stats.nonfinite_blocks) {
-        printf("hif4: non-finite count %llu, ref %zu\n", nonfinite, stats.nonfinite_blocks);
-        bad++;
-    }
+    emul_compare_plane("hif4", "codes", rc.data(), P.codes, sz.codes,
+                       [](size_t i) { return i / 32; }, src.data(), 64, nblocks, checked, &bad);
+    emul_compare_plane("hif4", "scales", rs.data(), P.scales, sz.scales,
+                       [](size_t i) { return i / 4; }, src.data(), 64, nblocks, checked, &bad);
+    emul_compare_nonfinite("hif4", nonfinite, stats.nonfinite_blocks, &bad);
     return bad;
 }
 
