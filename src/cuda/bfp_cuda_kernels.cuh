@@ -539,6 +539,37 @@ __device__ __forceinline__ void load_rows(const QParams &P, bool vec, size_t row
     }
 }
 
+/* The codes of block b at the 4 * W bytes of codes it owns: one 16-byte
+ * store (4-bit), three 8-byte ones (6-bit: 2-byte stores measured 4x slower
+ * on the H200), or one 8-byte store per group (8-bit). */
+template <int W>
+__device__ __forceinline__ void put_block_codes(const QParams &P, size_t b, const PackT<W> packed[4])
+{
+    unsigned char *cp = P.codes + b * (size_t)(4 * W);
+    if (W == 4 && ((uintptr_t)P.codes & 15u) == 0) {
+        *reinterpret_cast<uint4 *>(cp) = make_uint4((uint32_t)packed[0], (uint32_t)packed[1],
+                                                    (uint32_t)packed[2], (uint32_t)packed[3]);
+    } else if (W == 6 && ((uintptr_t)P.codes & 7u) == 0) {
+        uint64_t *q = reinterpret_cast<uint64_t *>(cp);
+        uint64_t p0 = packed[0], p1 = packed[1], p2 = packed[2], p3 = packed[3];
+        q[0] = p0 | p1 << 48;
+        q[1] = p1 >> 16 | p2 << 32;
+        q[2] = p2 >> 32 | p3 << 16;
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            store_codes<W>(cp + k * W, packed[k], W, true);
+    }
+}
+
+/* CTAs of a grid-stride kernel of 256 threads with one thread per item:
+ * one pass, at most 2^20 CTAs (the threads stride over the rest) */
+inline unsigned stride_grid(size_t items)
+{
+    size_t ctas = (items + 255) / 256;
+    return (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20));
+}
+
 /* ---- bf16 MX / MX+ with a whole block per thread ------------------------------- *
  * The hot path of the MX family (bf16 input, RNE, rows of whole blocks, vector
  * alignment; FLOAT and INT grids, MX and MX+): a thread reads its block as
@@ -586,22 +617,7 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
                 packed[k] = k == cand / 8 ? bm_put<W>(packed[k], cand % 8, mag) : packed[k];
         }
     }
-    unsigned char *cp = P.codes + b * (size_t)(4 * W);
-    if (W == 4 && ((uintptr_t)P.codes & 15u) == 0) {
-        *reinterpret_cast<uint4 *>(cp) = make_uint4((uint32_t)packed[0], (uint32_t)packed[1],
-                                                    (uint32_t)packed[2], (uint32_t)packed[3]);
-    } else if (W == 6 && ((uintptr_t)P.codes & 7u) == 0) {
-        /* 4 x 48 bits as 3 x 64 (2-byte stores measured 4x slower on the H200) */
-        uint64_t *q = reinterpret_cast<uint64_t *>(cp);
-        uint64_t p0 = packed[0], p1 = packed[1], p2 = packed[2], p3 = packed[3];
-        q[0] = p0 | p1 << 48;
-        q[1] = p1 >> 16 | p2 << 32;
-        q[2] = p2 >> 32 | p3 << 16;
-    } else {
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            store_codes<W>(cp + k * W, packed[k], W, true);
-    }
+    put_block_codes<W>(P, b, packed);
     P.scales[P.swz ? swizzle_offset(b / P.G, b % P.G, P.swz_ncol) : b] = (unsigned char)sc;
     if (PLUS)
         P.meta[b] = (unsigned char)meta;
@@ -841,9 +857,7 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
         return launch_nv_block<FMT>(P, s);
     if (mx_block_ok<FMT>(P)) {
         size_t nblocks = P.L.rows * (P.L.cols / 32);
-        size_t ctas = (nblocks + 255) / 256;
-        BFP_LAUNCH(mx_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256, s,
-                   P, nblocks);
+        BFP_LAUNCH(mx_block_kernel<FMT>, stride_grid(nblocks), 256, s, P, nblocks);
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }

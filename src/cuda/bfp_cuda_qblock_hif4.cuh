@@ -166,9 +166,7 @@ bfp_status launch_hif4_block(const QParams &P, cudaStream_t s)
         size_t nblocks = P.L.rows * (P.L.cols / 64);
         if (nblocks == 0)
             return BFP_OK;
-        size_t ctas = (nblocks + 255) / 256;
-        BFP_LAUNCH(hif4_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256,
-                   s, P, nblocks);
+        BFP_LAUNCH(hif4_block_kernel<FMT>, stride_grid(nblocks), 256, s, P, nblocks);
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }

@@ -112,29 +112,6 @@ __device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_signs_bf16(const uint4
     return (PackT<W>)(q[0] | (uint64_t)q[1] << 32);
 }
 
-/* The codes of block b at the 4 * W bytes of codes it owns: one 16-byte
- * store (4-bit), three 8-byte ones (6-bit: 2-byte stores measured 4x slower
- * on the H200), or one 8-byte store per group (8-bit). */
-template <int W>
-__device__ __forceinline__ void put_block_codes(const QParams &P, size_t b, const PackT<W> packed[4])
-{
-    unsigned char *cp = P.codes + b * (size_t)(4 * W);
-    if (W == 4 && ((uintptr_t)P.codes & 15u) == 0) {
-        *reinterpret_cast<uint4 *>(cp) = make_uint4((uint32_t)packed[0], (uint32_t)packed[1],
-                                                    (uint32_t)packed[2], (uint32_t)packed[3]);
-    } else if (W == 6 && ((uintptr_t)P.codes & 7u) == 0) {
-        uint64_t *q = reinterpret_cast<uint64_t *>(cp);
-        uint64_t p0 = packed[0], p1 = packed[1], p2 = packed[2], p3 = packed[3];
-        q[0] = p0 | p1 << 48;
-        q[1] = p1 >> 16 | p2 << 32;
-        q[2] = p2 >> 32 | p3 << 16;
-    } else {
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            store_codes<W>(cp + k * W, packed[k], W, true);
-    }
-}
-
 /* Block b of the tensor (elements [32 b, 32 b + 32) of the flat input). */
 template <int FMT>
 __device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
@@ -224,9 +201,7 @@ bfp_status launch_mxpp_block(const QParams &P, cudaStream_t s)
         return BFP_ERR_UNSUPPORTED; /* not reached: mxpp_block_ok is false */
     } else {
         size_t nblocks = P.L.rows * (P.L.cols / 32);
-        size_t ctas = (nblocks + 255) / 256;
-        BFP_LAUNCH(mxpp_block_kernel<FMT>, (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256, s,
-                   P, nblocks);
+        BFP_LAUNCH(mxpp_block_kernel<FMT>, stride_grid(nblocks), 256, s, P, nblocks);
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }

@@ -377,10 +377,9 @@ bool nv_block_ok(const QParams &P)
 template <int FMT, bool SWZ, bool TS>
 bfp_status launch_nv_block_t(const QParams &P, size_t nblocks, cudaStream_t s)
 {
-    size_t npairs = nblocks / 2, ctas = (npairs + 255) / 256;
+    size_t npairs = nblocks / 2;
     if (npairs) {
-        BFP_LAUNCH((nv_block_kernel<FMT, SWZ, TS>),
-                   (unsigned)(ctas < (1u << 20) ? ctas : (1u << 20)), 256, s, P, npairs);
+        BFP_LAUNCH((nv_block_kernel<FMT, SWZ, TS>), stride_grid(npairs), 256, s, P, npairs);
         CUDA_OK(cudaGetLastError());
     }
     if (nblocks & 1) {
