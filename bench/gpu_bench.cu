@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include "bench_check.h"
 #include "cuda_check.h" /* tests/ */
 
 #include <algorithm>
@@ -23,16 +24,6 @@
 #include <string.h>
 #include <time.h>
 #include <vector>
-
-#define BFP(call)                                                                      \
-    do {                                                                               \
-        bfp_status s_ = (call);                                                        \
-        if (s_ != BFP_OK) {                                                            \
-            fprintf(stderr, "bfp error %s at %s:%d\n", bfp_status_str(s_), __FILE__,   \
-                    __LINE__);                                                         \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 __global__ void fill_bf16(uint16_t *x, size_t n, uint64_t seed)
 {

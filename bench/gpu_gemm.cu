@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "bench_check.h"
 #include "cuda_check.h" /* tests/ */
 
 #include <algorithm>
@@ -26,24 +27,6 @@
 #include <string.h>
 #include <time.h>
 #include <vector>
-
-#define BFP(call)                                                                      \
-    do {                                                                               \
-        bfp_status s_ = (call);                                                        \
-        if (s_ != BFP_OK) {                                                            \
-            fprintf(stderr, "bfp error %s at %s:%d\n", bfp_status_str(s_), __FILE__,   \
-                    __LINE__);                                                         \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
-#define CB(call)                                                                       \
-    do {                                                                               \
-        cublasStatus_t s_ = (call);                                                    \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                             \
-            fprintf(stderr, "cuBLAS error %d at %s:%d\n", (int)s_, __FILE__, __LINE__); \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 /* random bf16: normal-ish, an outlier now and then */
 __global__ void fill_bf16(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale)
