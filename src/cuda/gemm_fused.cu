@@ -137,11 +137,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
                 if (!tile_ok || n >= p.n || mm >= p.m)
                     continue;
                 float v = acc[q][e] * p.post;
-                if (p.use_ts)
-                    v = __fdiv_rn(v, p.ts);
-                if (p.bias)
-                    v += __bfloat162float(p.bias[n]);
-                p.y[(size_t)mm * p.n + n] = __float2bfloat16_rn(v);
+                p.y[(size_t)mm * p.n + n] = finish(p, v, n);
             }
         return;
     }
@@ -170,11 +166,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
         float *wp = p.ws + (size_t)mm * p.n + n;
         float v = __ldcg(wp);
         __stcg(wp, 0.0f);
-        if (p.use_ts)
-            v = __fdiv_rn(v, p.ts);
-        if (p.bias)
-            v += __bfloat162float(p.bias[n]);
-        p.y[(size_t)mm * p.n + n] = __float2bfloat16_rn(v);
+        p.y[(size_t)mm * p.n + n] = finish(p, v, n);
     }
     if (threadIdx.x == 0)
         *ctr = 0u;

@@ -268,4 +268,15 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
         }
 }
 
+/* a sum (already times 2^fold) as y's bf16: NVFP4's tensor scale, the bias (shared
+ * by the fused, skinny and mid kernels' epilogues) */
+__device__ __forceinline__ __nv_bfloat16 finish(const Params &p, float v, int n)
+{
+    if (p.use_ts)
+        v = __fdiv_rn(v, p.ts);
+    if (p.bias)
+        v += __bfloat162float(p.bias[n]);
+    return __float2bfloat16_rn(v);
+}
+
 } // namespace bfpgemm

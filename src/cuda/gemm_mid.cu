@@ -330,11 +330,7 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
                     if (n >= p.n || mm >= p.m)
                         continue;
                     float v = acc[r][q][e] * p.post;
-                    if (p.use_ts)
-                        v = __fdiv_rn(v, p.ts);
-                    if (p.bias)
-                        v += __bfloat162float(p.bias[n]);
-                    p.y[(size_t)mm * p.n + n] = __float2bfloat16_rn(v);
+                    p.y[(size_t)mm * p.n + n] = finish(p, v, n);
                 }
         return;
     }
@@ -409,11 +405,7 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
                     for (int sp = 0; sp < p.splits; sp++)
                         __stcg(p.ws + (size_t)sp * mn + (size_t)mm * p.n + n, 0.0f);
                     float v = tot[q][e];
-                    if (p.use_ts)
-                        v = __fdiv_rn(v, p.ts);
-                    if (p.bias)
-                        v += __bfloat162float(p.bias[n]);
-                    p.y[(size_t)mm * p.n + n] = __float2bfloat16_rn(v);
+                    p.y[(size_t)mm * p.n + n] = finish(p, v, n);
                 }
         }
     __syncthreads(); /* every warp's reads of the workspace are done */

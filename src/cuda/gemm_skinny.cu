@@ -178,16 +178,6 @@ __device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, N
     }
 }
 
-/* a sum (already times 2^fold) as y's bf16 */
-__device__ __forceinline__ __nv_bfloat16 finish(const Params &p, float v, int n)
-{
-    if (p.use_ts)
-        v = __fdiv_rn(v, p.ts);
-    if (p.bias)
-        v += __bfloat162float(p.bias[n]);
-    return __float2bfloat16_rn(v);
-}
-
 /* The sums of k tiles [kt0, kt1) of band `band`: written to y when they are
  * the whole row, else added to the workspace, the band's last warp writing y. */
 template <int NT, int R>
