@@ -8,6 +8,11 @@
 # Logs and JSON go to $OUT: test_cuda.log, memcheck.log, bench.log,
 # h200-quant.json. Exit status: 0 only if the build, the tests and memcheck
 # passed and the benchmark ran.
+#
+# PARTS picks what runs (default "test qbench gemm"; also ncu, sass, gemmprof,
+# deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
+# BFP_BENCH_FORMATS=a,b, QBENCH_NO_PEER=1, GEMM_QUICK=1 (8192x8192 only),
+# GEMM_MS=1,16 (those m only), NO_MEMCHECK=1 (the matmul memcheck).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -98,8 +103,10 @@ timeout 300 $B/gpu_bench "$OUT/gpu_bench.json" 2>&1 | tee -a "$OUT/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 COPY=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['copy_gbps'])" "$OUT/gpu_bench.json")
 
+if [ -z "${QBENCH_NO_PEER:-}" ]; then   # QBENCH_NO_PEER=1: skip the peer (a quick look)
 say "peer: torch.compile MXFP4 / NVFP4 (bench/peer_torch.py)"
 timeout 240 python3 bench/peer_torch.py "$OUT/peer.json" "$COPY" 2>&1 | tail -n 8 | tee -a "$OUT/bench.log"
+fi
 
 BFP_CODE=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no .git on this machine)")
 export BFP_CODE
@@ -113,7 +120,8 @@ if os.path.exists(p):
     peer = json.load(open(p))
 doc = {"date": b["date"], "command": "bash bench/gpu.sh", "gpu": b["gpu"],
        "code": os.environ.get("BFP_CODE", "unknown"),
-       "copy_gbps": b["copy_gbps"], "results": b["results"], "peer": peer}
+       "copy_gbps": b["copy_gbps"], "results": b["results"], "roofs": b.get("roofs", []),
+       "peer": peer}
 json.dump(doc, open(os.path.join(out, "h200-quant.json"), "w"), indent=1)
 # summary against the issue's targets at 16384x16384
 need = {4: 0.90, 6: 0.85, 8: 0.85}
@@ -187,12 +195,14 @@ grep -E "FAIL|passed" "$OUT/test_cuda_matmul.log" | head -40
 echo "test_cuda_matmul exit $rc, $(($(date +%s) - t0)) s"
 [ $rc -eq 0 ] || status=1
 
+if [ -z "${NO_MEMCHECK:-}" ]; then   # NO_MEMCHECK=1: skip it (a quick look)
 say "compute-sanitizer memcheck on the matmul test (quick)"
 BFP_TEST_QUICK=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$TEST_MM" \
     >"$OUT/memcheck_matmul.log" 2>&1
 rc=$?
 echo "memcheck matmul: exit $rc; $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_matmul.log" | tail -1)"
 [ $rc -eq 0 ] || status=1
+fi
 
 say "matmul benchmark (bench/gpu_gemm.cu; torch.matmul peer in bench/peer_gemm_torch.py)"
 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu $LIBS \

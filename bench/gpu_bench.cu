@@ -98,6 +98,75 @@ static void add(const char *fmt, const char *op, size_t rows, size_t cols, doubl
     fflush(stdout);
 }
 
+/* Bandwidth roofs for the byte mixes of the kernels: read one 16-byte vector
+ * per thread and write R (expand: dequantize's mix, 4 for 4-bit codes to
+ * bf16), or read R and write one (shrink: quantize's). Every access of a warp
+ * is 512 contiguous bytes, as in the flat kernels. */
+template <int R>
+__global__ void expand_kernel(const uint4 *in, uint4 *out, size_t n_in)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_in)
+        return;
+    uint4 v = in[i];
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        out[i + j * n_in] = make_uint4(v.x ^ (unsigned)j, v.y, v.z, v.w);
+}
+
+template <int R>
+__global__ void shrink_kernel(const uint4 *in, uint4 *out, size_t n_out)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_out)
+        return;
+    uint4 v = in[i];
+#pragma unroll
+    for (int j = 1; j < R; j++) {
+        uint4 u = in[i + j * n_out];
+        v = make_uint4(v.x ^ u.x, v.y ^ u.y, v.z ^ u.z, v.w ^ u.w);
+    }
+    out[i] = v;
+}
+
+struct Roof {
+    const char *name;
+    double read, written, us;
+};
+static std::vector<Roof> roofs;
+
+static void add_roof(const char *name, double read, double written, double us)
+{
+    roofs.push_back({name, read, written, us});
+    double gbps = (read + written) / us / 1e3;
+    printf("roof %-34s %10.2f us %8.1f GB/s %6.1f%% of copy\n", name, us, gbps,
+           100.0 * gbps / copy_gbps);
+}
+
+/* 512 MiB on the wide side, as the 16384x16384 bf16 tensor */
+static void bench_roofs()
+{
+    const size_t wide = (size_t)512 << 20, nv = wide / 16;
+    uint4 *a, *b;
+    CU(cudaMalloc(&a, wide));
+    CU(cudaMalloc(&b, wide));
+    CU(cudaMemset(a, 1, wide));
+    add_roof("write only (cudaMemsetAsync)", 0, (double)wide,
+             time_us([&](int) { CU(cudaMemsetAsync(b, 0, wide)); }, 5, 11));
+    add_roof("read 1 : write 2 (expand)", wide / 2.0, (double)wide, time_us([&](int) {
+                 expand_kernel<2><<<(unsigned)((nv / 2 + 255) / 256), 256>>>(a, b, nv / 2);
+             }, 5, 11));
+    add_roof("read 1 : write 4 (expand)", wide / 4.0, (double)wide, time_us([&](int) {
+                 expand_kernel<4><<<(unsigned)((nv / 4 + 255) / 256), 256>>>(a, b, nv / 4);
+             }, 5, 11));
+    add_roof("read 4 : write 1 (shrink)", (double)wide, wide / 4.0, time_us([&](int) {
+                 shrink_kernel<4><<<(unsigned)((nv / 4 + 255) / 256), 256>>>(a, b, nv / 4);
+             }, 5, 11));
+    CU(cudaGetLastError());
+    CU(cudaFree(a));
+    CU(cudaFree(b));
+}
+
 /* BFP_BENCH_FORMATS=mxfp4,nvfp4 limits the run (for profiling) */
 static bool wanted(const char *name)
 {
@@ -204,6 +273,7 @@ int main(int argc, char **argv)
            prop.multiProcessorCount, copy_gbps);
     printf("%-28s %-16s %13s %13s %14s %13s %7s\n", "format", "op (bf16)", "shape", "time",
            "bytes", "GB/s", "of copy");
+    bench_roofs();
     bench_shape(16384, 16384);
     if (!getenv("BFP_BENCH_BIG_ONLY"))
         bench_shape(16, 8192);
@@ -227,6 +297,16 @@ int main(int argc, char **argv)
                 "\"ratio_to_copy\": %.4f}%s\n",
                 r.format, r.op, r.rows, r.cols, r.us, r.bytes, gbps, gbps / copy_gbps,
                 i + 1 < results.size() ? "," : "");
+    }
+    fprintf(fp, "], \"roofs\": [\n");
+    for (size_t i = 0; i < roofs.size(); i++) {
+        const Roof &r = roofs[i];
+        double gbps = (r.read + r.written) / r.us / 1e3;
+        fprintf(fp,
+                "  {\"name\": \"%s\", \"read\": %.0f, \"written\": %.0f, \"us\": %.3f, "
+                "\"gbps\": %.1f, \"ratio_to_copy\": %.4f}%s\n",
+                r.name, r.read, r.written, r.us, gbps, gbps / copy_gbps,
+                i + 1 < roofs.size() ? "," : "");
     }
     fprintf(fp, "]}\n");
     fclose(fp);

@@ -120,7 +120,22 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS, BFP_HIF4};
     const size_t shapes[][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
-    const size_t ms[] = {1, 16, 128, 4096};
+    /* GEMM_MS=1,16 limits the m values (for a quick look at one regime) */
+    size_t ms[4] = {1, 16, 128, 4096};
+    int nms = 4;
+    if (const char *e = getenv("GEMM_MS")) {
+        nms = 0;
+        for (const char *q = e; *q && nms < 4;) {
+            char *end;
+            unsigned long v = strtoul(q, &end, 10);
+            if (end == q || v == 0 || v > 4096) {
+                fprintf(stderr, "gpu_gemm: bad GEMM_MS '%s' (m values 1..4096, comma-separated)\n", e);
+                return 2;
+            }
+            ms[nms++] = v;
+            q = *end == ',' ? end + 1 : end;
+        }
+    }
     int nshapes = quick ? 1 : 3;
     bool first = true;
     printf("%-8s %5s %6s %6s %10s %10s %8s %10s %9s %9s %s\n", "format", "M", "N", "K", "us",
@@ -148,7 +163,7 @@ int main(int argc, char **argv)
         CU(cudaGetLastError());
         Timer T;
         double cublas_us[4];
-        for (int mi = 0; mi < 4; mi++) {
+        for (int mi = 0; mi < nms; mi++) {
             size_t m = ms[mi];
             float alpha = 1, beta = 0;
             cublas_us[mi] = T.median_us([&](int i) {
@@ -192,14 +207,14 @@ int main(int argc, char **argv)
             for (int r = 0; r < rot; r++)
                 BFP(bfp_cuda_weight_upload(f, &hp, n, k, &W[r]));
             size_t wsb = 0;
-            for (size_t m : ms)
+            for (int mi = 0; mi < nms; mi++)
                 for (int pth = 0; pth < 5; pth++)
-                    wsb = std::max(wsb, bfp_cuda_matmul_workspace_size(W[0], m, (bfp_matmul_path)pth));
+                    wsb = std::max(wsb, bfp_cuda_matmul_workspace_size(W[0], ms[mi], (bfp_matmul_path)pth));
             void *ws;
             CU(cudaMalloc(&ws, wsb));
             CU(cudaMemset(ws, 0, wsb));
 
-            for (int mi = 0; mi < 4; mi++) {
+            for (int mi = 0; mi < nms; mi++) {
                 size_t m = ms[mi];
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
@@ -223,7 +238,9 @@ int main(int argc, char **argv)
                     CU(cudaDeviceSynchronize());
                     err[pth] = rel_err(y, yref, m * n);
                 }
-                const char *path = m <= 32 ? "fused" : "dequant+cublas";
+                static const char *const path_names[] = {"auto", "fused", "dequant+cublas",
+                                                         "skinny", "mid"};
+                const char *path = path_names[bfp_cuda_matmul_auto_path(W[0], m)];
                 double sp = cublas_us[mi] / us[0];
                 double tflops = 2.0 * m * n * k / us[0] * 1e-6;
                 double wgbps = (double)qbytes / us[0] * 1e-3;

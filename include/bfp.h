@@ -484,11 +484,12 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w);
 
 /* How bfp_cuda_matmul computes. */
 typedef enum {
-    BFP_MATMUL_AUTO = 0,     /* FUSED for small m, DEQUANT_CUBLAS for large */
+    BFP_MATMUL_AUTO = 0,     /* bfp_cuda_matmul_auto_path(): SKINNY or FUSED
+                                for small m, DEQUANT_CUBLAS for large */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
     BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
     BFP_MATMUL_SKINNY = 3,   /* m <= 32 only: stream-K kernel fed by bulk copies;
-                                measured slower than FUSED (docs/gemm.md) */
+                                faster than FUSED on large weights (docs/gemm.md) */
     BFP_MATMUL_MID = 4       /* tensor-core kernel for medium m (meant for
                                 33..256, correct for any m; m in chunks of 128,
                                 64 when m <= 64): each warp 32 rows of W x 64 of
@@ -497,6 +498,10 @@ typedef enum {
                                 + counters, else none. Not picked by AUTO
                                 (docs/gemm.md) */
 } bfp_matmul_path;
+
+/** The path BFP_MATMUL_AUTO takes for m rows of x with this weight (never
+ * AUTO itself). */
+bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m);
 
 /** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path. */
 size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,

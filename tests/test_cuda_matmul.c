@@ -128,7 +128,8 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
         if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_MID ||
-            (path == BFP_MATMUL_AUTO && m <= 32)) {
+            (path == BFP_MATMUL_AUTO &&
+             bfp_cuda_matmul_auto_path(dw, m) != BFP_MATMUL_DEQUANT_CUBLAS)) {
             uint8_t *h = malloc(wsb);
             CU(cudaMemcpy(h, dws, wsb, cudaMemcpyDeviceToHost));
             size_t nz = 0;
@@ -186,6 +187,77 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
  * dequantize path must not leave W where the kernels expect zeros. */
+/* AUTO's rule: the skinny kernel for m <= 16 on a weight of 2^27 elements
+ * or more (not NVFP4+), the fused one up to m = 32, then dequantize +
+ * cuBLAS; and AUTO gives the path's result on the large weight. Its planes
+ * are random bytes (codes) under scales near 1, so no reference quantize of
+ * 2^27 values is needed. */
+static void auto_rule_case(void)
+{
+    const size_t n = 16384, k = 8192, m = 2;
+    bfp_plane_sizes sz;
+    CHECK(bfp_plane_sizes_for(BFP_MXFP4, n, k, &sz) == BFP_OK, "sizes");
+    uint8_t *codes = malloc(sz.codes), *scales = malloc(sz.scales);
+    for (size_t i = 0; i < sz.codes; i++)
+        codes[i] = (uint8_t)(prng_next(&rng) >> 24);
+    for (size_t i = 0; i < sz.scales; i++)
+        scales[i] = (uint8_t)(124 + prng_next(&rng) % 6);
+    bfp_const_planes cw = {codes, scales, NULL, NULL};
+    uint16_t *x = malloc(m * k * 2), *y = malloc(m * n * 2);
+    float *ref = malloc(m * n * sizeof *ref);
+    for (size_t i = 0; i < m * k; i++)
+        x[i] = bfp_f32_to_bf16((float)gauss());
+    CHECK(bfp_matmul_ref(BFP_MXFP4, &cw, n, k, x, m, NULL, ref) == BFP_OK, "ref");
+    bfp_cuda_weight *big = NULL, *small = NULL;
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n, k, &big) == BFP_OK, "upload big");
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 1024, &small) == BFP_OK, "upload small");
+    if (!big || !small)
+        goto out;
+    CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(big, 16) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(big, 17) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(big, 33) == BFP_MATMUL_DEQUANT_CUBLAS &&
+              bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(small, 32) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(small, 33) == BFP_MATMUL_DEQUANT_CUBLAS,
+          "AUTO's path choice");
+    CHECK(bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO) ==
+              bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_SKINNY),
+          "AUTO's workspace is the skinny kernel's");
+    size_t wsb = bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO);
+    void *dx, *dy, *dws = NULL;
+    CU(cudaMalloc(&dx, m * k * 2));
+    CU(cudaMalloc(&dy, m * n * 2));
+    if (wsb) {
+        CU(cudaMalloc(&dws, wsb));
+        CU(cudaMemset(dws, 0, wsb));
+    }
+    CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN: unwritten outputs show */
+    CHECK(bfp_cuda_matmul(big, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_AUTO, NULL) == BFP_OK,
+          "AUTO on the large weight");
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    size_t nans = 0;
+    for (size_t i = 0; i < m * n; i++) {
+        float v = bfp_bf16_to_f32(y[i]);
+        nans += v != v;
+        num += ((double)v - ref[i]) * ((double)v - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    CHECK(nans == 0 && sqrt(num / den) < 5e-3, "AUTO large weight: rel err %.3g, %zu NaN",
+          sqrt(num / den), nans);
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    if (dws)
+        CU(cudaFree(dws));
+out:
+    bfp_cuda_weight_free(big);
+    bfp_cuda_weight_free(small);
+    free(codes), free(scales), free(x), free(y), free(ref);
+}
+
 static void shared_ws_case(bfp_format f)
 {
     static const struct {
@@ -302,6 +374,8 @@ int main(void)
         nan_case(f, BFP_MATMUL_MID);
         shared_ws_case(f);
     }
+    if (!quick)
+        auto_rule_case();
     errors();
     return check_summary("test_cuda_matmul");
 }

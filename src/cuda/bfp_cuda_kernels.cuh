@@ -6,6 +6,8 @@
 #define BFP_CUDA_KERNELS_CUH
 
 #include "bfp_cuda_common.cuh"
+
+#include <stdlib.h>
 #include "bfp_cuda_quant_bf16.cuh"
 
 #include <float.h>
@@ -899,6 +901,11 @@ bfp_status launch_dequant_flat(const DParams &P, size_t ngroups, cudaStream_t s)
         CUDA_OK(cudaGetDevice(&dev));
         CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dequant_flat_kernel<FMT>, 256, 0));
+        /* BFP_DEQUANT_CTAS_PER_SM: a tuning knob for benchmarks (a large value
+         * gives one chunk per warp, no grid-stride loop) */
+        const char *e = getenv("BFP_DEQUANT_CTAS_PER_SM");
+        if (e && atoi(e) > 0 && atoi(e) <= 1 << 20)
+            per_sm = atoi(e);
         cached = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
     }
     constexpr size_t CTA_GROUPS = 8 * 32 * flat_fu<FMT>(); /* groups per CTA per step */

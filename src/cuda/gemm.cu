@@ -427,13 +427,29 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
 
 void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
 
+/* Measured on the H200 (docs/gemm.md, bench/results/h200-gemm.json): at
+ * m = 1 and 16 the skinny kernel beat the fused one by 10-50% on weights of
+ * 28672 x 8192 and 8192 x 28672 in every format but NVFP4+ (a tie or a loss
+ * of up to 4%), and lost by 6-45% at 8192 x 8192. Not measured at m = 17..32. */
+constexpr double SKINNY_MIN_ELEMS = 134217728.0; /* 2^27: twice 8192 x 8192 */
+
+bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
+{
+    if (!w || m > FUSED_MAX_M)
+        return BFP_MATMUL_DEQUANT_CUBLAS;
+    if (m <= 16 && w->kind != FMT_NVPLUS && (double)w->n * (double)w->k >= SKINNY_MIN_ELEMS &&
+        skinny_fits(w, m))
+        return BFP_MATMUL_SKINNY;
+    return BFP_MATMUL_FUSED;
+}
+
 size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
                                       bfp_matmul_path path)
 {
     if (!w || m == 0)
         return 0;
     if (path == BFP_MATMUL_AUTO)
-        path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
+        path = bfp_cuda_matmul_auto_path(w, m);
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : 0;
     if (path == BFP_MATMUL_MID)
@@ -450,7 +466,7 @@ bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
     if (m == 0 || m > INT_MAX || m > SIZE_MAX / 4 / w->n)
         return BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_AUTO)
-        path = m <= FUSED_MAX_M ? BFP_MATMUL_FUSED : BFP_MATMUL_DEQUANT_CUBLAS;
+        path = bfp_cuda_matmul_auto_path(w, m);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (path == BFP_MATMUL_FUSED)
         return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_FUSED, s);

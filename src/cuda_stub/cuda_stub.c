@@ -36,6 +36,11 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
     return 0;
 }
 
+bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
+{
+    return BFP_MATMUL_DEQUANT_CUBLAS;
+}
+
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
                            const void *d_bias, void *d_y, void *d_workspace,
                            size_t workspace_bytes, bfp_matmul_path path, void *stream)
