@@ -655,7 +655,8 @@ static void small_tests(void)
         for (int g = 0; g < (f->has_tensor_scale ? 6 : 1); g++)
             run_garbage(f->id, 256, 2 * (size_t)f->block + 13, 3000 + (uint64_t)g, 1);
         /* rows of whole blocks (bf16: the flat kernel): a partial last chunk of
-         * 128 groups, and more groups than one pass of its resident grid */
+         * 128 groups, and many chunks (the 16384 x 16384 case below takes more
+         * than one pass of its grid) */
         for (int g = 0; g < (f->has_tensor_scale ? 6 : 1); g++)
             run_garbage(f->id, 37, 4 * (size_t)f->block, 5004 + (uint64_t)g, 0);
         if (!quick)

@@ -714,7 +714,7 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
  * With cols a multiple of the block, group g (8 elements) of the tensor reads
  * its codes at g * W bytes, its scale (meta) at g / T and writes 16 bytes at
  * g * 16: the tensor is one flat array of groups, and no row / column
- * arithmetic or partial-group check is left per group. A resident grid of
+ * arithmetic or partial-group check is left per group. A grid of
  * warps strides over chunks of 32 * FU groups (FU = flat_fu); lane l of a warp takes groups
  * base + l + 32k (k < FU), so every load and store has a constant offset
  * from the lane's pointers and each 16-byte store of the warp is 512
@@ -867,7 +867,7 @@ __global__ void __launch_bounds__(256, flat_min_ctas<FMT>()) dequant_flat_kernel
     __shared__ uint4 nvtab[NV ? 256 : 1];
     __shared__ uint16_t nvbm[NVP ? 128 * 8 : 1];
     float s_enc = 1.0f;
-    if (NV) { /* the tables once per CTA of the resident grid */
+    if (NV) { /* the tables once per CTA */
         s_enc = __ldg(P.tscale);
         nvtab[threadIdx.x] = nv_bf16_table(threadIdx.x, s_enc);
         if (NVP)

@@ -890,23 +890,29 @@ bfp_status launch_nv2d(QParams P, cudaStream_t s)
 }
 
 /* bf16 output, rows of whole blocks, vector-aligned codes and output (6-bit
- * codes and HiF4 scales 4-byte aligned): the flat kernel on a resident grid
- * (bfp_cuda_dequant_fast.cuh) */
+ * codes and HiF4 scales 4-byte aligned): the flat kernel
+ * (bfp_cuda_dequant_fast.cuh) on a grid of at most FLAT_CTAS_PER_SM CTAs per
+ * SM, each striding over the chunks. Measured on the H200 at 16384^2
+ * (docs/gpu.md): a resident grid (4-5 CTAs per SM) left the 4-bit formats at
+ * 88-89% of copy and NVFP4+ at 84%; 96 per SM gives 93% and 90%. One chunk
+ * per warp (no loop) is as fast for the MX formats but slower for the NVFP4
+ * ones, whose CTAs each build their decode tables first. */
+constexpr unsigned FLAT_CTAS_PER_SM = 96;
+
 template <int FMT>
 bfp_status launch_dequant_flat(const DParams &P, size_t ngroups, cudaStream_t s)
 {
     static unsigned cached = 0;
     if (!cached) {
-        int dev = 0, sms = 0, per_sm = 0;
+        int dev = 0, sms = 0;
         CUDA_OK(cudaGetDevice(&dev));
         CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dequant_flat_kernel<FMT>, 256, 0));
-        /* BFP_DEQUANT_CTAS_PER_SM: a tuning knob for benchmarks (a large value
-         * gives one chunk per warp, no grid-stride loop) */
+        unsigned per_sm = FLAT_CTAS_PER_SM;
+        /* BFP_DEQUANT_CTAS_PER_SM: a tuning knob for benchmarks */
         const char *e = getenv("BFP_DEQUANT_CTAS_PER_SM");
         if (e && atoi(e) > 0 && atoi(e) <= 1 << 20)
-            per_sm = atoi(e);
-        cached = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
+            per_sm = (unsigned)atoi(e);
+        cached = (unsigned)(sms > 0 ? sms : 1) * per_sm;
     }
     constexpr size_t CTA_GROUPS = 8 * 32 * flat_fu<FMT>(); /* groups per CTA per step */
     size_t need = (ngroups + CTA_GROUPS - 1) / CTA_GROUPS;

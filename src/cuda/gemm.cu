@@ -428,9 +428,10 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
 void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
 
 /* Measured on the H200 (docs/gemm.md, bench/results/h200-gemm.json): at
- * m = 1 and 16 the skinny kernel beat the fused one by 10-50% on weights of
- * 28672 x 8192 and 8192 x 28672 in every format but NVFP4+ (a tie or a loss
- * of up to 4%), and lost by 6-45% at 8192 x 8192. Not measured at m = 17..32. */
+ * m = 1 and 16 the skinny kernel took 2-33% less time than the fused one on
+ * weights of 28672 x 8192 and 8192 x 28672 in every format but NVFP4+ (from
+ * 7% less to 4% more), and 6-44% more at 8192 x 8192. Not measured at
+ * m = 17..32. */
 constexpr double SKINNY_MIN_ELEMS = 134217728.0; /* 2^27: twice 8192 x 8192 */
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
