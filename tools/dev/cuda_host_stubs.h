@@ -14,6 +14,7 @@
 
 static uint3 threadIdx, blockIdx, gridDim, blockDim;
 static inline void __syncthreads() {}
+static inline void __syncwarp(unsigned = 0xFFFFFFFFu) {}
 static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)

@@ -201,9 +201,17 @@ static long run(const std::vector<uint16_t> &src, size_t rows, size_t cols, long
         printf("hif4: not on the block path\n");
         return 1;
     }
+    /* the kernel's warps, lane by lane: every lane stages, then every lane
+     * encodes (a partial last warp when nblocks % 32 != 0) */
     size_t nblocks = rows * (cols / 64);
-    for (size_t b = 0; b < nblocks; b++)
-        hif4_block_bf16<FMT>(P, b);
+    std::vector<uint4> stage(32 * HIF4_ROW);
+    for (size_t base = 0; base < nblocks; base += 32) {
+        std::fill(stage.begin(), stage.end(), make_uint4(0xDEADBEEFu, 0xDEADBEEFu, 0xDEADBEEFu, 0xDEADBEEFu));
+        for (unsigned lane = 0; lane < 32; lane++)
+            hif4_stage_put<FMT>(P, base, nblocks, lane, stage.data());
+        for (unsigned lane = 0; lane < 32; lane++)
+            hif4_stage_enc<FMT>(P, base, nblocks, lane, stage.data());
+    }
     long bad = 0;
     emul_compare_plane("hif4", "codes", rc.data(), P.codes, sz.codes,
                        [](size_t i) { return i / 32; }, src.data(), 64, nblocks, checked, &bad);
