@@ -2,7 +2,9 @@
  * unpack(prepack(planes)) equals the reference decoder bit for bit (random
  * data with outliers, NaN/Inf, zero, huge and tiny blocks, partial tiles,
  * random plane bytes, every scale byte and block-max index); bfp_matmul_ref
- * on hand-worked products and against an independent sum; argument errors. */
+ * on hand-worked products and against an independent sum; the same packed
+ * bytes for any thread count; argument errors. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -159,6 +161,44 @@ static void test_roundtrip_every_scale(void)
 }
 
 /* W = [[1, 2, ...], ...] chosen exactly representable, so y is known. */
+/* The prepack splits W's row bands across threads (BFP_THREADS caps them):
+ * the packed bytes must not depend on the count. 1000 x 4160 (2 MiB of codes,
+ * a partial last band and k tile) of random plane bytes, 1 against 3 and 7
+ * threads. */
+static void test_prepack_threads(void)
+{
+    const size_t n = 1000, k = 4160;
+    for (int fi = 0; fi < NFMTS; fi++) {
+        planes p;
+        planes_alloc(&p, fmts[fi], n, k);
+        for (size_t i = 0; i < p.sz.codes; i++)
+            p.codes[i] = (uint8_t)rnd();
+        for (size_t i = 0; i < p.sz.scales; i++)
+            p.scales[i] = (uint8_t)rnd();
+        for (size_t i = 0; i < p.sz.meta; i++)
+            p.meta[i] = (uint8_t)rnd();
+        bfp_const_planes c = cview(&p);
+        uint8_t *pc1 = malloc(p.ps.codes), *psc1 = malloc(p.ps.scales), *pr1 = malloc(p.ps.corr + 1);
+        setenv("BFP_THREADS", "1", 1);
+        CHECK(bfp_matmul_prepack(fmts[fi], &c, n, k, pc1, psc1, pr1) == BFP_OK, "prepack 1");
+        static const char *const counts[] = {"3", "7"};
+        for (int ti = 0; ti < 2; ti++) {
+            setenv("BFP_THREADS", counts[ti], 1);
+            memset(p.pc, 0xA5, p.ps.codes), memset(p.psc, 0xA5, p.ps.scales);
+            memset(p.pcorr, 0xA5, p.ps.corr + 1);
+            CHECK(bfp_matmul_prepack(fmts[fi], &c, n, k, p.pc, p.psc, p.pcorr) == BFP_OK,
+                  "prepack %s", counts[ti]);
+            CHECK(!memcmp(pc1, p.pc, p.ps.codes) && !memcmp(psc1, p.psc, p.ps.scales) &&
+                      !memcmp(pr1, p.pcorr, p.ps.corr),
+                  "%s: prepack with %s threads differs from 1 thread", bfp_format_get(fmts[fi])->name,
+                  counts[ti]);
+        }
+        unsetenv("BFP_THREADS");
+        free(pc1), free(psc1), free(pr1);
+        planes_free(&p);
+    }
+}
+
 static void test_ref_hand_worked(void)
 {
     /* 2 x 32 weight, mxfp4: row 0 all 1.0 except w[0][1] = -6; row 1 = 0.5 * (c % 4) */
@@ -255,6 +295,7 @@ int main(void)
     test_roundtrip_quantized();
     test_roundtrip_random_bytes();
     test_roundtrip_every_scale();
+    test_prepack_threads();
     test_ref_hand_worked();
     test_ref_against_unpacked();
     test_errors();

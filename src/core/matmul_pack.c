@@ -14,9 +14,11 @@
  * register hold it and its two low mantissa bits, which the kernel ORs into
  * the decoded bf16 (bits 5:4 under E2M1's one mantissa bit), making the
  * value exact again. */
+#include "cpu_internal.h" /* bfp_cpu_parallel */
 #include "internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define TILE_N 16
 #define TILE_K 64
@@ -287,67 +289,63 @@ static int pack_block(const pack_fmt *pf, const bfp_const_planes *w,
     return (int)(w->meta[idx] & (pf->block == 32 ? 0x1F : 0x0F));
 }
 
-bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
-                              size_t n, size_t k, uint8_t *codes,
-                              uint8_t *scales, uint8_t *corr)
-{
+/* What the prepack's threads share; each packs whole row bands of tiles. */
+typedef struct {
     pack_fmt pf;
-    bfp_packed_sizes ps;
-    bfp_status st = bfp_matmul_packed_sizes(fmt, n, k, &ps);
-    if (st != BFP_OK)
-        return st;
-    pack_fmt_get(fmt, &pf);
-    if (!w || !w->codes || !w->scales || !codes || !scales ||
-        (pf.corr_rec && (!w->meta || !corr)))
-        return BFP_ERR_ARG;
     bfp_plane_sizes sz;
-    bfp_plane_sizes_for(fmt, n, k, &sz);
-    size_t tiles_n = (n + TILE_N - 1) / TILE_N, tiles_k = (k + TILE_K - 1) / TILE_K;
-    const int per_row = TILE_K / pf.block, e1m2 = pf.block == 64;
+    const bfp_const_planes *w;
+    size_t n, k, tiles_n, tiles_k;
+    int per_row, e1m2;
+    uint8_t *codes, *scales, *corr;
     word_tables wt; /* 4 KB */
-    word_tables_make(e1m2, &wt);
+} prepack_ctx;
 
-    for (size_t nt = 0; nt < tiles_n; nt++)
+static void prepack_bands(const prepack_ctx *c, size_t nt0, size_t nt1)
+{
+    const size_t tiles_k = c->tiles_k;
+    const int per_row = c->per_row;
+    for (size_t nt = nt0; nt < nt1; nt++)
         for (size_t kc = 0; kc < tiles_k; kc++) {
             size_t tile = nt * tiles_k + kc;
             uint8_t tcodes[TILE_N][TILE_K];
-            uint8_t *srec = scales + tile * (size_t)pf.scale_rec;
-            uint8_t *crec = pf.corr_rec ? corr + tile * (size_t)pf.corr_rec : NULL;
+            uint8_t *srec = c->scales + tile * (size_t)c->pf.scale_rec;
+            uint8_t *crec = c->pf.corr_rec ? c->corr + tile * (size_t)c->pf.corr_rec : NULL;
             memset(tcodes, 0, sizeof tcodes);
-            memset(srec, 0, (size_t)pf.scale_rec);
+            memset(srec, 0, (size_t)c->pf.scale_rec);
             if (crec)
-                memset(crec, 0, (size_t)pf.corr_rec);
+                memset(crec, 0, (size_t)c->pf.corr_rec);
             for (int r = 0; r < TILE_N; r++) {
                 size_t row = nt * TILE_N + (size_t)r;
-                if (row >= n)
+                if (row >= c->n)
                     break;
-                const uint8_t *crow = w->codes + row * sz.code_row_bytes;
+                const uint8_t *crow = c->w->codes + row * c->sz.code_row_bytes;
                 for (int b = 0; b < per_row; b++) {
-                    size_t col0 = kc * TILE_K + (size_t)b * (size_t)pf.block;
-                    if (col0 >= k)
+                    size_t col0 = kc * TILE_K + (size_t)b * (size_t)c->pf.block;
+                    if (col0 >= c->k)
                         break;
                     uint32_t scale;
-                    int bm = pack_block(&pf, w, &sz, row, col0 / (size_t)pf.block, k, &scale);
-                    uint32_t packed = scale_pack(&pf, scale);
-                    memcpy(srec + scale_off(&pf, r, b), &packed, pf.block == 64 ? 4 : 1);
+                    int bm = pack_block(&c->pf, c->w, &c->sz, row, col0 / (size_t)c->pf.block,
+                                        c->k, &scale);
+                    uint32_t packed = scale_pack(&c->pf, scale);
+                    memcpy(srec + scale_off(&c->pf, r, b), &packed, c->pf.block == 64 ? 4 : 1);
                     if (bm == -2)
                         continue; /* NaN block: zero codes, NaN scale */
                     /* a zero UE4M3 scale packs as a finite operand: zero the
                      * magnitudes (the signs keep the values' -0) */
-                    unsigned keep = pf.impl->info.scale == BFP_SCALE_UE4M3 && packed == 0 ? 8 : 15;
-                    for (int i = 0; i < pf.block && col0 + (size_t)i < k; i++) {
-                        unsigned c = bfp_get_code(crow, col0 + (size_t)i, 4) & keep;
+                    unsigned keep = c->pf.impl->info.scale == BFP_SCALE_UE4M3 && packed == 0 ? 8 : 15;
+                    for (int i = 0; i < c->pf.block && col0 + (size_t)i < c->k; i++) {
+                        unsigned code = bfp_get_code(crow, col0 + (size_t)i, 4) & keep;
                         if (i == bm) { /* high part as E2M1, low bits aside */
-                            unsigned lo = c & 3;
+                            unsigned lo = code & 3;
                             if (lo)
-                                crec[corr_off(&pf, r, b)] = corr_pack(pf.block, (unsigned)i, lo);
-                            c = (c & 8) | (6 + ((c & 7) >> 2));
+                                crec[corr_off(&c->pf, r, b)] = corr_pack(c->pf.block, (unsigned)i, lo);
+                            code = (code & 8) | (6 + ((code & 7) >> 2));
                         }
-                        tcodes[r][b * pf.block + i] = (uint8_t)c;
+                        tcodes[r][b * c->pf.block + i] = (uint8_t)code;
                     }
                 }
             }
-            uint8_t *cdst = codes + tile * CODE_TILE;
+            uint8_t *cdst = c->codes + tile * CODE_TILE;
             for (int l = 0; l < 32; l++)
                 for (int j = 0; j < 4; j++) {
                     uint32_t word = 0;
@@ -355,12 +353,50 @@ bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
                         int row0, col0, row1, col1;
                         slot_pos(l, j, 2 * i, &row0, &col0);
                         slot_pos(l, j, 2 * i + 1, &row1, &col1);
-                        word |= wt.t[i][tcodes[row0][col0] | tcodes[row1][col1] << 4];
+                        word |= c->wt.t[i][tcodes[row0][col0] | tcodes[row1][col1] << 4];
                     }
                     for (int i = 0; i < 4; i++)
                         cdst[l * 16 + j * 4 + i] = (uint8_t)(word >> (8 * i));
                 }
         }
+}
+
+static void prepack_task(void *ctx, int t, int nthreads)
+{
+    const prepack_ctx *c = (const prepack_ctx *)ctx;
+    prepack_bands(c, c->tiles_n * (size_t)t / (size_t)nthreads,
+                  c->tiles_n * (size_t)(t + 1) / (size_t)nthreads);
+}
+
+bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
+                              size_t n, size_t k, uint8_t *codes,
+                              uint8_t *scales, uint8_t *corr)
+{
+    prepack_ctx *c = malloc(sizeof *c);
+    if (!c)
+        return BFP_ERR_NOMEM;
+    bfp_status st = bfp_matmul_packed_sizes(fmt, n, k, &(bfp_packed_sizes){0});
+    if (st != BFP_OK) {
+        free(c);
+        return st;
+    }
+    pack_fmt_get(fmt, &c->pf);
+    if (!w || !w->codes || !w->scales || !codes || !scales ||
+        (c->pf.corr_rec && (!w->meta || !corr))) {
+        free(c);
+        return BFP_ERR_ARG;
+    }
+    bfp_plane_sizes_for(fmt, n, k, &c->sz);
+    c->w = w;
+    c->n = n, c->k = k;
+    c->tiles_n = (n + TILE_N - 1) / TILE_N, c->tiles_k = (k + TILE_K - 1) / TILE_K;
+    c->per_row = TILE_K / c->pf.block, c->e1m2 = c->pf.block == 64;
+    c->codes = codes, c->scales = scales, c->corr = corr;
+    word_tables_make(c->e1m2, &c->wt);
+    /* bands of tiles are independent: the bytes are the same for any count
+     * (BFP_THREADS caps it, as for bfp_dequantize) */
+    bfp_cpu_parallel(bfp_cpu_threads_for(0, c->sz.codes, c->tiles_n), prepack_task, c);
+    free(c);
     return BFP_OK;
 }
 
