@@ -30,10 +30,10 @@ A5 nvk nvk_make(float s_enc)
 {
     nvk c;
     c.senc = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_set1_ps(s_enc))));
-    /* midpoints at the lanes nv_index16 reads: step 2 at s + 8*m1 (k = 1, 5),
-     * step 3 at s + 8*m1 + 4*m2 + 2 (k = 0, 2, 4, 6) */
+    /* midpoints at the lanes nv_index16 reads: step 2 at 8*m1 (k = 1, 5),
+     * step 3 at 8*m1 + 4*m2 + 2 (k = 0, 2, 4, 6) */
     c.mids = _mm512_castsi512_ps(keep512(_mm512_castps_si512(_mm512_setr_ps(
-        0.75f, 0.75f, 0.25f, 0.25f, 0, 0, 1.25f, 1.25f, 3.5f, 3.5f, 2.5f, 2.5f, 0, 0, 5.0f, 5.0f))));
+        0.75f, 0, 0.25f, 0, 0, 0, 1.25f, 0, 3.5f, 0, 2.5f, 0, 0, 0, 5.0f, 0))));
     c.absm = keep512(_mm512_set1_epi32(0x7FFFFFFF));
     c.c8 = keep512(_mm512_set1_epi32(8));
     c.c6 = keep512(_mm512_set1_epi32(6));
@@ -124,13 +124,13 @@ A5 __m512i or_bc(__m512i q, __mmask16 k, __m512i x, const uint32_t *p)
  * mask-selected constants (merge-masked adds cost a compare slot). */
 A5 __m512i nv_index16(const nvk *c, const nvgrp *g, int j, __m512i t, __m512 a)
 {
-    __m512i q = _mm512_srli_epi32(t, 31);
     __m512 thr = mul_bc(c->mids, &g->sb[j]);
-    q = _mm512_or_si512(q, _mm512_maskz_mov_epi32(cmpge_bc(a, &g->t3[j]), c->c8));
+    __m512i q = _mm512_maskz_mov_epi32(cmpge_bc(a, &g->t3[j]), c->c8);
     __mmask16 m2 = _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, thr), _CMP_GE_OQ);
     q = _mm512_or_si512(q, _mm512_mask_blend_epi32(m2, c->c2, c->c6));
     __mmask16 m3 = _mm512_cmp_ps_mask(a, _mm512_permutexvar_ps(q, thr), _CMP_GT_OQ);
-    return _mm512_xor_si512(q, _mm512_maskz_mov_epi32(m3, c->c2));
+    /* q ^ (m3 ? 2 : 0) ^ sign */
+    return _mm512_ternarylogic_epi32(q, _mm512_maskz_mov_epi32(m3, c->c2), _mm512_srli_epi32(t, 31), 0x96);
 }
 
 /* 64 indices (four vectors of dwords 0..15) as 32 code bytes. */
