@@ -44,15 +44,15 @@ A5 nvk nvk_make(float s_enc)
     return c;
 }
 
-/* Per-block values of a group of sixteen, each read back as a broadcast. */
+/* Per-block values of a group of up to sixteen, each read back as a broadcast. */
 typedef struct {
     float t3[16], sb[16];             /* 1.75 sb, sb (inf for scale 0) */
     uint32_t tmax[16], xq[16];        /* NVFP4+: max |t| bits, its block-max index (as nv_index16's) */
     uint32_t bmon[16];                /* NVFP4+: 0xFFFF where the block max gets its own code */
 } nvgrp;
 
-/* Block scales of sixteen blocks from their max |t| bits; returns the mask
- * of non-finite blocks. */
+/* Block scales of sixteen blocks from their max |t| bits (lanes of absent
+ * blocks hold 0); returns the mask of non-finite blocks. */
 A5 unsigned nv_scales16(__m512i tmax, int plus, nvgrp *g, uint8_t *sc16)
 {
     __mmask16 nf = _mm512_cmpgt_epu32_mask(tmax, _mm512_set1_epi32(0x7F7FFFFF));
@@ -142,7 +142,7 @@ A5 __m256i nv_bytes64(const nvk *c, const __m512i *q)
     return _mm256_permutexvar_epi16(_mm256_setr_epi16(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
 }
 
-/* A group of up to eight blocks between the two stages: the scale side
+/* A group of up to 8 or 16 blocks (nv_group) between the two stages: the scale side
  * (loads, t, block maxima, scales; one long dependency chain) and the
  * element side (codes). The loop runs the scale side of the next group
  * before the element side of this one, so that out-of-order execution
@@ -154,31 +154,44 @@ typedef struct {
     unsigned nf;
 } nvstage;
 
+/* Blocks per group: 16 for 16-bit input (the scale side runs once per 16
+ * blocks), 8 for float32 (at 64 MiB, groups of 16 made float32 slower:
+ * nvfp4 8.0 -> 7.5 GB/s, nvfp4+ 7.5 -> 7.2, while faster in cache; a group's
+ * 1 KiB of loads and its longer code stage leave less overlap with the
+ * memory latency). The scale side of a group of 8 uses the low half of
+ * nv_scales16(). */
+A5 int nv_group(bfp_dtype dt)
+{
+    return dt == BFP_DTYPE_F32 ? 8 : 16;
+}
+
 A5 void nv_stage_scales(bfp_dtype dt, int plus, const nvk *c, const unsigned char *s, size_t n,
                         nvstage *st)
 {
     const size_t es = esz(dt);
+    const int G = nv_group(dt);
     __m256i pm[16];
     if (dt != BFP_DTYPE_F16)
         prefetch_span(s, n * 16 * es);
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < G; j++) {
         __m512i t = _mm512_setzero_si512();
         if ((size_t)j < n)
             t = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ld16(dt, s + (size_t)j * 16 * es)), c->senc));
         st->t[j] = t;
         pm[j] = fold16(_mm512_and_si512(t, c->absm));
     }
-    st->nf = nv_scales16(_mm512_inserti64x4(_mm512_castsi256_si512(hmax_8x8(pm)), hmax_8x8(pm + 8), 1),
+    st->nf = nv_scales16(G == 16 ? _mm512_inserti64x4(_mm512_castsi256_si512(hmax_8x8(pm)), hmax_8x8(pm + 8), 1)
+                                 : _mm512_zextsi256_si512(hmax_8x8(pm)),
                          plus, &st->g, st->sc16);
 }
 
-A5 void nv_stage_codes(int plus, const nvk *c, const nvstage *st, size_t n, uint8_t *codes,
+A5 void nv_stage_codes(int G, int plus, const nvk *c, const nvstage *st, size_t n, uint8_t *codes,
                        uint8_t *scales, uint8_t *meta, size_t *nonfinite)
 {
     __m512i q[16];
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < G; j++) {
         __m512i t = st->t[j];
         __m512 a = _mm512_castsi512_ps(_mm512_and_si512(t, c->absm));
         q[j] = nv_index16(c, &st->g, j, t, a);
@@ -190,14 +203,14 @@ A5 void nv_stage_codes(int plus, const nvk *c, const nvstage *st, size_t n, uint
                 meta[j] = (uint8_t)(bm & on & 15);
         }
     }
-    if (n == 16) { /* four blocks' codes per 32-byte store */
-        memcpy(scales, st->sc16, 16);
-        for (int i = 0; i < 4; i++)
+    if (n == (size_t)G) { /* four blocks' codes per 32-byte store */
+        memcpy(scales, st->sc16, (size_t)G);
+        for (int i = 0; i < G / 4; i++)
             _mm256_storeu_si256((__m256i *)(codes + 32 * i), nv_bytes64(c, q + 4 * i));
     } else {
         uint8_t buf[128];
         memcpy(scales, st->sc16, n);
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < G / 4; i++)
             _mm256_storeu_si256((__m256i *)(buf + 32 * i), nv_bytes64(c, q + 4 * i));
         memcpy(codes, buf, 8 * n);
     }
@@ -214,18 +227,19 @@ A5 void nv_stage_codes(int plus, const nvk *c, const nvstage *st, size_t n, uint
 A5 size_t nv_groups(bfp_dtype dt, int plus, const nvk *c, const unsigned char *s, size_t nb,
                     uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite)
 {
-    const size_t gb = 16 * 16 * esz(dt), ng = nb / 16;
+    const int G = nv_group(dt);
+    const size_t gb = (size_t)G * 16 * esz(dt), ng = nb / (size_t)G;
     nvstage st[2];
     if (ng == 0)
         return 0;
-    nv_stage_scales(dt, plus, c, s, 16, &st[0]);
+    nv_stage_scales(dt, plus, c, s, (size_t)G, &st[0]);
     for (size_t i = 0; i < ng; i++) {
         if (i + 1 < ng)
-            nv_stage_scales(dt, plus, c, s + (i + 1) * gb, 16, &st[(i + 1) & 1]);
-        nv_stage_codes(plus, c, &st[i & 1], 16, codes + 128 * i, scales + 16 * i,
-                       plus ? meta + 16 * i : NULL, nonfinite);
+            nv_stage_scales(dt, plus, c, s + (i + 1) * gb, (size_t)G, &st[(i + 1) & 1]);
+        nv_stage_codes(G, plus, c, &st[i & 1], (size_t)G, codes + 8 * (size_t)G * i, scales + (size_t)G * i,
+                       plus ? meta + (size_t)G * i : NULL, nonfinite);
     }
-    return 16 * ng;
+    return (size_t)G * ng;
 }
 
 A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, uint8_t *codes,
@@ -242,7 +256,7 @@ A5 void q_nvfp4(bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb, 
     if (b < nb) {
         nvstage g;
         nv_stage_scales(dt, plus, &c, s + b * 16 * esz(dt), nb - b, &g);
-        nv_stage_codes(plus, &c, &g, nb - b, codes + 8 * b, scales + b, plus ? meta + b : NULL,
+        nv_stage_codes(nv_group(dt), plus, &c, &g, nb - b, codes + 8 * b, scales + b, plus ? meta + b : NULL,
                        &nonfinite);
     }
     st->nonfinite_blocks += nonfinite;
