@@ -331,10 +331,12 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
         }
         int sev[8], nbmv[8], xqv[8];
-        uint32_t amv[8], parv[8];
+        uint32_t amv[8], parv[8], parkv[8];
         _mm256_storeu_si256((__m256i *)amv, amax);
         if (w16) { /* word pairs for the 16-bit lanes */
-            _mm256_storeu_si256((__m256i *)parv, q16_param8(e, nbm));
+            const __m256i par8 = q16_param8(e, nbm);
+            _mm256_storeu_si256((__m256i *)parv, par8);
+            _mm256_storeu_si256((__m256i *)parkv, _mm256_add_epi32(par8, _mm256_set1_epi32((int)q16_park(e, 0))));
             _mm256_storeu_si256((__m256i *)amv, _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)));
             xq = _mm256_or_si256(xq, _mm256_slli_epi32(xq, 16));
         }
@@ -369,6 +371,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             if (w16 && nb_j >= Q16_MIN_S) {
                 /* the block max: its sign and the extended mantissa */
                 __m512i q = enc32w_bm(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]),
+                                      _mm512_set1_epi32((int)parkv[j]),
                                       eq & (0u - eq), _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)));
                 store_codes32w(e.bits, q, madd, cj);
             } else {
