@@ -87,6 +87,32 @@ A5 unsigned nv_scales16(__m512i tmax, int plus, nvgrp *g, uint8_t *sc16)
     return (unsigned)nf;
 }
 
+/* nv_scales16() for eight blocks in 256-bit lanes (groups of 8). */
+A5 unsigned nv_scales8(__m256i tmax, int plus, nvgrp *g, uint8_t *sc8)
+{
+    __mmask8 nf = _mm256_cmpgt_epu32_mask(tmax, _mm256_set1_epi32(0x7F7FFFFF));
+    __m256i sc = nv_e4m3_code8(nv_div6_8(_mm256_castsi256_ps(tmax)));
+    sc = _mm256_mask_mov_epi32(sc, nf, _mm256_set1_epi32(0x7F));
+    __m256 sb = nv_e4m3_value8(sc);
+    if (plus) { /* as in nv_scales16() */
+        __m256 y = _mm256_div_ps(_mm256_castsi256_ps(tmax), sb);
+        __m256 d = _mm256_mul_ps(_mm256_sub_ps(y, _mm256_set1_ps(4.0f)), _mm256_set1_ps(2.0f));
+        __m256i q = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(d, _mm256_set1_ps(7.0f))),
+                                     _mm256_setzero_si256());
+        q = _mm256_slli_epi32(_mm256_and_si256(_mm256_xor_si256(q, _mm256_set1_epi32(1)), _mm256_set1_epi32(7)), 1);
+        _mm256_storeu_si256((__m256i *)g->xq, q);
+        _mm256_storeu_si256((__m256i *)g->tmax, tmax);
+        _mm256_storeu_si256((__m256i *)g->bmon, _mm256_maskz_mov_epi32(_mm256_cmpgt_epi32_mask(sc, _mm256_set1_epi32(KS_NV_PLAIN_MAX)),
+                                                                        _mm256_set1_epi32(0xFFFF)));
+    }
+    sb = _mm256_mask_mov_ps(sb, _mm256_cmpeq_epi32_mask(sc, _mm256_setzero_si256()),
+                            _mm256_castsi256_ps(_mm256_set1_epi32(0x7F800000)));
+    _mm256_storeu_ps(g->t3, _mm256_mul_ps(sb, _mm256_set1_ps(1.75f)));
+    _mm256_storeu_ps(g->sb, sb);
+    store8_bytes(sc8, sc);
+    return (unsigned)nf;
+}
+
 /* Compares and products with a per-block float as an embedded broadcast
  * operand (free on Zen 4; a separate vbroadcastss takes a shuffle slot). */
 A5 __mmask16 cmpge_bc(__m512 a, const float *p)
@@ -158,8 +184,7 @@ typedef struct {
  * blocks), 8 for float32 (at 64 MiB, groups of 16 made float32 slower:
  * nvfp4 8.0 -> 7.5 GB/s, nvfp4+ 7.5 -> 7.2, while faster in cache; a group's
  * 1 KiB of loads and its longer code stage leave less overlap with the
- * memory latency). The scale side of a group of 8 uses the low half of
- * nv_scales16(). */
+ * memory latency). */
 A5 int nv_group(bfp_dtype dt)
 {
     return dt == BFP_DTYPE_F32 ? 8 : 16;
@@ -181,9 +206,11 @@ A5 void nv_stage_scales(bfp_dtype dt, int plus, const nvk *c, const unsigned cha
         st->t[j] = t;
         pm[j] = fold16(_mm512_and_si512(t, c->absm));
     }
-    st->nf = nv_scales16(G == 16 ? _mm512_inserti64x4(_mm512_castsi256_si512(hmax_8x8(pm)), hmax_8x8(pm + 8), 1)
-                                 : _mm512_zextsi256_si512(hmax_8x8(pm)),
-                         plus, &st->g, st->sc16);
+    if (G == 16)
+        st->nf = nv_scales16(_mm512_inserti64x4(_mm512_castsi256_si512(hmax_8x8(pm)), hmax_8x8(pm + 8), 1), plus,
+                             &st->g, st->sc16);
+    else
+        st->nf = nv_scales8(hmax_8x8(pm), plus, &st->g, st->sc16);
 }
 
 A5 void nv_stage_codes(int G, int plus, const nvk *c, const nvstage *st, size_t n, uint8_t *codes,

@@ -52,4 +52,32 @@ A5 __m512 nv_e4m3_value16(__m512i c)
     return _mm512_mask_sub_ps(v, s, v, _mm512_set1_ps(0x1p-6f));
 }
 
+/* The same for eight blocks in 256-bit lanes (float32 input's groups of 8). */
+A5 __m256 nv_div6_8(__m256 a)
+{
+    const __m256 c = _mm256_castsi256_ps(_mm256_set1_epi32(0x3E2AAAAB)); /* RN(1/6) */
+    __m256 q0 = _mm256_mul_ps(a, c);
+    return _mm256_fmadd_ps(_mm256_fnmadd_ps(_mm256_set1_ps(6.0f), q0, a), c, q0);
+}
+
+A5 __m256i nv_e4m3_code8(__m256 q)
+{
+    __m256i b = _mm256_castps_si256(q);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 20), _mm256_set1_epi32(1));
+    __m256i nrm = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, lsb),
+                                                     _mm256_set1_epi32(0x7FFFF - (960 << 20))), 20);
+    __m256i sub = _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(q, _mm256_set1_ps(16384.0f))),
+                                   _mm256_set1_epi32(0x46800000));
+    __m256i c = _mm256_mask_mov_epi32(nrm, _mm256_cmplt_epu32_mask(b, _mm256_set1_epi32(121 << 23)), sub);
+    return _mm256_min_epi32(c, _mm256_set1_epi32(0x7E));
+}
+
+A5 __m256 nv_e4m3_value8(__m256i c)
+{
+    __mmask8 s = _mm256_cmplt_epi32_mask(c, _mm256_set1_epi32(8));
+    __m256i n = _mm256_mask_add_epi32(c, s, c, _mm256_set1_epi32(8));
+    __m256 v = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(n, 20), _mm256_set1_epi32(120 << 23)));
+    return _mm256_mask_sub_ps(v, s, v, _mm256_set1_ps(0x1p-6f));
+}
+
 #endif
