@@ -6,8 +6,9 @@
  * k), all exact (the products are exact floats). They are monotone, so
  * three of them decide, as a binary search whose steps each use one
  * predicate kind: k = 3 (>=), then k = 1 or 5 (>=), then k = 0, 2, 4, 6 (>).
- * The running index holds the sign bit and the steps' outcomes; steps 2
- * and 3 read their thresholds from one vector by that index, and the code
+ * The running index holds the steps' outcomes (the sign bit joins in the
+ * last step); steps 2 and 3 read their thresholds from one vector by that
+ * index, and the code
  * bytes are remapped to mag | s << 3 while packing (one byte shuffle per
  * 64 codes). A zero scale uses sb = inf: no threshold is crossed, every
  * element is a signed zero.
@@ -147,7 +148,8 @@ A5 __m512i or_bc(__m512i q, __mmask16 k, __m512i x, const uint32_t *p)
  * 3 and 2 the first two search steps, 1 the third one inverted. Step 2
  * changes the index either way (ors 2 or 6), so that steps 2 and 3 read
  * different lanes of one threshold vector; each step is a compare and
- * mask-selected constants (merge-masked adds cost a compare slot). */
+ * mask-selected constants (merge-masked adds cost a compare slot); the
+ * sign comes in with the third step's outcome, one three-way xor. */
 A5 __m512i nv_index16(const nvk *c, const nvgrp *g, int j, __m512i t, __m512 a)
 {
     __m512 thr = mul_bc(c->mids, &g->sb[j]);
