@@ -293,6 +293,65 @@ static void test_nvfp4_decisions(void)
     free(x);
 }
 
+/* NVFP4(+) block maxima on and around every rounding point of the block
+ * scale: E4M3(fp32(tmax / 6)) for tmax within four floats of 6 m, m each
+ * midpoint between neighbouring UE4M3 values (where fp32(tmax / 6) may
+ * round onto m, and a tie goes to the even code), and around 6 * 448,
+ * 2^-125, the smallest and largest floats. Without a tensor scale (t = x)
+ * and with a power-of-two one (t = x * 2^-20 exactly); 16-block groups and
+ * a partial one. The AVX-512 path divides by 6 with a multiply and an FMA
+ * correction and reads the code from the bits: this fails if the
+ * correction or the ties-to-even rounding of the code is dropped. */
+static void test_nvfp4_scale_points(void)
+{
+    enum { PER = 9 };
+    float base[0x7E + 6];
+    int nb = 0;
+    for (unsigned c = 0; c < 0x7E; c++)
+        base[nb++] = 6.0f * (e4m3_value(c) + e4m3_value(c + 1)) / 2.0f;
+    base[nb++] = 6.0f * 448.0f;
+    base[nb++] = 6.0f * 464.0f;
+    base[nb++] = 0x1p-125f;
+    base[nb++] = 0x1p-149f * 4;
+    base[nb++] = 3.40282347e38f / 2;
+    const size_t cols = (size_t)nb * PER * 16 + 16 * 5 + 3;
+    float *x = malloc(cols * sizeof *x);
+    simd_rng r = {1618};
+    for (int pass = 0; pass < 2; pass++) {
+        const float up = pass ? 0x1p20f : 1.0f; /* x = t * 2^20, s_enc = 2^-20 */
+        size_t i = 0;
+        for (int b = 0; b < nb; b++)
+            for (int d = 0; d < PER; d++, i += 16) {
+                float t = base[b];
+                for (int k = 0; k < d - PER / 2; k++)
+                    t = nextafterf(t, INFINITY);
+                for (int k = 0; k < PER / 2 - d; k++)
+                    t = nextafterf(t, 0.0f);
+                if (pass && t > 3e38f / up)
+                    t = 3e38f / up;
+                for (int k = 0; k < 16; k++)
+                    x[i + k] = t * up * ((float)rng_below(&r, 1000) / 1000.0f) * (k & 1 ? -1.0f : 1.0f);
+                x[i + rng_below(&r, 16)] = (rng_below(&r, 2) ? -t : t) * up;
+            }
+        for (; i < cols; i++)
+            x[i] = (float)rng_below(&r, 100) - 50.0f;
+        bfp_options o;
+        bfp_options_init(&o);
+        if (pass) { /* amax 2688 * 2^20: s_enc = 2^-20 */
+            for (size_t j = 0; j < cols; j++)
+                x[j] = fabsf(x[j]) > 2688.0f * up ? 2688.0f * up : x[j];
+            x[cols - 1] = 2688.0f * up;
+        } else {
+            o.nvfp4_no_tensor_scale = 1;
+        }
+        CHECK(quantize_matches(BFP_NVFP4, BFP_DTYPE_F32, x, 1, cols, &o, 0),
+              "nvfp4 block maxima at the scale rounding points (pass %d)", pass);
+        CHECK(quantize_matches(BFP_NVFP4_PLUS, BFP_DTYPE_F32, x, 1, cols, &o, 1),
+              "nvfp4+ block maxima at the scale rounding points (pass %d)", pass);
+    }
+    free(x);
+}
+
 /* NVFP4(+) with bf16 input, whose AVX-512 path decides elements by one bf16
  * threshold per block and midpoint: elements exactly on and one or two bf16
  * steps either side of the point where t = fp32(x * s_enc) crosses each
@@ -458,6 +517,7 @@ int main(void)
     test_bf16_exponents();
     test_hif4_boundaries();
     test_nvfp4_decisions();
+    test_nvfp4_scale_points();
     test_nvfp4_bf16_thresholds();
     test_options();
     test_errors();

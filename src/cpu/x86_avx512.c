@@ -331,10 +331,12 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
         }
         int sev[8], nbmv[8], xqv[8];
-        uint32_t amv[8], parv[8];
+        uint32_t amv[8], parv[8], parkv[8];
         _mm256_storeu_si256((__m256i *)amv, amax);
         if (w16) { /* word pairs for the 16-bit lanes */
-            _mm256_storeu_si256((__m256i *)parv, q16_param8(e, nbm));
+            const __m256i par8 = q16_param8(e, nbm);
+            _mm256_storeu_si256((__m256i *)parv, par8);
+            _mm256_storeu_si256((__m256i *)parkv, _mm256_add_epi32(par8, _mm256_set1_epi32((int)q16_park(e, 0))));
             _mm256_storeu_si256((__m256i *)amv, _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)));
             xq = _mm256_or_si256(xq, _mm256_slli_epi32(xq, 16));
         }
@@ -369,6 +371,7 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             if (w16 && nb_j >= Q16_MIN_S) {
                 /* the block max: its sign and the extended mantissa */
                 __m512i q = enc32w_bm(e, &c, _mm512_loadu_si512(sj), h[j], _mm512_set1_epi32((int)parv[j]),
+                                      _mm512_set1_epi32((int)parkv[j]),
                                       eq & (0u - eq), _mm512_broadcastd_epi32(_mm_loadu_si32(xqv + j)));
                 store_codes32w(e.bits, q, madd, cj);
             } else {
@@ -461,7 +464,7 @@ A5 __m512i hif4_v16w(const unsigned char *s)
  * counts of 16 and more give 0, right as P / 2^k < 1/2 there. */
 /* The constants of hif4_enc64w(), made once per call (keep512). */
 typedef struct {
-    __m512i one, c7fff, c128, seven, eight, madd, order, grp[2];
+    __m512i one, c7fff, seven, eight, madd, order, grp[2];
 } h16k;
 
 A5 h16k h16k_make(void)
@@ -474,7 +477,6 @@ A5 h16k h16k_make(void)
     h16k c;
     c.one = keep512(_mm512_set1_epi16(1));
     c.c7fff = keep512(_mm512_set1_epi16(0x7FFF));
-    c.c128 = keep512(_mm512_set1_epi16(128));
     c.seven = keep512(_mm512_set1_epi16(7));
     c.eight = keep512(_mm512_set1_epi16(8));
     c.madd = keep512(_mm512_set1_epi16(0x1001));
@@ -487,9 +489,9 @@ A5 h16k h16k_make(void)
 A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __mmask16 g8, __mmask16 g16, uint8_t *out)
 {
     static const uint16_t msig[4] = {256, 205, 171, 146};
-    /* k - 1 + E1 per group (drop = g8 + g16), in the low word of its dword
+    /* k - 2 + E1 per group (drop = g8 + g16), in the low word of its dword
      * (c->one adds 1 to both words: the high ones are not read) */
-    __m512i base = _mm512_set1_epi32(91 + (code >> 2));
+    __m512i base = _mm512_set1_epi32(90 + (code >> 2));
     base = _mm512_mask_add_epi32(base, g8, base, c->one);
     base = _mm512_mask_add_epi32(base, g16, base, c->one);
     const __m512i m = _mm512_set1_epi16((short)msig[code & 3]);
@@ -498,12 +500,12 @@ A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __mmask16 g
     for (int k = 0; k < 2; k++) {
         __m512i x = _mm512_loadu_si512(s + 64 * k);
         __m512i h = _mm512_and_si512(x, c->c7fff);
-        __m512i e1 = _mm512_max_epi16(_mm512_srli_epi16(h, 7), c->one);
-        __m512i sig = _mm512_sub_epi16(_mm512_add_epi16(h, c->c128), _mm512_slli_epi16(e1, 7));
+        __m512i e0 = _mm512_subs_epu16(_mm512_srli_epi16(h, 7), c->one); /* E1 - 1 */
+        __m512i sig = _mm512_sub_epi16(h, _mm512_slli_epi16(e0, 7));
         __m512i kb = _mm512_permutexvar_epi16(c->grp[k], base);
-        __m512i cnt = _mm512_max_epi16(_mm512_sub_epi16(kb, e1), _mm512_setzero_si512());
+        __m512i cnt = _mm512_subs_epu16(kb, e0); /* max(k - 1, 0) */
         __m512i t = _mm512_srlv_epi16(_mm512_mullo_epi16(sig, m), cnt);
-        n[k] = _mm512_min_epu16(_mm512_srli_epi16(_mm512_add_epi16(t, c->one), 1), c->seven);
+        n[k] = _mm512_min_epu16(_mm512_avg_epu16(t, _mm512_setzero_si512()), c->seven); /* (t + 1) >> 1 */
         n[k] = _mm512_mask_add_epi16(n[k], _mm512_movepi16_mask(x), n[k], c->eight); /* n < 8: add = or */
     }
     /* as bytes, 128-bit lane L holds words 8L..8L+7 of n[0], then of n[1];
@@ -515,94 +517,135 @@ A5 void hif4_enc64w(const h16k *c, const unsigned char *s, int code, __mmask16 g
     _mm256_storeu_si256((__m256i *)out, _mm512_castsi512_si256(w));
 }
 
+/* A group of up to eight HiF4 blocks between the two stages: the scale side
+ * (group maxima, UE6M2 codes and REC in float64 lanes: a long dependency
+ * chain) and the per-block side (flags, scale words, codes). q_hif4 runs
+ * the scale side of the next group before the per-block side of this one,
+ * so that out-of-order execution overlaps that chain with independent
+ * work (as x86_avx512_nv.h does for NVFP4). */
+typedef struct {
+    __m512i v16[8];
+    int codev[8];
+    float recv[8];
+    unsigned nfm;
+} h4stage;
+
+A5 void hif4_stage_scales(bfp_dtype dt, const unsigned char *s, size_t g, h4stage *st)
+{
+    const size_t es = esz(dt), sbytes = 64 * es;
+    if (dt != BFP_DTYPE_F16)
+        prefetch_span(s, g * sbytes);
+    __m256i pm[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        if ((size_t)j < g) {
+            if (dt == BFP_DTYPE_BF16) {
+                st->v16[j] = hif4_v16w(s + (size_t)j * sbytes);
+            } else {
+                __m512i a[4];
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++)
+                    a[k] = abs16(ld16(dt, s + (size_t)j * sbytes + (size_t)k * 16 * es));
+                st->v16[j] = hif4_v16(a);
+            }
+            pm[j] = fold16(st->v16[j]);
+        } else {
+            st->v16[j] = _mm512_setzero_si512();
+            pm[j] = _mm256_setzero_si256();
+        }
+    }
+    __m256i vmax = hmax_8x8(pm);
+    __m256i code8 = hif4_code8(vmax);
+    _mm256_storeu_si256((__m256i *)st->codev, code8);
+    _mm256_storeu_ps(st->recv, hif4_rec8(code8));
+    st->nfm = (unsigned)_mm256_movemask_ps(
+        _mm256_castsi256_ps(_mm256_cmpgt_epi32(vmax, _mm256_set1_epi32(0x7F7FFFFF))));
+}
+
+A5 void hif4_stage_codes(bfp_dtype dt, const h16k *hk, const h4stage *st, const unsigned char *s, size_t g,
+                         uint8_t *codes, uint8_t *scales, size_t *nonfinite)
+{
+    const size_t es = esz(dt), sbytes = 64 * es;
+    const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), cap = _mm512_set1_ps(7.5f);
+    for (size_t j = 0; j < g; j++) {
+        uint8_t *cj = codes + 32 * j;
+        if (st->nfm >> j & 1) { /* NaN or Inf: NaN word, flags and codes 0 */
+            ks_store_le32(scales + 4 * j, 0xFFu);
+            memset(cj, 0, 32);
+            (*nonfinite)++;
+            continue;
+        }
+        const __m512 r = _mm512_set1_ps(st->recv[j]);
+        __m512i v16 = st->v16[j];
+        __m512i v8 = _mm512_max_epi32(v16, _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)0xB1));
+        __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16);
+        __mmask16 g8 = ge_exact16(f8, r, four);
+        __mmask16 g16 = ge_exact16(f16, r, _mm512_mask_mov_ps(two, g8, four));
+        uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
+        m8 = (m8 | m8 >> 1) & 0x3333u;
+        m8 = (m8 | m8 >> 2) & 0x0F0Fu;
+        m8 = (m8 | m8 >> 4) & 0x00FFu;
+        ks_store_le32(scales + 4 * j, (uint32_t)st->codev[j] | m8 << 8 | (uint32_t)g16 << 16);
+        /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
+        if (dt == BFP_DTYPE_BF16) {
+            hif4_enc64w(hk, s + j * sbytes, st->codev[j], g8, g16, cj);
+            continue;
+        }
+        __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1 << 23)),
+                                        _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1 << 23)));
+        __m512i rtab = _mm512_sub_epi32(_mm512_set1_epi32((int)ks_bits(st->recv[j] * 4.0f)), drop);
+        const unsigned char *sj = s + j * sbytes;
+        __m512i c[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
+                                           4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
+                                           4 * k + 3, 4 * k + 3);
+            __m512i x = ld16(dt, sj + (size_t)k * 16 * es);
+            __m512 rk = _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, rtab));
+            __m512 af = _mm512_castsi512_ps(abs16(x));
+            /* n = floor(|x| R' + 1/2), ties away: the FMA rounds the exact sum
+             * down, which never crosses an integer (integers are floats), so
+             * its floor is exact; capped at 7.5 (the scale saturates) */
+            __m512 u = _mm512_fmadd_round_ps(af, rk, half, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+            __m512i n = _mm512_cvt_roundps_epi32(_mm512_min_ps(u, cap), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+            c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), n,
+                                        _mm512_set1_epi32(8));
+        }
+        _mm256_storeu_si256((__m256i *)cj, nib_bytes64(c));
+    }
+}
+
 A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
                bfp_stats *st)
 {
-    const size_t es = esz(dt), sbytes = 64 * es;
+    const size_t gb = 8 * 64 * esz(dt), ng = nb / 8;
     const unsigned char *s = (const unsigned char *)src;
-    const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), cap = _mm512_set1_ps(7.5f);
     const h16k hk = h16k_make();
     size_t nonfinite = 0;
-    for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * 32) {
-        const size_t g = nb - b < 8 ? nb - b : 8;
-        if (dt != BFP_DTYPE_F16)
-            prefetch_span(s, g * sbytes);
-        /* eight blocks' group maxima, scale codes and REC at once */
-        __m512i v16[8];
-        __m256i pm[8];
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-            if ((size_t)j < g) {
-                if (dt == BFP_DTYPE_BF16) {
-                    v16[j] = hif4_v16w(s + (size_t)j * sbytes);
-                } else {
-                    __m512i a[4];
-#pragma GCC unroll 4
-                    for (int k = 0; k < 4; k++)
-                        a[k] = abs16(ld16(dt, s + (size_t)j * sbytes + (size_t)k * 16 * es));
-                    v16[j] = hif4_v16(a);
-                }
-                pm[j] = fold16(v16[j]);
-            } else {
-                v16[j] = _mm512_setzero_si512();
-                pm[j] = _mm256_setzero_si256();
-            }
+    h4stage stg[2];
+    if (dt != BFP_DTYPE_BF16) { /* float32: pipelined was slower at 64 MiB (15.1 -> 13.6 GB/s), though
+                                 * faster in cache */
+        for (size_t i = 0; i < ng; i++) {
+            hif4_stage_scales(dt, s + i * gb, 8, &stg[0]);
+            hif4_stage_codes(dt, &hk, &stg[0], s + i * gb, 8, codes + 8 * 32 * i, scales + 8 * 4 * i, &nonfinite);
         }
-        __m256i vmax = hmax_8x8(pm);
-        __m256i code8 = hif4_code8(vmax);
-        int codev[8];
-        float recv[8];
-        _mm256_storeu_si256((__m256i *)codev, code8);
-        _mm256_storeu_ps(recv, hif4_rec8(code8));
-        const unsigned nfm = (unsigned)_mm256_movemask_ps(
-            _mm256_castsi256_ps(_mm256_cmpgt_epi32(vmax, _mm256_set1_epi32(0x7F7FFFFF))));
-        for (size_t j = 0; j < g; j++) {
-            uint8_t *cj = codes + 32 * j;
-            if (nfm >> j & 1) { /* NaN or Inf: NaN word, flags and codes 0 */
-                ks_store_le32(scales + 4 * (b + j), 0xFFu);
-                memset(cj, 0, 32);
-                nonfinite++;
-                continue;
-            }
-            const __m512 r = _mm512_set1_ps(recv[j]);
-            __m512i v8 = _mm512_max_epi32(v16[j], _mm512_shuffle_epi32(v16[j], (_MM_PERM_ENUM)0xB1));
-            __m512 f8 = _mm512_castsi512_ps(v8), f16 = _mm512_castsi512_ps(v16[j]);
-            __mmask16 g8 = ge_exact16(f8, r, four);
-            __mmask16 g16 = ge_exact16(f16, r, _mm512_mask_mov_ps(two, g8, four));
-            uint32_t m8 = (uint32_t)g8 & 0x5555u; /* pairs agree: keep the even bits */
-            m8 = (m8 | m8 >> 1) & 0x3333u;
-            m8 = (m8 | m8 >> 2) & 0x0F0Fu;
-            m8 = (m8 | m8 >> 4) & 0x00FFu;
-            ks_store_le32(scales + 4 * (b + j), (uint32_t)codev[j] | m8 << 8 | (uint32_t)g16 << 16);
-            /* per group: the exponent drop E1_8 + E1_16, then R' = 4 REC / 2^drop */
-            if (dt == BFP_DTYPE_BF16) {
-                hif4_enc64w(&hk, s + j * sbytes, codev[j], g8, g16, cj);
-                continue;
-            }
-            __m512i drop = _mm512_add_epi32(_mm512_maskz_mov_epi32(g8, _mm512_set1_epi32(1 << 23)),
-                                            _mm512_maskz_mov_epi32(g16, _mm512_set1_epi32(1 << 23)));
-            __m512i rtab = _mm512_sub_epi32(_mm512_set1_epi32((int)ks_bits(recv[j] * 4.0f)), drop);
-            const unsigned char *sj = s + j * sbytes;
-            __m512i c[4];
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                __m512i gi = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1,
-                                               4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3,
-                                               4 * k + 3, 4 * k + 3);
-                __m512i x = ld16(dt, sj + (size_t)k * 16 * es);
-                __m512 rk = _mm512_castsi512_ps(_mm512_permutexvar_epi32(gi, rtab));
-                __m512 af = _mm512_castsi512_ps(abs16(x));
-                /* n = floor(|x| R' + 1/2), ties away: the FMA rounds the exact sum
-                 * down, which never crosses an integer (integers are floats), so
-                 * its floor is exact; capped at 7.5 (the scale saturates) */
-                __m512 u = _mm512_fmadd_round_ps(af, rk, half, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-                __m512i n = _mm512_cvt_roundps_epi32(_mm512_min_ps(u, cap), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-                c[k] = _mm512_mask_or_epi32(n, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), n,
-                                            _mm512_set1_epi32(8));
-            }
-            _mm256_storeu_si256((__m256i *)cj, nib_bytes64(c));
+    } else {
+        if (ng)
+            hif4_stage_scales(dt, s, 8, &stg[0]);
+        for (size_t i = 0; i < ng; i++) {
+            if (i + 1 < ng)
+                hif4_stage_scales(dt, s + (i + 1) * gb, 8, &stg[(i + 1) & 1]);
+            hif4_stage_codes(dt, &hk, &stg[i & 1], s + i * gb, 8, codes + 8 * 32 * i, scales + 8 * 4 * i,
+                             &nonfinite);
         }
+    }
+    if (8 * ng < nb) {
+        h4stage t;
+        hif4_stage_scales(dt, s + ng * gb, nb - 8 * ng, &t);
+        hif4_stage_codes(dt, &hk, &t, s + ng * gb, nb - 8 * ng, codes + 8 * 32 * ng, scales + 8 * 4 * ng,
+                         &nonfinite);
     }
     st->nonfinite_blocks += nonfinite;
 }

@@ -30,6 +30,12 @@ A5 uint32_t q16_param(ks_elem e, int s)
     return w | w << 16;
 }
 
+/* FLOAT grids: the shift count's base par + 7 - m, per word like par. */
+A5 uint32_t q16_park(ks_elem e, uint32_t par)
+{
+    return par + (uint32_t)(7 - e.mbits) * 0x00010001u;
+}
+
 /* q16_param() of eight scale exponents. */
 A5 __m256i q16_param8(ks_elem e, __m256i s)
 {
@@ -39,16 +45,17 @@ A5 __m256i q16_param8(ks_elem e, __m256i s)
 
 /* The constants of enc32w() for one element type. */
 typedef struct {
-    __m512i one, c16, c7fff, k7m, mag, sgn, mask, abs;
+    __m512i one, hmt, c7fff, mag, sgn, mask, abs;
 } q16k;
 
 A5 q16k q16k_make(ks_elem e)
 {
     q16k c;
     c.one = keep512(_mm512_set1_epi16(1));
-    c.c16 = keep512(_mm512_set1_epi16(16));
+    static const uint16_t hmt[32] = { /* 2^(k-1) - 1 for k = 1..16 */
+        0, 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191, 16383, 32767};
+    c.hmt = keep512(_mm512_loadu_si512(hmt));
     c.c7fff = keep512(_mm512_set1_epi16(0x7FFF));
-    c.k7m = keep512(_mm512_set1_epi16((short)(7 - e.mbits)));
     c.mag = keep512(_mm512_set1_epi16((short)e.max_mag));
     c.sgn = keep512(_mm512_set1_epi16((short)(1 << (e.bits - 1))));
     c.mask = keep512(_mm512_set1_epi16((short)((1 << e.bits) - 1)));
@@ -57,19 +64,20 @@ A5 q16k q16k_make(ks_elem e)
 }
 
 /* Round-to-nearest-even v >> k per word, v < 2^15, k >= 1. From k = 16 on
- * (16 - k wraps to a large count too) every shift gives 0: right for v < 256
- * (0 from k = 9 on), which is all the callers pass there. */
+ * every shift gives 0 (the table entry, read at k mod 32, is at most 2^15 - 1:
+ * the sum stays below 2^16): right for v < 256 (0 from k = 9 on), which is
+ * all the callers pass there. */
 A5 __m512i rne_shift32(const q16k *c, __m512i v, __m512i k)
 {
     __m512i lsb = _mm512_and_si512(_mm512_srlv_epi16(v, k), c->one);
-    __m512i hm = _mm512_srlv_epi16(c->c7fff, _mm512_sub_epi16(c->c16, k)); /* 2^(k-1) - 1 */
+    __m512i hm = _mm512_permutexvar_epi16(k, c->hmt); /* 2^(k-1) - 1 */
     return _mm512_srlv_epi16(_mm512_add_epi16(_mm512_add_epi16(v, hm), lsb), k);
 }
 
 /* Codes (one per word) of 32 bfloat16 values x, h = |x| bits, par =
  * q16_param() broadcast; the lanes of bm (MX+: at most one) get the
  * magnitude xq with the element's sign instead. */
-A5 __m512i enc32w_bm(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par, __mmask32 bm,
+A5 __m512i enc32w_bm(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par, __m512i park, __mmask32 bm,
                      __m512i xq)
 {
     const __m512i e1 = _mm512_subs_epu16(_mm512_srli_epi16(h, 7), c->one);
@@ -87,14 +95,14 @@ A5 __m512i enc32w_bm(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par
     }
     __m512i mn1 = _mm512_min_epu16(e1, par);
     __m512i v = _mm512_sub_epi16(h, _mm512_slli_epi16(mn1, 7));
-    __m512i k = _mm512_add_epi16(_mm512_sub_epi16(par, mn1), c->k7m);
+    __m512i k = _mm512_sub_epi16(park, mn1); /* par + 7 - m - mn1 */
     q = _mm512_mask_mov_epi16(_mm512_min_epu16(rne_shift32(c, v, k), c->mag), bm, xq);
     return _mm512_mask_add_epi16(q, neg, q, c->sgn); /* q < the sign bit: add = or */
 }
 
-A5 __m512i enc32w(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par)
+A5 __m512i enc32w(ks_elem e, const q16k *c, __m512i x, __m512i h, __m512i par, __m512i park)
 {
-    return enc32w_bm(e, c, x, h, par, 0, _mm512_setzero_si512());
+    return enc32w_bm(e, c, x, h, par, park, 0, _mm512_setzero_si512());
 }
 
 /* 32 codes (words) at width w into out (16, 24 or 32 bytes). */
@@ -184,10 +192,11 @@ A5 size_t q_mx_groups16(ks_elem e, const enck *k, const void *src, size_t nb, ui
         store8_bytes(scales + b, _mm256_or_si256(_mm256_add_epi32(se, _mm256_set1_epi32(127)),
                                                  _mm256_and_si256(nf, _mm256_set1_epi32(0xFF))));
         int sev[8];
-        uint32_t parv[8];
+        uint32_t parv[8], parkv[8];
         _mm256_storeu_si256((__m256i *)sev, se);
-        for (int j = 0; j < 8; j++)
-            parv[j] = q16_param(e, sev[j]);
+        const __m256i par8 = q16_param8(e, se);
+        _mm256_storeu_si256((__m256i *)parv, par8);
+        _mm256_storeu_si256((__m256i *)parkv, _mm256_add_epi32(par8, _mm256_set1_epi32((int)q16_park(e, 0))));
         unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
@@ -199,8 +208,9 @@ A5 size_t q_mx_groups16(ks_elem e, const enck *k, const void *src, size_t nb, ui
                 mx_encode16(e, k, BFP_DTYPE_BF16, s + 64 * j, _mm512_set1_ps(ks_pow2(-sev[j])), cj);
             } else {
                 __m512i x = _mm512_loadu_si512(s + 64 * j);
-                __m512i par = _mm512_set1_epi32((int)parv[j]);
-                store_codes32w(e.bits, enc32w(e, &c, x, h[j], par), madd, cj);
+                __m512i par = _mm512_broadcastd_epi32(_mm_loadu_si32(parv + j));
+                __m512i park = _mm512_broadcastd_epi32(_mm_loadu_si32(parkv + j));
+                store_codes32w(e.bits, enc32w(e, &c, x, h[j], par, park), madd, cj);
             }
         }
     }
