@@ -4,6 +4,7 @@
  * library's own formulas. */
 #include "bfp.h"
 #include "check.h"
+#include "minifloat.h" /* src/core: the special-code predicates */
 
 #include <math.h>
 #include <string.h>
@@ -164,6 +165,28 @@ static void test_half_conversions(void)
     CHECK(bfp_f32_to_f16(ldexpf(3, -25)) == 0x0002, "f16 subnormal tie to even 2");
 }
 
+/* bfp_elem_has_special (which lets validation skip the code scan) agrees
+ * with bfp_elem_code_is_special over every code, and with SPEC: E4M3/E5M2
+ * have NaN/Inf codes, INT8/INT4 their -2^(bits-1), the others none. */
+static void test_special_codes(void)
+{
+    static const struct {
+        const bfp_elem_desc *e;
+        int special;
+    } t[] = {{&bfp_e2m1, 0},     {&bfp_e1m2, 0},     {&bfp_e2m3, 0},     {&bfp_e3m2, 0},
+             {&bfp_e4m3, 1},     {&bfp_e5m2, 1},     {&bfp_int8, 1},     {&bfp_int4, 1},
+             {&bfp_ext_e2m1, 0}, {&bfp_ext_e2m3, 0}, {&bfp_ext_e3m2, 0}, {&bfp_ext_e4m3, 0},
+             {&bfp_ext_e5m2, 0}, {&bfp_ext_int8, 0}, {&bfp_ext_int4, 0}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int any = 0;
+        for (unsigned c = 0; c < (1u << t[i].e->bits); c++)
+            any |= bfp_elem_code_is_special(t[i].e, c) != 0;
+        CHECK(any == t[i].special && (bfp_elem_has_special(t[i].e) != 0) == any,
+              "%s: has_special %d, a special code %s (expected %d)", t[i].e->name,
+              bfp_elem_has_special(t[i].e), any ? "exists" : "does not exist", t[i].special);
+    }
+}
+
 int main(void)
 {
     test_e2m1_table();
@@ -172,5 +195,6 @@ int main(void)
     test_int_types();
     test_scales();
     test_half_conversions();
+    test_special_codes();
     return check_summary("test_codecs");
 }

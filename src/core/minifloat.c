@@ -123,6 +123,13 @@ int bfp_elem_code_is_special(const bfp_elem_desc *e, unsigned code)
     return (code & (sign_bit - 1)) > (unsigned)e->max_mag;
 }
 
+int bfp_elem_has_special(const bfp_elem_desc *e)
+{
+    if (e->kind == BFP_GRID_INT)
+        return 1;
+    return e->kind == BFP_GRID_FLOAT && (unsigned)e->max_mag < (1u << (e->bits - 1)) - 1;
+}
+
 int bfp_floor_log2_f32(float a)
 {
     uint32_t b;

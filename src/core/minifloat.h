@@ -50,6 +50,8 @@ double bfp_elem_code_value(const bfp_elem_desc *e, unsigned code);
 
 /* 1 if the quantizer can never write this code (NaN/Inf codes, INT -2). */
 int bfp_elem_code_is_special(const bfp_elem_desc *e, unsigned code);
+/* Whether any code of the grid is special (E2M1, E2M3, E3M2 and E1M2 have none) */
+int bfp_elem_has_special(const bfp_elem_desc *e);
 
 /* floor(log2 a) for a finite float a > 0, read from its bits. */
 int bfp_floor_log2_f32(float a);

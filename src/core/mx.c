@@ -99,6 +99,8 @@ int bfp_mx_block_is_bad(const bfp_format_impl *impl, const bfp_const_planes *in,
     const size_t block = (size_t)impl->info.block;
     const uint8_t *codes = in->codes + r * sz->code_row_bytes;
     int nan_scale = in->scales[r * sz->blocks_per_row + b] == 0xFF;
+    if (!nan_scale && !bfp_elem_has_special(impl->elem))
+        return 0; /* no code can be bad */
     for (size_t i = 0; i < bfp_block_len(cols, block, b); i++) {
         unsigned code = bfp_get_code(codes, b * block + i, impl->elem->bits);
         if (bfp_elem_code_is_special(impl->elem, code) || (nan_scale && code != 0))
