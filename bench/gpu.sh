@@ -10,7 +10,7 @@
 # passed and the benchmark ran.
 #
 # PARTS picks what runs (default "test qbench gemm"; also ncu, sass, gemmprof,
-# deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
+# skinnysweep, deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
 # BFP_BENCH_FORMATS=a,b, QBENCH_NO_PEER=1, GEMM_QUICK=1 (8192x8192 only),
 # GEMM_MS=1,16 (those m only), NO_MEMCHECK=1 (the matmul memcheck).
 set -uo pipefail
@@ -211,6 +211,32 @@ timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a 
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
     tee -a "$OUT/gemm_bench.log"
+fi
+
+# ---- the skinny kernel's warps per SM (PARTS=skinnysweep; SWEEP_WARPS="4 8 12 16") ----
+# More warps per SM made it slower (docs/gemm.md); this times fewer, at m = 1 and 16
+if want skinnysweep; then
+say "skinny kernel: BFP_MATMUL_WARPS_PER_SM in ${SWEEP_WARPS:-4 8 12 16}"
+[ -x $B/gpu_gemm ] || nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
+    bench/gpu_gemm.cu $LIBS -lcublas -o $B/gpu_gemm >"$OUT/skinnysweep.log" 2>&1
+for wps in ${SWEEP_WARPS:-4 8 12 16}; do
+    BFP_MATMUL_WARPS_PER_SM=$wps GEMM_MS=${GEMM_MS:-1,16} timeout 200 $B/gpu_gemm \
+        "$OUT/skinny_w$wps.json" ${GEMM_QUICK:+quick} >>"$OUT/skinnysweep.log" 2>&1 || status=1
+done
+python3 - "$OUT" ${SWEEP_WARPS:-4 8 12 16} <<'PYEOF'
+import json, os, sys
+out, ws = sys.argv[1], sys.argv[2:]
+runs = {w: json.load(open(os.path.join(out, "skinny_w%s.json" % w)))["results"] for w in ws
+        if os.path.exists(os.path.join(out, "skinny_w%s.json" % w))}
+key = lambda r: (r["format"], r["M"], r["N"], r["K"])
+by = {w: {key(r): r["skinny_us"] for r in runs[w]} for w in runs}
+print("format    M      N      K  skinny_us by warps per SM: " + "  ".join(runs))
+for r in next(iter(runs.values()), []):
+    print("%-7s %3d %6d %6d  " % key(r) +
+          "  ".join("%7.1f" % by[w].get(key(r), float("nan")) for w in runs))
+json.dump({w: runs[w] for w in runs}, open(os.path.join(out, "skinnysweep.json"), "w"))
+PYEOF
+rm -f "$OUT"/skinny_w*.json
 fi
 
 # ---- the dequantize + cuBLAS path in chunks (PARTS=deqchunk; an experiment) ----
