@@ -96,6 +96,8 @@ int bfp_mxplus_block_is_bad(const bfp_format_impl *impl, const bfp_const_planes 
         return 1;
     if (impl->info.family == BFP_FAMILY_MX_PLUS && META_DELTA(meta) != 0)
         return 1;
+    if (!empty && !bfp_elem_has_special(impl->elem))
+        return 0; /* no code can be bad */
     for (size_t i = 0; i < n; i++) {
         unsigned code = bfp_get_code(codes, b * block + i, impl->elem->bits);
         if (empty && code != 0)
