@@ -184,19 +184,10 @@ static long run(const std::vector<uint16_t> &src, size_t rows, size_t cols, long
     std::vector<uint8_t> gc(sz.codes + 16, 0xA5), gs(sz.scales + 4, 0xA5);
     unsigned long long nonfinite = 0;
     QParams P;
-    memset(&P, 0, sizeof P);
-    P.L.rows = rows;
-    P.L.cols = cols;
-    P.src = (const unsigned char *)src.data();
-    P.dt = BFP_DTYPE_BF16;
-    P.vec_in = P.vec_out = true;
-    /* 16-byte aligned codes, as the launcher requires */
-    P.codes = gc.data() + ((16 - (uintptr_t)gc.data() % 16) % 16);
-    P.crb = sz.code_row_bytes;
-    P.G = sz.blocks_per_row;
-    P.scales = gs.data() + ((4 - (uintptr_t)gs.data() % 4) % 4);
-    P.nonfinite = &nonfinite;
-    P.mode = RM_AWAY;
+    /* 16-byte aligned codes and 4-byte aligned scales, as the launcher requires */
+    uint8_t *codes = gc.data() + ((16 - (uintptr_t)gc.data() % 16) % 16);
+    uint8_t *scales = gs.data() + ((4 - (uintptr_t)gs.data() % 4) % 4);
+    emul_qparams_bf16(P, sz, rows, cols, src.data(), codes, scales, NULL, &nonfinite, RM_AWAY);
     if ((uintptr_t)P.src % 16 || !hif4_block_ok<FMT>(P)) {
         printf("hif4: not on the block path\n");
         return 1;

@@ -85,32 +85,14 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
         printf("%s: reference failed\n", f->name);
         return 1;
     }
-    if (swz) {
-        std::vector<uint8_t> sw(bfp_swizzled_scales_size(rows, sz.blocks_per_row), 0);
-        bfp_scales_to_swizzled(rs.data(), rows, sz.blocks_per_row, sw.data());
-        rs = sw;
-    }
-    /* the GPU's planes start as garbage: every byte must be written */
-    std::vector<uint8_t> gc(sz.codes, 0xA5), gs(rs.size(), 0xA5), gm(sz.meta + 1, 0xA5);
-    if (swz && (rows % 128 || sz.blocks_per_row % 4))
-        std::fill(gs.begin(), gs.end(), 0); /* the launcher's memset */
+    std::vector<uint8_t> gc, gs, gm;
+    emul_gpu_planes(sz, rows, swz, rs, gc, gs, gm);
     unsigned long long nonfinite = 0;
     float dts = no_ts ? 1.0f : ts; /* what the tensor-scale kernel leaves on the device */
     QParams P;
-    memset(&P, 0, sizeof P);
-    P.L.rows = rows;
-    P.L.cols = cols;
-    P.src = (const unsigned char *)src.data();
-    P.dt = BFP_DTYPE_BF16;
-    P.vec_in = P.vec_out = true;
-    P.codes = gc.data();
-    P.crb = sz.code_row_bytes;
-    P.G = sz.blocks_per_row;
-    P.scales = gs.data();
-    P.meta = sz.meta ? gm.data() : NULL;
+    emul_qparams_bf16(P, sz, rows, cols, src.data(), gc.data(), gs.data(),
+                      sz.meta ? gm.data() : NULL, &nonfinite, RM_RNE);
     P.tscale = &dts;
-    P.nonfinite = &nonfinite;
-    P.mode = RM_RNE;
     P.no_ts = no_ts;
     P.swz = swz;
     P.swz_ncol = (sz.blocks_per_row + 3) / 4;
