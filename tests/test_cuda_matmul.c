@@ -24,6 +24,21 @@ static prng rng = {42};
 static double unif(void) { return prng_unit(&rng); }
 static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
 
+/* Sums of squared errors (num) and squared reference values (den) of count
+ * bf16 outputs against the reference; returns how many outputs are NaN. */
+static size_t err_sums(const uint16_t *y, const float *ref, size_t count, double *num, double *den)
+{
+    size_t nans = 0;
+    *num = *den = 0;
+    for (size_t i = 0; i < count; i++) {
+        double v = bfp_bf16_to_f32(y[i]), d = v - ref[i];
+        nans += isnan(v) != 0;
+        *num += d * d;
+        *den += (double)ref[i] * ref[i];
+    }
+    return nans;
+}
+
 static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
                                   BFP_HIF4};
 
@@ -110,15 +125,8 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     /* split-K sums meet through fp32 atomics, so a second call may round
      * differently; both must be accurate and complete */
     for (int rep = 0; rep < 2; rep++) {
-        const uint16_t *yy = rep ? y2 : y;
-        double num = 0, den = 0;
-        size_t nans = 0;
-        for (size_t i = 0; i < m * n; i++) {
-            double v = bfp_bf16_to_f32(yy[i]), d = v - ref[i];
-            nans += isnan(v) != 0;
-            num += d * d;
-            den += (double)ref[i] * ref[i];
-        }
+        double num, den;
+        size_t nans = err_sums(rep ? y2 : y, ref, m * n, &num, &den);
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
         CHECK(nans == 0 && rel < 5e-3,
               "%s path %d m=%zu n=%zu k=%zu heavy=%d bias=%d unaligned=%d call %d: rel err "
@@ -238,14 +246,8 @@ static void auto_rule_case(void)
           "AUTO on the large weight");
     CU(cudaDeviceSynchronize());
     CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
-    double num = 0, den = 0;
-    size_t nans = 0;
-    for (size_t i = 0; i < m * n; i++) {
-        float v = bfp_bf16_to_f32(y[i]);
-        nans += v != v;
-        num += ((double)v - ref[i]) * ((double)v - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
+    double num, den;
+    size_t nans = err_sums(y, ref, m * n, &num, &den);
     CHECK(nans == 0 && sqrt(num / den) < 5e-3, "AUTO large weight: rel err %.3g, %zu NaN",
           sqrt(num / den), nans);
     CU(cudaFree(dx));
@@ -299,14 +301,8 @@ static void shared_ws_case(bfp_format f)
         CHECK(st == BFP_OK, "%s shared workspace, step %zu: %s", name, i, bfp_status_str(st));
         CU(cudaDeviceSynchronize());
         CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
-        double num = 0, den = 0;
-        size_t nans = 0;
-        for (size_t j = 0; j < m * n; j++) {
-            double v = bfp_bf16_to_f32(y[j]), d = v - ref[j];
-            nans += isnan(v) != 0;
-            num += d * d;
-            den += (double)ref[j] * ref[j];
-        }
+        double num, den;
+        size_t nans = err_sums(y, ref, m * n, &num, &den);
         double rel = sqrt(num / den);
         CHECK(nans == 0 && rel < 5e-3,
               "%s shared workspace, step %zu (path %d, m=%zu): rel err %.3g, %zu NaN", name, i,
