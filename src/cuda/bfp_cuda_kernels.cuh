@@ -564,6 +564,19 @@ __device__ __forceinline__ void put_block_codes(const QParams &P, size_t b, cons
     }
 }
 
+/* The rest of block b of a block-per-thread MX kernel: its E8M0 scale
+ * (planar or swizzled), its meta byte (MX+ / MX++: has_meta), and the count
+ * of non-finite blocks. */
+__device__ __forceinline__ void put_block_scale(const QParams &P, size_t b, uint32_t sc,
+                                                bool has_meta, uint32_t meta, bool nonfinite)
+{
+    P.scales[P.swz ? swizzle_offset(b / P.G, b % P.G, P.swz_ncol) : b] = (unsigned char)sc;
+    if (has_meta)
+        P.meta[b] = (unsigned char)meta;
+    if (nonfinite && P.nonfinite)
+        atomicAdd(P.nonfinite, 1ull);
+}
+
 /* CTAs of a grid-stride kernel of 256 threads with one thread per item:
  * one pass, at most 2^20 CTAs (the threads stride over the rest) */
 inline unsigned stride_grid(size_t items)
@@ -620,11 +633,7 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
         }
     }
     put_block_codes<W>(P, b, packed);
-    P.scales[P.swz ? swizzle_offset(b / P.G, b % P.G, P.swz_ncol) : b] = (unsigned char)sc;
-    if (PLUS)
-        P.meta[b] = (unsigned char)meta;
-    if (nonfinite && P.nonfinite)
-        atomicAdd(P.nonfinite, 1ull);
+    put_block_scale(P, b, sc, PLUS, meta, nonfinite);
 }
 
 template <int FMT>

@@ -170,10 +170,7 @@ __device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
             packed[k] = k == kb ? bm_put<W>(packed[k], cand % 8, mag) : packed[k];
     }
     put_block_codes<W>(P, b, packed);
-    P.scales[P.swz ? swizzle_offset(b / P.G, b % P.G, P.swz_ncol) : b] = (unsigned char)sc;
-    P.meta[b] = (unsigned char)meta;
-    if (nonfinite && P.nonfinite)
-        atomicAdd(P.nonfinite, 1ull);
+    put_block_scale(P, b, sc, true, meta, nonfinite);
 }
 
 template <int FMT>
