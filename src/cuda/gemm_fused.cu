@@ -203,13 +203,7 @@ static cudaError_t launch_f(const Params &p, int nt, dim3 grid, cudaStream_t s)
 
 cudaError_t launch_fused(int fmt_kind, const Params &p, int nt, dim3 grid, cudaStream_t s)
 {
-    switch (fmt_kind) {
-    case FMT_MX: return launch_f<FMT_MX>(p, nt, grid, s);
-    case FMT_MXPLUS: return launch_f<FMT_MXPLUS>(p, nt, grid, s);
-    case FMT_NV: return launch_f<FMT_NV>(p, nt, grid, s);
-    case FMT_NVPLUS: return launch_f<FMT_NVPLUS>(p, nt, grid, s);
-    default: return launch_f<FMT_HIF4>(p, nt, grid, s);
-    }
+    return with_kind(fmt_kind, [&](auto f) { return launch_f<decltype(f)::value>(p, nt, grid, s); });
 }
 
 } // namespace bfpgemm

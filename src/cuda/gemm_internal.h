@@ -5,7 +5,23 @@
 
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 namespace bfpgemm {
+
+/* fn(std::integral_constant<int, F>{}) for format kind F (FMT_*): the one
+ * switch from a weight's kind to the kernel templates of every launcher */
+template <class Fn>
+cudaError_t with_kind(int fmt_kind, Fn &&fn)
+{
+    switch (fmt_kind) {
+    case FMT_MX: return fn(std::integral_constant<int, FMT_MX>{});
+    case FMT_MXPLUS: return fn(std::integral_constant<int, FMT_MXPLUS>{});
+    case FMT_NV: return fn(std::integral_constant<int, FMT_NV>{});
+    case FMT_NVPLUS: return fn(std::integral_constant<int, FMT_NVPLUS>{});
+    default: return fn(std::integral_constant<int, FMT_HIF4>{});
+    }
+}
 
 /* Launch the fused kernel for a format kind (FMT_*) with nt n8 tiles of x
  * per CTA on grid (CTA columns, splits, m chunks). */

@@ -437,13 +437,7 @@ static cudaError_t launch_f(const Params &p, int wm, dim3 grid, cudaStream_t s)
 
 cudaError_t launch_mid(int fmt_kind, const Params &p, int wm, dim3 grid, cudaStream_t s)
 {
-    switch (fmt_kind) {
-    case FMT_MX: return launch_f<FMT_MX>(p, wm, grid, s);
-    case FMT_MXPLUS: return launch_f<FMT_MXPLUS>(p, wm, grid, s);
-    case FMT_NV: return launch_f<FMT_NV>(p, wm, grid, s);
-    case FMT_NVPLUS: return launch_f<FMT_NVPLUS>(p, wm, grid, s);
-    default: return launch_f<FMT_HIF4>(p, wm, grid, s);
-    }
+    return with_kind(fmt_kind, [&](auto f) { return launch_f<decltype(f)::value>(p, wm, grid, s); });
 }
 
 } // namespace bfpgemm

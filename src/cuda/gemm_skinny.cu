@@ -321,13 +321,8 @@ static cudaError_t skinny_f(int nt, dim3 grid, const Params *p, int *resident, c
 static cudaError_t skinny_any(int fmt_kind, int nt, dim3 grid, const Params *p, int *resident,
                               cudaStream_t s)
 {
-    switch (fmt_kind) {
-    case FMT_MX: return skinny_f<FMT_MX>(nt, grid, p, resident, s);
-    case FMT_MXPLUS: return skinny_f<FMT_MXPLUS>(nt, grid, p, resident, s);
-    case FMT_NV: return skinny_f<FMT_NV>(nt, grid, p, resident, s);
-    case FMT_NVPLUS: return skinny_f<FMT_NVPLUS>(nt, grid, p, resident, s);
-    default: return skinny_f<FMT_HIF4>(nt, grid, p, resident, s);
-    }
+    return with_kind(fmt_kind,
+                     [&](auto f) { return skinny_f<decltype(f)::value>(nt, grid, p, resident, s); });
 }
 
 int skinny_resident_warps(int fmt_kind, int nt)
