@@ -318,7 +318,8 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
     /* epilogue: acc[r][q][e] is W row n = 16 (nt0 + wn R + r) + g + 8 (e / 2),
      * x row mm = m0 + 64 wm + 8 q + 2 t + e % 2 */
     const int mq = m0 + wm * 64 + 2 * t;
-    if (p.splits == 1) {
+    /* out(v, n, mm) for each sum v of y's range, scaled by 2^fold */
+    auto each_out = [&](auto out) {
 #pragma unroll
         for (int r = 0; r < MID_R; r++)
 #pragma unroll
@@ -327,11 +328,12 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
                 for (int e = 0; e < 4; e++) {
                     int n = (nt0 + wn * MID_R + r) * 16 + g + 8 * (e >> 1);
                     int mm = mq + q * 8 + (e & 1);
-                    if (n >= p.n || mm >= p.m)
-                        continue;
-                    float v = acc[r][q][e] * p.post;
-                    p.y[(size_t)mm * p.n + n] = finish(p, v, n);
+                    if (n < p.n && mm < p.m)
+                        out(acc[r][q][e] * p.post, n, mm);
                 }
+    };
+    if (p.splits == 1) {
+        each_out([&](float v, int n, int mm) { p.y[(size_t)mm * p.n + n] = finish(p, v, n); });
         return;
     }
 
@@ -344,17 +346,7 @@ __global__ void __launch_bounds__(MID_THREADS, 1) gemm_mid_kernel(const Params p
      * its slice: those with n < N and mm < M. */
     const size_t mn = (size_t)p.m * (size_t)p.n;
     float *slice = p.ws + (size_t)blockIdx.y * mn;
-#pragma unroll
-    for (int r = 0; r < MID_R; r++)
-#pragma unroll
-        for (int q = 0; q < MID_QT; q++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int n = (nt0 + wn * MID_R + r) * 16 + g + 8 * (e >> 1);
-                int mm = mq + q * 8 + (e & 1);
-                if (n < p.n && mm < p.m)
-                    __stcg(slice + (size_t)mm * p.n + n, acc[r][q][e] * p.post);
-            }
+    each_out([&](float v, int n, int mm) { __stcg(slice + (size_t)mm * p.n + n, v); });
     __threadfence();
     __syncthreads();
     unsigned *ctr = p.counters + (size_t)blockIdx.z * gridDim.x + blockIdx.x;
