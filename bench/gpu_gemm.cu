@@ -125,11 +125,11 @@ int main(int argc, char **argv)
     int nms = 4;
     if (const char *e = getenv("GEMM_MS")) {
         nms = 0;
-        for (const char *q = e; *q && nms < 4;) {
+        for (const char *q = e; *q;) {
             char *end;
             unsigned long v = strtoul(q, &end, 10);
-            if (end == q || v == 0 || v > 4096) {
-                fprintf(stderr, "gpu_gemm: bad GEMM_MS '%s' (m values 1..4096, comma-separated)\n", e);
+            if (end == q || v == 0 || v > 4096 || nms == 4) {
+                fprintf(stderr, "gpu_gemm: bad GEMM_MS '%s' (at most 4 m values in 1..4096, comma-separated)\n", e);
                 return 2;
             }
             ms[nms++] = v;
