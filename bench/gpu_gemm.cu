@@ -129,7 +129,10 @@ int main(int argc, char **argv)
             char *end;
             unsigned long v = strtoul(q, &end, 10);
             if (end == q || v == 0 || v > 4096 || nms == 4) {
-                fprintf(stderr, "gpu_gemm: bad GEMM_MS '%s' (at most 4 m values in 1..4096, comma-separated)\n", e);
+                fprintf(stderr,
+                        "gpu_gemm: bad GEMM_MS '%s' (at most 4 m values in 1..4096, "
+                        "comma-separated)\n",
+                        e);
                 return 2;
             }
             ms[nms++] = v;
