@@ -5,6 +5,7 @@
 #include "gemm_internal.h"
 
 #include <cublas_v2.h>
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@ struct bfp_cuda_weight {
     size_t small_ws;              /* workspace bytes the kernel paths may use at
                                      m <= FUSED_MAX_M (small_ws_bytes) */
     cublasHandle_t blas;
+    SkinnyMaps sk[2];             /* the skinny kernel's maps of codes, scales and
+                                     corr for R = 4 ([0]) and R = 2 ([1]); x
+                                     is filled in per call */
 };
 
 namespace {
@@ -47,6 +51,72 @@ int kind_of(bfp_format f)
 }
 
 size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+/* cuTensorMapEncodeTiled from the driver through the runtime (no libcuda
+ * link); NULL when the driver lacks it */
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn; /* the same value every time: a race is harmless */
+    if (!fn) {
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                             cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !f)
+            return nullptr;
+        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }
+    return fn;
+}
+
+/* A map of rec-byte records [tiles_n][tiles_k] at base, as a 3-D tensor
+ * {rec / 8, tiles_k, tiles_n} of 8-byte elements, with boxes of one k tile
+ * by r row tiles (the skinny kernel's unit); rows past tiles_n read as zeros */
+bool encode_records(CUtensorMap *map, void *base, size_t rec, size_t tiles_n, size_t tiles_k,
+                    int r)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    const cuuint64_t dim[3] = {rec / 8, tiles_k, tiles_n};
+    const cuuint64_t stride[2] = {rec, rec * tiles_k}; /* bytes, of dims 1 and 2 */
+    const cuuint32_t box[3] = {(cuuint32_t)(rec / 8), 1, (cuuint32_t)r};
+    const cuuint32_t estride[3] = {1, 1, 1};
+    return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, base, dim, stride, box, estride,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* x [m][k] bf16 as a 2-D tensor {k, m} with boxes of one k tile (64
+ * columns, zeros past k) by m rows, 128-byte swizzled (gemm_skinny.cu,
+ * x_chunk). Needs x 16-byte aligned and k % 8 == 0 (p.x_vec). */
+bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    const cuuint64_t dim[2] = {k, m};
+    const cuuint64_t stride[1] = {k * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)m};
+    const cuuint32_t estride[2] = {1, 1};
+    return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(x), dim,
+                      stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* The skinny kernel's maps of a weight's codes, scales and corr, for
+ * R = 4 and 2 */
+bool encode_weight_maps(bfp_cuda_weight *w)
+{
+    const size_t scb = (size_t)skinny_scb(w->kind), crb = (size_t)skinny_crb(w->kind);
+    for (int i = 0; i < 2; i++) {
+        const int r = skinny_rows(i == 0 ? 1 : 4);
+        SkinnyMaps &sm = w->sk[i];
+        if (!encode_records(&sm.codes, w->codes, 512, w->tiles_n, w->tiles_k, r) ||
+            !encode_records(&sm.scales, w->scales, scb, w->tiles_n, w->tiles_k, r) ||
+            (crb && !encode_records(&sm.corr, w->corr, crb, w->tiles_n, w->tiles_k, r)))
+            return false;
+    }
+    return true;
+}
 
 struct FusedPlan {
     int nt, mchunks, splits, tiles_per_split, chunk_tiles;
@@ -281,7 +351,10 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     if (skinny) {
         p.units = S.units;
         p.upw = S.upw;
-        return launch_skinny(w->kind, p, S.nt, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+        SkinnyMaps maps = w->sk[skinny_rows(S.nt) == 4 ? 0 : 1];
+        if (p.x_vec && !encode_x(&maps.x, x, w->k, m))
+            return BFP_ERR_DEVICE;
+        return launch_skinny(w->kind, p, maps, S.nt, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
     }
     dim3 grid(P.ctas_n, (unsigned)P.splits, (unsigned)P.mchunks);
     return launch_fused(w->kind, p, P.nt, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
@@ -378,7 +451,13 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
     if (!bfp_cuda_available())
         return BFP_ERR_DEVICE;
 
-    bfp_cuda_weight *h = static_cast<bfp_cuda_weight *>(calloc(1, sizeof *h));
+    /* aligned for its tensor maps (CUtensorMap: alignas(128)) */
+    const size_t hbytes = (sizeof(bfp_cuda_weight) + alignof(bfp_cuda_weight) - 1) /
+                          alignof(bfp_cuda_weight) * alignof(bfp_cuda_weight);
+    bfp_cuda_weight *h =
+        static_cast<bfp_cuda_weight *>(aligned_alloc(alignof(bfp_cuda_weight), hbytes));
+    if (h)
+        memset(h, 0, hbytes);
     uint8_t *hc = static_cast<uint8_t *>(malloc(ps.codes));
     uint8_t *hs = static_cast<uint8_t *>(malloc(ps.scales));
     uint8_t *hr = static_cast<uint8_t *>(malloc(ps.corr ? ps.corr : 1));
@@ -413,7 +492,7 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
               cudaGetDevice(&dev) == cudaSuccess &&
               cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
                   cudaSuccess &&
-              cublasCreate(&h->blas) == CUBLAS_STATUS_SUCCESS;
+              cublasCreate(&h->blas) == CUBLAS_STATUS_SUCCESS && encode_weight_maps(h);
     if (ok)
         h->small_ws = small_ws_bytes(h);
     free(hc), free(hs), free(hr);

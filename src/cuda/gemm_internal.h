@@ -3,6 +3,7 @@
 #pragma once
 #include "gemm_fused.cuh"
 
+#include <cuda.h> /* CUtensorMap and its enums only: no libcuda symbol is linked */
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -30,10 +31,24 @@ cudaError_t launch_fused(int fmt_kind, const Params &p, int nt, dim3 grid, cudaS
 /* The skinny kernel (gemm_skinny.cu, m <= 32): nt = 1, 2 or 4 n8 tiles of
  * x; a unit is skinny_rows(nt) row tiles of W by one k tile. */
 constexpr int skinny_rows(int nt) { return nt == 4 ? 2 : 4; }
+/* bytes per tile of the scale record and of the MX+ / NVFP4+ correction
+ * record (0: none) of format kind f, as prepacked */
+constexpr int skinny_scb(int f) { return f == FMT_NV || f == FMT_NVPLUS || f == FMT_HIF4 ? 64 : 32; }
+constexpr int skinny_crb(int f) { return f == FMT_MXPLUS ? 32 : f == FMT_NVPLUS ? 64 : 0; }
+/* The TMA tensor maps the skinny kernel copies a unit with (gemm.cu makes
+ * them): codes, scales and corr as 3-D tensors {record bytes / 8, tiles_k,
+ * tiles_n} of 8-byte elements with boxes {record / 8, 1, R} (R row tiles of
+ * one k tile; corr unused without a correction record), x as a 2-D bf16
+ * tensor {k, m} with box {64, m} and the 128-byte swizzle (unused when
+ * p.x_vec is 0). */
+struct SkinnyMaps {
+    CUtensorMap codes, scales, corr, x;
+};
 /* warps of it that one SM holds at once */
 int skinny_resident_warps(int fmt_kind, int nt);
 /* grid: ceil(p.units / p.upw) warps */
-cudaError_t launch_skinny(int fmt_kind, const Params &p, int nt, cudaStream_t s);
+cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps, int nt,
+                          cudaStream_t s);
 
 /* The mid kernel (gemm_mid.cu): CTAs of MID_WARPS warps, each warp MID_R
  * row tiles of W by 64 rows of x; wm = 1 or 2 warps along m, so a CTA takes

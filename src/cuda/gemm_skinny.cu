@@ -3,9 +3,9 @@
  * units of R row tiles (a band of 16 R rows of W) by one k tile, ordered
  * band-major, and each warp of a grid that is resident all at once takes an
  * equal run of consecutive units. A warp streams its run through a ring of
- * SK_STAGES units in shared memory filled by bulk copies (TMA, one mbarrier
- * per stage): W's tiles and x's columns of the unit, so every SM keeps
- * ~100 KB on the way without registers. With the next unit in registers
+ * SK_STAGES units in shared memory filled by TMA tensor copies that one lane
+ * starts (one mbarrier per stage): W's tiles and x's columns of the unit, so
+ * every SM keeps ~100 KB on the way without registers. With the next unit in registers
  * instead, a warp had one unit in flight and the kernel reached 1.4 TB/s; the
  * old kernel (gemm_fused.cu) gives each CTA a few tiles and spends most of
  * its life on staging x and on the split-K epilogue. A warp that
@@ -18,24 +18,90 @@
 namespace bfpgemm {
 
 constexpr int SK_WARPS = 4, SK_STAGES = 4;
-constexpr int X_PITCH = 144; /* bytes per staged row of x: 128 + 16, so the
-                                8 rows of a B fragment load hit 32 banks */
 
-/* Byte offsets of the parts of one stage (one unit) */
+constexpr int pad128(int b) { return (b + 127) & ~127; }
+
+/* One stage (one unit) is two parts: x's 8 NT rows of the k tile, 128 bytes
+ * each as the 128-byte swizzle leaves them (1024-byte aligned: the swizzle's
+ * pattern repeats every 1024 bytes), and W's part at byte offsets from its
+ * own start, each 128-byte aligned for TMA: R tiles of codes, R scale
+ * records, R correction records. The dynamic shared memory holds the x parts
+ * of every stage of every warp, then the W parts, then 1024 bytes of slack
+ * to align the start. */
 template <int F, int NT>
 struct Stage {
     static constexpr int R = skinny_rows(NT);
-    static constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
-    static constexpr int SCB = WIDE ? 64 : 32; /* scale record bytes per tile */
-    static constexpr int CRB = F == FMT_MXPLUS ? 32 : F == FMT_NVPLUS ? 64 : 0;
-    static constexpr int SCALES = R * 512, CORR = SCALES + R * SCB, X = CORR + R * CRB;
-    static constexpr int BYTES = X + 8 * NT * X_PITCH;
+    static constexpr bool WIDE = skinny_scb(F) == 64;
+    static constexpr int SCB = skinny_scb(F); /* scale record bytes per tile */
+    static constexpr int CRB = skinny_crb(F); /* correction record bytes per tile */
+    static constexpr int XBYTES = 8 * NT * 128;
+    static constexpr int SCALES = R * 512, CORR = SCALES + pad128(R * SCB);
+    static constexpr int WBYTES = CORR + pad128(R * CRB);
+    /* what the copies of W's part bring: the whole boxes, also where they
+     * reach past W's last row tile (zero-filled) */
+    static constexpr uint32_t W_TX = R * (512 + SCB + CRB);
+    static_assert(XBYTES % 1024 == 0 && SCALES % 128 == 0 && CORR % 128 == 0 &&
+                      WBYTES % 128 == 0,
+                  "TMA destinations: 1024-byte aligned with the 128-byte swizzle, else 128");
 };
 
-template <int F, int NT>
-constexpr int skinny_smem() { return SK_WARPS * SK_STAGES * Stage<F, NT>::BYTES; }
+constexpr int SK_ALIGN = 1024; /* slack to align the dynamic shared memory */
 
-/* ---- mbarrier and bulk copy (PTX ISA 8.0, sm_90) ---- */
+template <int F, int NT>
+constexpr int skinny_smem()
+{
+    return SK_WARPS * SK_STAGES * (Stage<F, NT>::XBYTES + Stage<F, NT>::WBYTES) + SK_ALIGN;
+}
+
+/* Byte offset of 16-byte chunk c (0..7) of staged row r of x: TMA's 128-byte
+ * swizzle XORs address bits 6:4 with bits 9:7 (the row within 8 rows of 128
+ * bytes; the x part is 1024-byte aligned) */
+__host__ __device__ constexpr int x_chunk(int r, int c) { return r * 128 + 16 * (c ^ (r & 7)); }
+/* word t of chunk 0 of row g < 8: bits 6:4 are g, so XOR with 16 c gives
+ * word t of chunk c (x_chunk_checks) */
+__host__ __device__ constexpr int x_lane(int g, int t) { return g * 144 + 4 * t; }
+
+constexpr bool x_chunk_checks()
+{
+    for (int r = 0; r < 32; r++)
+        for (int c = 0; c < 8; c++) {
+            const int a = r * 128 + 16 * c; /* unswizzled */
+            if (x_chunk(r, c) != (a ^ (((a >> 7) & 7) << 4)))
+                return false;
+        }
+    /* the B fragment load of chunk i: lane (g, t) reads the word t of chunk i
+     * of row 8 q + g; the 32 lanes hit 32 banks. consume() gets its address
+     * as x_lane(g, t) ^ 16 i, plus 1024 q. */
+    for (int q = 0; q < 4; q++)
+        for (int i = 0; i < 8; i++) {
+            unsigned banks = 0;
+            for (int lane = 0; lane < 32; lane++) {
+                const int g = lane >> 2, t = lane & 3, a = x_chunk(8 * q + g, i) + 4 * t;
+                if (a != ((x_lane(g, t) ^ 16 * i) + 1024 * q))
+                    return false;
+                banks |= 1u << (a / 4 % 32);
+            }
+            if (banks != 0xFFFFFFFFu)
+                return false;
+        }
+    return true;
+}
+static_assert(x_chunk_checks(), "x_chunk is TMA's 128-byte swizzle and conflict-free");
+
+/* The measured optimum at m <= 8 is 16 warps per SM (4 CTAs): H200 (sm_90)
+ * has 228 KB of shared memory per SM, 1 KB of it reserved per CTA, and the
+ * kernel's mbarriers take 128 bytes of static shared memory. NVFP4+ has
+ * 3 CTAs per SM, as before the tensor maps. */
+template <int F, int NT>
+constexpr int skinny_ctas_per_sm()
+{
+    return 228 * 1024 / (skinny_smem<F, NT>() + 1024 + SK_WARPS * SK_STAGES * 8);
+}
+static_assert(skinny_ctas_per_sm<FMT_MX, 1>() == 4 && skinny_ctas_per_sm<FMT_MXPLUS, 1>() == 4 &&
+                  skinny_ctas_per_sm<FMT_NV, 1>() == 4 && skinny_ctas_per_sm<FMT_HIF4, 1>() == 4,
+              "16 warps per SM at m <= 8");
+
+/* ---- mbarrier and TMA tensor copy (PTX ISA 8.0, sm_90) ---- */
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
     return (uint32_t)__cvta_generic_to_shared(p);
@@ -64,30 +130,50 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
                      : "memory");
 }
 
-__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes,
-                                         uint32_t bar)
+/* The box of map at coordinates {c0, c1, c2} (innermost first) to shared
+ * memory at dst; elements outside the tensor arrive as zeros and count in
+ * the bytes (the whole box) */
+__device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
+                                       int c2, uint32_t bar)
 {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
                  : "memory");
 }
 
-/* x's columns of k tile kt come by bulk copy when whole and 16-byte aligned;
- * else the multiply loads them itself (load_x) */
-__device__ __forceinline__ bool x_staged(const Params &p, int kt)
+__device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
+                                       uint32_t bar)
 {
-    return p.x_vec && kt * 64 + 64 <= p.k;
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
 }
 
-/* x's B fragments for k tile kt: lane (g, t) of n8 tile q holds row
- * q * 8 + g, columns 64 kt + 16 j + 2 t + {0, 1} and {8, 9}; zero outside x */
+/* ld.shared.b32 at a shared-window address (volatile: stays after the
+ * mbarrier wait) */
+__device__ __forceinline__ uint32_t lds32(uint32_t a)
+{
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a));
+    return v;
+}
+
+__device__ __forceinline__ void tma_prefetch(const CUtensorMap &map)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&map)) : "memory");
+}
+
+/* x's B fragments for k tile kt when x is not staged (p.x_vec == 0: not
+ * 16-byte aligned, or k % 8 != 0, which TMA needs): lane (g, t) of n8 tile q
+ * holds row q * 8 + g, columns 64 kt + 16 j + 2 t + {0, 1} and {8, 9}; zero
+ * outside x */
 template <int NT>
 __device__ __forceinline__ void load_x(const Params &p, int kt, int g, int t,
                                        uint32_t (&xb)[NT][8])
 {
     const int c0 = kt * 64 + 2 * t;
-    const bool full = p.x_vec && kt * 64 + 64 <= p.k;
 #pragma unroll
     for (int q = 0; q < NT; q++) {
         const int mm = q * 8 + g;
@@ -97,62 +183,60 @@ __device__ __forceinline__ void load_x(const Params &p, int kt, int g, int t,
             const int c = c0 + 16 * (i >> 1) + 8 * (i & 1);
             uint32_t v = 0;
             if (mm < p.m) {
-                if (full) {
-                    v = __ldg(reinterpret_cast<const uint32_t *>(row + c));
-                } else {
-                    uint32_t lo = c < p.k ? __ldg(row + c) : 0u;
-                    uint32_t hi = c + 1 < p.k ? __ldg(row + c + 1) : 0u;
-                    v = lo | hi << 16;
-                }
+                uint32_t lo = c < p.k ? __ldg(row + c) : 0u;
+                uint32_t hi = c + 1 < p.k ? __ldg(row + c + 1) : 0u;
+                v = lo | hi << 16;
             }
             xb[q][i] = v;
         }
     }
 }
 
-/* Start the copy of unit (band, kt) into the stage at st with mbarrier bar
- * (the whole warp calls it; its reads of the stage's last unit are done). */
+/* Start the copy of unit (band, kt) into the stage whose x part is at xs
+ * and W part at ws, with mbarrier bar. The whole warp calls it, its reads of
+ * the stage's last unit done (__syncwarp); lane 0 starts the copies: R row
+ * tiles of codes, scales and corrections (zeros past W's last row tile), and
+ * when x_vec, x's m rows of the k tile (zeros past k). */
 template <int F, int NT>
-__device__ __forceinline__ void produce(const Params &p, int band, int kt, uint32_t st,
-                                        uint32_t bar, int lane)
+__device__ __forceinline__ void produce(const Params &p, const SkinnyMaps &mp, int band, int kt,
+                                        uint32_t xs, uint32_t ws, uint32_t bar, int lane)
 {
     using S = Stage<F, NT>;
-    const int rows_ok = min(S::R, p.tiles_n - band * S::R);
-    const int xrows = x_staged(p, kt) ? min(p.m, 8 * NT) : 0;
-    if (lane == 0)
-        mbar_expect(bar, (uint32_t)(rows_ok * (512 + S::SCB + S::CRB) + xrows * 128));
-    __syncwarp();
     /* the stage was last read through the generic proxy */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    if (lane < rows_ok) {
-        const size_t tile = (size_t)(band * S::R + lane) * p.tiles_k + (size_t)kt;
-        bulk_g2s(st + lane * 512, p.codes + tile * 32, 512, bar);
-        bulk_g2s(st + S::SCALES + lane * S::SCB, p.scales + tile * S::SCB, S::SCB, bar);
+    if (lane == 0) {
+        mbar_expect(bar, S::W_TX + (p.x_vec ? (uint32_t)p.m * 128u : 0u));
+        const int row = band * S::R;
+        tma_3d(ws, mp.codes, 0, kt, row, bar);
+        tma_3d(ws + S::SCALES, mp.scales, 0, kt, row, bar);
         if (S::CRB)
-            bulk_g2s(st + S::CORR + lane * S::CRB, p.corr + tile * S::CRB, S::CRB, bar);
+            tma_3d(ws + S::CORR, mp.corr, 0, kt, row, bar);
+        if (p.x_vec)
+            tma_2d(xs, mp.x, kt * 64, 0, bar);
     }
-    if (lane < xrows)
-        bulk_g2s(st + S::X + lane * X_PITCH, p.x + (size_t)lane * p.k + (size_t)kt * 64, 128, bar);
 }
 
-/* Multiply the unit of k tile kt, staged at st, into acc. Row tiles past W's
- * end hold stale bytes: their rows of acc are never written out. */
+/* Multiply the unit of k tile kt, staged with its x part at shared address
+ * xs (1024-byte aligned) and its W part at st, into acc. Row tiles past W's
+ * end are zeros: their rows of acc are never written out. */
 template <int F, int NT>
 __device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, NT>::R][NT][4],
-                                        const unsigned char *st, int kt, int lane)
+                                        uint32_t xs, const unsigned char *st, int kt, int lane)
 {
     using S = Stage<F, NT>;
     const int g = lane >> 2, t = lane & 3;
     uint32_t xb[NT][8];
-    if (x_staged(p, kt)) {
+    if (p.x_vec) {
+        /* register i of the B fragment is chunk i, word t of row 8 q + g
+         * (x_chunk); rows from m on were not copied */
+        const uint32_t xl = xs + (uint32_t)x_lane(g, t);
 #pragma unroll
-        for (int q = 0; q < NT; q++)
+        for (int i = 0; i < 8; i++) {
+            const uint32_t a = xl ^ (16u * i);
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const int mm = q * 8 + g;
-                const int off = S::X + mm * X_PITCH + 2 * (16 * (i >> 1) + 8 * (i & 1) + 2 * t);
-                xb[q][i] = mm < p.m ? *reinterpret_cast<const uint32_t *>(st + off) : 0u;
-            }
+            for (int q = 0; q < NT; q++)
+                xb[q][i] = q * 8 + g < p.m ? lds32(a + 1024u * q) : 0u;
+        }
     } else {
         load_x<NT>(p, kt, g, t, xb);
     }
@@ -227,11 +311,16 @@ __device__ __forceinline__ void flush(const Params &p, const float (&acc)[R][NT]
         p.counters[band] = 0u;
 }
 
+/* The maps are __grid_constant__: TMA reads them at their parameter's
+ * generic address. */
 template <int F, int NT>
-__global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params p)
+__global__ void __launch_bounds__(SK_WARPS * 32)
+    gemm_skinny_kernel(const Params p, const __grid_constant__ SkinnyMaps mp)
 {
     using S = Stage<F, NT>;
     constexpr int R = S::R;
+    /* 128, not 1024: that would pad the static shared memory (bars) to 1024
+     * bytes; the x parts are aligned here, in the SK_ALIGN slack */
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t bars[SK_WARPS][SK_STAGES];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -239,10 +328,19 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
     if (u0 >= p.units)
         return;
     const int u1 = min(u0 + p.upw, p.units);
-    unsigned char *ring = smem + warp * SK_STAGES * S::BYTES;
-    const uint32_t ring_a = smem_addr(ring), bar_a = smem_addr(&bars[warp][0]);
+    unsigned char *base = smem + ((SK_ALIGN - (smem_addr(smem) & (SK_ALIGN - 1))) & (SK_ALIGN - 1));
+    unsigned char *xring = base + warp * SK_STAGES * S::XBYTES;
+    unsigned char *wring = base + SK_WARPS * SK_STAGES * S::XBYTES + warp * SK_STAGES * S::WBYTES;
+    const uint32_t xring_a = smem_addr(xring), wring_a = smem_addr(wring);
+    const uint32_t bar_a = smem_addr(&bars[warp][0]);
 
     if (lane == 0) {
+        tma_prefetch(mp.codes);
+        tma_prefetch(mp.scales);
+        if (S::CRB)
+            tma_prefetch(mp.corr);
+        if (p.x_vec)
+            tma_prefetch(mp.x);
         for (int s = 0; s < SK_STAGES; s++)
             mbar_init(bar_a + 8 * s);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -251,7 +349,8 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
     /* the next unit to copy, as (band, k tile): no division per unit */
     int pband = u0 / p.tiles_k, pkt = u0 - pband * p.tiles_k;
     for (int i = 0; i < SK_STAGES && u0 + i < u1; i++) {
-        produce<F, NT>(p, pband, pkt, ring_a + i * S::BYTES, bar_a + 8 * i, lane);
+        produce<F, NT>(p, mp, pband, pkt, xring_a + i * S::XBYTES, wring_a + i * S::WBYTES,
+                       bar_a + 8 * i, lane);
         if (++pkt == p.tiles_k)
             pkt = 0, pband++;
     }
@@ -278,10 +377,12 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
             band++, kt0 = 0, band_end += p.tiles_k;
         }
         mbar_wait(bar_a + 8 * s, (uint32_t)(i / SK_STAGES) & 1u);
-        consume<F, NT>(p, acc, ring + s * S::BYTES, v - (band_end - p.tiles_k), lane);
+        consume<F, NT>(p, acc, xring_a + s * S::XBYTES, wring + s * S::WBYTES,
+                       v - (band_end - p.tiles_k), lane);
         __syncwarp(); /* every lane is done reading stage s */
         if (v + SK_STAGES < u1) {
-            produce<F, NT>(p, pband, pkt, ring_a + s * S::BYTES, bar_a + 8 * s, lane);
+            produce<F, NT>(p, mp, pband, pkt, xring_a + s * S::XBYTES, wring_a + s * S::WBYTES,
+                           bar_a + 8 * s, lane);
             if (++pkt == p.tiles_k)
                 pkt = 0, pband++;
         }
@@ -292,7 +393,8 @@ __global__ void __launch_bounds__(SK_WARPS * 32) gemm_skinny_kernel(const Params
 /* The kernel for nt; with resident != NULL, how many CTAs of it an SM holds
  * instead of a launch. */
 template <int F, int NT>
-static cudaError_t skinny_nt(dim3 grid, const Params *p, int *resident, cudaStream_t s)
+static cudaError_t skinny_nt(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
+                             cudaStream_t s)
 {
     constexpr int smem = skinny_smem<F, NT>();
     static bool raised; /* the same value every time: a race is harmless */
@@ -306,23 +408,25 @@ static cudaError_t skinny_nt(dim3 grid, const Params *p, int *resident, cudaStre
     if (resident)
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_skinny_kernel<F, NT>,
                                                              SK_WARPS * 32, smem);
-    gemm_skinny_kernel<F, NT><<<grid, SK_WARPS * 32, smem, s>>>(*p);
+    gemm_skinny_kernel<F, NT><<<grid, SK_WARPS * 32, smem, s>>>(*p, *mp);
     return cudaGetLastError();
 }
 
 template <int F>
-static cudaError_t skinny_f(int nt, dim3 grid, const Params *p, int *resident, cudaStream_t s)
+static cudaError_t skinny_f(int nt, dim3 grid, const Params *p, const SkinnyMaps *mp,
+                            int *resident, cudaStream_t s)
 {
-    return nt == 1   ? skinny_nt<F, 1>(grid, p, resident, s)
-           : nt == 2 ? skinny_nt<F, 2>(grid, p, resident, s)
-                     : skinny_nt<F, 4>(grid, p, resident, s);
+    return nt == 1   ? skinny_nt<F, 1>(grid, p, mp, resident, s)
+           : nt == 2 ? skinny_nt<F, 2>(grid, p, mp, resident, s)
+                     : skinny_nt<F, 4>(grid, p, mp, resident, s);
 }
 
-static cudaError_t skinny_any(int fmt_kind, int nt, dim3 grid, const Params *p, int *resident,
-                              cudaStream_t s)
+static cudaError_t skinny_any(int fmt_kind, int nt, dim3 grid, const Params *p,
+                              const SkinnyMaps *mp, int *resident, cudaStream_t s)
 {
-    return with_kind(fmt_kind,
-                     [&](auto f) { return skinny_f<decltype(f)::value>(nt, grid, p, resident, s); });
+    return with_kind(fmt_kind, [&](auto f) {
+        return skinny_f<decltype(f)::value>(nt, grid, p, mp, resident, s);
+    });
 }
 
 int skinny_resident_warps(int fmt_kind, int nt)
@@ -331,18 +435,20 @@ int skinny_resident_warps(int fmt_kind, int nt)
     int &c = cache[fmt_kind][nt == 1 ? 0 : nt == 2 ? 1 : 2];
     if (c == 0) {
         int blocks = 0;
-        if (skinny_any(fmt_kind, nt, dim3(1), nullptr, &blocks, 0) != cudaSuccess || blocks < 1)
+        if (skinny_any(fmt_kind, nt, dim3(1), nullptr, nullptr, &blocks, 0) != cudaSuccess ||
+            blocks < 1)
             blocks = 1;
         c = blocks * SK_WARPS;
     }
     return c;
 }
 
-cudaError_t launch_skinny(int fmt_kind, const Params &p, int nt, cudaStream_t s)
+cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps, int nt,
+                          cudaStream_t s)
 {
     unsigned warps = (unsigned)((p.units + p.upw - 1) / p.upw);
     dim3 grid((warps + SK_WARPS - 1) / SK_WARPS);
-    return skinny_any(fmt_kind, nt, grid, &p, nullptr, s);
+    return skinny_any(fmt_kind, nt, grid, &p, &maps, nullptr, s);
 }
 
 } // namespace bfpgemm
