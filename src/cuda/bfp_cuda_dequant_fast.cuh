@@ -866,6 +866,16 @@ __global__ void __launch_bounds__(256, flat_min_ctas<FMT>()) dequant_flat_kernel
     constexpr size_t CH = 32 * FU; /* groups per warp chunk */
     __shared__ uint4 nvtab[NV ? 256 : 1];
     __shared__ uint16_t nvbm[NVP ? 128 * 8 : 1];
+    const unsigned lane = threadIdx.x & 31u;
+    const size_t step = (size_t)gridDim.x * 8 * CH;
+    size_t base = ((size_t)blockIdx.x * 8 + threadIdx.x / 32) * CH;
+    PackT<W> c[FU], cn[FU] = {};
+    uint32_t a[FU], an[FU] = {};
+    bool have = base + CH <= ngroups; /* warp-uniform, as base */
+    /* the first chunk's loads go out before the tables are built, so that a
+     * CTA's table work overlaps their latency (a CTA takes only a few chunks) */
+    if (have)
+        flat_load<FMT, true>(P, ngroups, base, lane, c, a);
     float s_enc = 1.0f;
     if (NV) { /* the tables once per CTA */
         s_enc = __ldg(P.tscale);
@@ -875,14 +885,6 @@ __global__ void __launch_bounds__(256, flat_min_ctas<FMT>()) dequant_flat_kernel
                 nvbm[i] = (uint16_t)nv_bm_bf16(i >> 3, i & 7u, s_enc);
         __syncthreads();
     }
-    const unsigned lane = threadIdx.x & 31u;
-    const size_t step = (size_t)gridDim.x * 8 * CH;
-    size_t base = ((size_t)blockIdx.x * 8 + threadIdx.x / 32) * CH;
-    PackT<W> c[FU], cn[FU] = {};
-    uint32_t a[FU], an[FU] = {};
-    bool have = base + CH <= ngroups; /* warp-uniform, as base */
-    if (have)
-        flat_load<FMT, true>(P, ngroups, base, lane, c, a);
     while (have) { /* whole chunks */
         size_t nb = base + step;
         bool more = nb + CH <= ngroups;
