@@ -636,8 +636,35 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
     put_block_scale(P, b, sc, PLUS, meta, nonfinite);
 }
 
+/* CTAs of 256 threads per SM that the block-per-thread quantizers' register
+ * count must allow (mx_, mxpp_ and nv_block_kernel; 0: the compiler's
+ * choice). BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} override it at build time,
+ * for sweeps (bench/gpu.sh PARTS=qctas). */
+#ifndef BFP_QBLOCK_CTAS_MX
+#define BFP_QBLOCK_CTAS_MX 0
+#endif
+#ifndef BFP_QBLOCK_CTAS_MXPLUS
+#define BFP_QBLOCK_CTAS_MXPLUS 0
+#endif
+#ifndef BFP_QBLOCK_CTAS_MXPP
+#define BFP_QBLOCK_CTAS_MXPP 0
+#endif
+#ifndef BFP_QBLOCK_CTAS_NV
+#define BFP_QBLOCK_CTAS_NV 0
+#endif
 template <int FMT>
-__global__ void __launch_bounds__(256) mx_block_kernel(const QParams P, size_t nblocks)
+__host__ __device__ constexpr int qblock_min_ctas()
+{
+    constexpr int fam = fmt_of(FMT).fam;
+    return fam == BFP_FAMILY_MX        ? BFP_QBLOCK_CTAS_MX
+           : fam == BFP_FAMILY_MX_PLUS ? BFP_QBLOCK_CTAS_MXPLUS
+           : fam == BFP_FAMILY_MX_PP   ? BFP_QBLOCK_CTAS_MXPP
+                                       : BFP_QBLOCK_CTAS_NV;
+}
+
+template <int FMT>
+__global__ void __launch_bounds__(256, qblock_min_ctas<FMT>())
+    mx_block_kernel(const QParams P, size_t nblocks)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)

@@ -174,7 +174,7 @@ __device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
 }
 
 template <int FMT>
-__global__ void __launch_bounds__(256) mxpp_block_kernel(const QParams P, size_t nblocks)
+__global__ void __launch_bounds__(256, qblock_min_ctas<FMT>()) mxpp_block_kernel(const QParams P, size_t nblocks)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)

@@ -343,7 +343,7 @@ __device__ __forceinline__ void nv_tensor_scale(const QParams &P, float &s, floa
 /* Thread i takes blocks 2 i and 2 i + 1 (npairs pairs); an odd last block
  * is nv_tail_kernel's. */
 template <int FMT, bool SWZ, bool TS>
-__global__ void __launch_bounds__(256) nv_block_kernel(const QParams P, size_t npairs)
+__global__ void __launch_bounds__(256, qblock_min_ctas<FMT>()) nv_block_kernel(const QParams P, size_t npairs)
 {
     float s, rinv;
     nv_tensor_scale<TS>(P, s, rinv);
