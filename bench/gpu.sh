@@ -21,6 +21,9 @@ B=build-gpu
 JOBS=$(nproc 2>/dev/null || echo 4)
 status=0
 say() { echo "== $*"; }
+# BFP_CODE=<commit> from the caller wins: the GPU machine's copy of .git can be stale
+BFP_CODE=${BFP_CODE:-$(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no .git on this machine)")}
+export BFP_CODE
 
 say "GPU"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | head -3
@@ -108,8 +111,6 @@ say "peer: torch.compile MXFP4 / NVFP4 (bench/peer_torch.py)"
 timeout 240 python3 bench/peer_torch.py "$OUT/peer.json" "$COPY" 2>&1 | tail -n 8 | tee -a "$OUT/bench.log"
 fi
 
-BFP_CODE=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no .git on this machine)")
-export BFP_CODE
 python3 - "$OUT" <<'EOF'
 import json, os, sys
 out = sys.argv[1]

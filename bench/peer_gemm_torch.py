@@ -6,6 +6,7 @@ the committed result: speedup = torch bf16 time / bfp time.
 Weights rotate over enough copies (>= 200 MB) that L2 does not hold them,
 as in gpu_gemm. Without torch, the direct cublasGemmEx time stays."""
 import json
+import os
 import subprocess
 import sys
 
@@ -53,9 +54,11 @@ def main():
         if key in peer:
             r["cublas_bf16_us"] = round(peer[key], 2)
         r["speedup"] = round(r["cublas_bf16_us"] / r["us"], 3)
+    # BFP_CODE: the commit, from the caller (the GPU machine's copy of .git can be stale)
+    code = os.environ.get("BFP_CODE", "")
     try:
-        code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip() or "unknown"
+        code = code or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                      capture_output=True, text=True).stdout.strip() or "unknown"
     except OSError:
         code = "unknown"
     out = {"date": doc["date"], "command": "bash bench/gpu.sh  (PARTS=gemm for this part only)",
