@@ -242,34 +242,37 @@ fi
 
 # ---- the block quantizers' register cap (PARTS=qctas): rebuild their four
 # translation units with BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} (min CTAs per SM;
-# 0 = the compiler's choice), one library per variant "mx:mxplus:mxpp:nv" of
-# QCTAS_VARIANTS, and time the quantizers at 16384x16384 with each ----
+# 0 = the compiler's choice, -1 = the library's default) and
+# BFP_MXQ_BLOCKS_MXPLUS (blocks per thread of the MX+ kernel), one library per
+# variant "mx:mxplus:mxpp:nv:blocks" of QCTAS_VARIANTS, and time the quantizers
+# at 16384x16384 with each ----
 if want qctas; then
-QV=${QCTAS_VARIANTS:-"0:0:0:0 0:6:5:5 0:6:6:6"}
-QF=${QCTAS_FORMATS:-mxfp4,mxfp4+,mxfp6_e2m3,mxfp6_e2m3+,mxint4,mxint4+,mxfp8_e4m3,mxfp8_e4m3+,mxfp4++,mxfp6_e2m3++,nvfp4,nvfp4+}
+QV=${QCTAS_VARIANTS:-"-1:-1:-1:-1:1 -1:4:-1:-1:2 -1:0:-1:-1:2"}
+QF=${QCTAS_FORMATS:-mxfp4,mxfp4+,mxfp6_e2m3,mxfp6_e2m3+,mxint4,mxint4+,mxfp8_e4m3,mxfp8_e4m3+,mxint8,mxint8+}
 say "quantize block kernels' min CTAs per SM: variants $QV on $QF"
 t0=$(date +%s)
 for v in $QV; do
-    IFS=: read -r a b c d <<<"$v"
-    D=$B/qctas_${a}_${b}_${c}_${d}
+    IFS=: read -r a b c d e <<<"$v"
+    D=$B/qctas_${a}_${b}_${c}_${d}_${e:-1}
     mkdir -p "$D"
     for f in k_mx k_mxplus k_mxpp k_nv; do
         nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
             -Xcompiler=-fPIC -Xptxas -v -Iinclude -Isrc/core -Isrc/cuda -DBFP_QBLOCK_CTAS_MX=$a \
             -DBFP_QBLOCK_CTAS_MXPLUS=$b -DBFP_QBLOCK_CTAS_MXPP=$c -DBFP_QBLOCK_CTAS_NV=$d \
+            -DBFP_MXQ_BLOCKS_MXPLUS=${e:-1} \
             -x cu -c src/cuda/bfp_cuda_$f.cu -o "$D/bfp_cuda_$f.cu.o" >"$D/ptxas_$f.log" 2>&1 &
     done
 done
 wait
 echo "variant builds took $(($(date +%s) - t0)) s"
 for v in $QV; do
-    IFS=: read -r a b c d <<<"$v"
-    D=$B/qctas_${a}_${b}_${c}_${d}
+    IFS=: read -r a b c d e <<<"$v"
+    D=$B/qctas_${a}_${b}_${c}_${d}_${e:-1}
     cp $B/libbfp_cuda.a "$D/libbfp_cuda.a" && (cd "$D" && ar r libbfp_cuda.a bfp_cuda_k_*.cu.o) &&
         nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu "$D/libbfp_cuda.a" \
             $B/libbfp.a -o "$D/gpu_bench" >>"$OUT/qctas.log" 2>&1 || { echo "variant $v: build failed"; status=1; continue; }
     echo "#### variant $v" >>"$OUT/qctas.log"
-    BFP_BENCH_BIG_ONLY=1 BFP_BENCH_FORMATS=$QF timeout 200 "$D/gpu_bench" "$OUT/qctas_$a$b$c$d.json" \
+    BFP_BENCH_BIG_ONLY=1 BFP_BENCH_FORMATS=$QF timeout 200 "$D/gpu_bench" "$OUT/qctas_$v.json" \
         >>"$OUT/qctas.log" 2>&1 || status=1
 done
 python3 - "$OUT" $QV <<'PYEOF'
@@ -277,7 +280,7 @@ import json, os, sys
 out, vs = sys.argv[1], sys.argv[2:]
 runs = {}
 for v in vs:
-    p = os.path.join(out, "qctas_%s.json" % v.replace(":", ""))
+    p = os.path.join(out, "qctas_%s.json" % v)
     if os.path.exists(p):
         runs[v] = json.load(open(p))
 rows = {}
@@ -285,7 +288,7 @@ for v, d in runs.items():
     for r in d["results"]:
         if r["op"] == "quantize":
             rows.setdefault(r["format"], {})[v] = (r["us"], r["ratio_to_copy"])
-print("quantize 16384x16384 bf16, us (of copy) by variant mx:mxplus:mxpp:nv")
+print("quantize 16384x16384 bf16, us (of copy) by variant mx:mxplus:mxpp:nv:blocks")
 print("%-26s" % "format" + "".join("%20s" % v for v in runs))
 for f, by in rows.items():
     print("%-26s" % f + "".join("%12.1f (%4.1f%%)" % (by[v][0], 100 * by[v][1]) if v in by else "%20s" % "-"

@@ -593,17 +593,32 @@ inline unsigned stride_grid(size_t items)
  * per-group work (shuffles, scale, addressing) cost as much as the encoding.
  * Same decisions as mx_body / mxplus_body. MX+: the BM's index from packed
  * compares (first_max32_bf16), its code from the bits of am (bm_mag). */
+__device__ __forceinline__ void mx_block_load(const QParams &P, size_t b, uint4 (&w)[4])
+{
+    const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 4 * b;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[k] = __ldg(src + k);
+}
+
+template <int FMT>
+__device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const uint4 (&w)[4]);
+
+/* the same, loading the block itself */
 template <int FMT>
 __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
+{
+    uint4 w[4];
+    mx_block_load(P, b, w);
+    mx_block_bf16<FMT>(P, b, w);
+}
+
+template <int FMT>
+__device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const uint4 (&w)[4])
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int W = grid_of(F.elem).bits, EMAX = grid_of(F.elem).emax;
     constexpr bool PLUS = F.fam == BFP_FAMILY_MX_PLUS;
-    const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 4 * b;
-    uint4 w[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        w[k] = __ldg(src + k);
     uint32_t am = 0, a8[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
@@ -638,28 +653,74 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
 
 /* CTAs of 256 threads per SM that the block-per-thread quantizers' register
  * count must allow (mx_, mxpp_ and nv_block_kernel; 0: the compiler's
- * choice). BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} override it at build time,
- * for sweeps (bench/gpu.sh PARTS=qctas). */
+ * choice). Measured on the H200 (bench/results/h200-qctas.json): the 4-bit
+ * MX+ kernels took 45-48 registers (5 CTAs) where MX took 40 (6), and at 6
+ * (40 registers, at most 4 bytes of spill) mxint4+ went from 165 to 161 us,
+ * mxfp4+ 173 to 172; the 6- and 8-bit MX+ kernels spill 32 bytes or more at
+ * 6 and were 16-29% slower. BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} >= 0
+ * override it at build time, for sweeps (bench/gpu.sh PARTS=qctas). */
 #ifndef BFP_QBLOCK_CTAS_MX
-#define BFP_QBLOCK_CTAS_MX 0
+#define BFP_QBLOCK_CTAS_MX -1
 #endif
 #ifndef BFP_QBLOCK_CTAS_MXPLUS
-#define BFP_QBLOCK_CTAS_MXPLUS 0
+#define BFP_QBLOCK_CTAS_MXPLUS -1
 #endif
 #ifndef BFP_QBLOCK_CTAS_MXPP
-#define BFP_QBLOCK_CTAS_MXPP 0
+#define BFP_QBLOCK_CTAS_MXPP -1
 #endif
 #ifndef BFP_QBLOCK_CTAS_NV
-#define BFP_QBLOCK_CTAS_NV 0
+#define BFP_QBLOCK_CTAS_NV -1
 #endif
 template <int FMT>
 __host__ __device__ constexpr int qblock_min_ctas()
 {
     constexpr int fam = fmt_of(FMT).fam;
-    return fam == BFP_FAMILY_MX        ? BFP_QBLOCK_CTAS_MX
-           : fam == BFP_FAMILY_MX_PLUS ? BFP_QBLOCK_CTAS_MXPLUS
-           : fam == BFP_FAMILY_MX_PP   ? BFP_QBLOCK_CTAS_MXPP
-                                       : BFP_QBLOCK_CTAS_NV;
+    constexpr int set = fam == BFP_FAMILY_MX        ? BFP_QBLOCK_CTAS_MX
+                        : fam == BFP_FAMILY_MX_PLUS ? BFP_QBLOCK_CTAS_MXPLUS
+                        : fam == BFP_FAMILY_MX_PP   ? BFP_QBLOCK_CTAS_MXPP
+                                                    : BFP_QBLOCK_CTAS_NV;
+    return set >= 0 ? set : fam == BFP_FAMILY_MX_PLUS && grid_of(fmt_of(FMT).elem).bits == 4 ? 6 : 0;
+}
+
+/* Blocks a thread of mx_block_kernel loads before it encodes them: 1, or 2
+ * for more bytes in flight per thread at the cost of registers (CTAs per
+ * SM). BFP_MXQ_BLOCKS_{MX,MXPLUS} override it at build time, for sweeps. */
+#ifndef BFP_MXQ_BLOCKS_MX
+#define BFP_MXQ_BLOCKS_MX 1
+#endif
+#ifndef BFP_MXQ_BLOCKS_MXPLUS
+#define BFP_MXQ_BLOCKS_MXPLUS 1
+#endif
+template <int FMT>
+__host__ __device__ constexpr int mxq_blocks()
+{
+    return fmt_of(FMT).fam == BFP_FAMILY_MX_PLUS ? BFP_MXQ_BLOCKS_MXPLUS : BFP_MXQ_BLOCKS_MX;
+}
+
+/* The blocks of thread i of a grid of `stride` threads: i + j * stride for
+ * j < mxq_blocks, and so on from i + mxq_blocks * stride (the launch's grid
+ * covers nblocks / mxq_blocks threads, capped: more in a loop) */
+template <int FMT>
+__device__ __forceinline__ void mx_block_thread(const QParams &P, size_t i, size_t stride,
+                                                size_t nblocks)
+{
+    constexpr int NB = mxq_blocks<FMT>();
+    static_assert(NB == 1 || NB == 2, "one or two blocks per thread");
+    if constexpr (NB == 1) {
+        for (size_t b = i; b < nblocks; b += stride)
+            mx_block_bf16<FMT>(P, b);
+    } else {
+        for (size_t b = i; b < nblocks; b += 2 * stride) {
+            uint4 w0[4], w1[4];
+            mx_block_load(P, b, w0);
+            const bool two = b + stride < nblocks;
+            if (two)
+                mx_block_load(P, b + stride, w1);
+            mx_block_bf16<FMT>(P, b, w0);
+            if (two)
+                mx_block_bf16<FMT>(P, b + stride, w1);
+        }
+    }
 }
 
 template <int FMT>
@@ -667,8 +728,14 @@ __global__ void __launch_bounds__(256, qblock_min_ctas<FMT>())
     mx_block_kernel(const QParams P, size_t nblocks)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
-        mx_block_bf16<FMT>(P, b);
+    if constexpr (mxq_blocks<FMT>() == 1) {
+        /* mx_block_thread's loop, as it was: written otherwise (or through
+         * the call) mxfp6 took 48 registers instead of 40 */
+        for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
+            mx_block_bf16<FMT>(P, b);
+    } else {
+        mx_block_thread<FMT>(P, (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride, nblocks);
+    }
 }
 
 /* Whether mx_block_kernel applies: whole blocks per row, so block b of the
@@ -895,7 +962,8 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
         return launch_nv_block<FMT>(P, s);
     if (mx_block_ok<FMT>(P)) {
         size_t nblocks = P.L.rows * (P.L.cols / 32);
-        BFP_LAUNCH(mx_block_kernel<FMT>, stride_grid(nblocks), 256, s, P, nblocks);
+        constexpr size_t NB = mxq_blocks<FMT>();
+        BFP_LAUNCH(mx_block_kernel<FMT>, stride_grid((nblocks + NB - 1) / NB), 256, s, P, nblocks);
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }

@@ -76,8 +76,11 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
             printf("%s: not on the block path\n", f->name);
             return 1;
         }
-        for (size_t b = 0; b < nblocks; b++)
-            mx_block_bf16<FMT>(P, b);
+        /* threads of a grid smaller than the launch's, so that the loop and,
+         * with two blocks per thread, an odd tail run too */
+        const size_t stride = nblocks > 8 ? nblocks / 3 + 1 : 1;
+        for (size_t i = 0; i < stride; i++)
+            mx_block_thread<FMT>(P, i, stride, nblocks);
     }
     if (f->family == BFP_FAMILY_MX_PP) /* what the MX++ data reached */
         for (size_t b = 0; b < sz.scales && !swz; b++)
