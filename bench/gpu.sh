@@ -243,31 +243,31 @@ fi
 # ---- the block quantizers' register cap (PARTS=qctas): rebuild their four
 # translation units with BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} (min CTAs per SM;
 # 0 = the compiler's choice, -1 = the library's default) and
-# BFP_MXQ_BLOCKS_MXPLUS (blocks per thread of the MX+ kernel), one library per
-# variant "mx:mxplus:mxpp:nv:blocks" of QCTAS_VARIANTS, and time the quantizers
-# at 16384x16384 with each ----
+# BFP_MXQ_BLOCKS_{MXPLUS,MXPP} (blocks per thread; -1 = the default), one
+# library per variant "mx:mxplus:mxpp:nv:blocks_mxplus:blocks_mxpp" of
+# QCTAS_VARIANTS, and time the quantizers at 16384x16384 with each ----
 if want qctas; then
-QV=${QCTAS_VARIANTS:-"-1:-1:-1:-1:1 -1:4:-1:-1:2 -1:0:-1:-1:2"}
-QF=${QCTAS_FORMATS:-mxfp4,mxfp4+,mxfp6_e2m3,mxfp6_e2m3+,mxint4,mxint4+,mxfp8_e4m3,mxfp8_e4m3+,mxint8,mxint8+}
+QV=${QCTAS_VARIANTS:-"-1:-1:-1:-1:-1:-1 -1:-1:0:-1:-1:2 -1:-1:4:-1:-1:2"}
+QF=${QCTAS_FORMATS:-mxfp4,mxfp4+,mxfp4++,mxfp6_e2m3,mxfp6_e2m3+,mxfp6_e2m3++,mxfp8_e4m3,mxfp8_e4m3++}
 say "quantize block kernels' min CTAs per SM: variants $QV on $QF"
 t0=$(date +%s)
 for v in $QV; do
-    IFS=: read -r a b c d e <<<"$v"
-    D=$B/qctas_${a}_${b}_${c}_${d}_${e:-1}
+    IFS=: read -r a b c d e f2 <<<"$v"
+    D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
     mkdir -p "$D"
     for f in k_mx k_mxplus k_mxpp k_nv; do
         nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
             -Xcompiler=-fPIC -Xptxas -v -Iinclude -Isrc/core -Isrc/cuda -DBFP_QBLOCK_CTAS_MX=$a \
             -DBFP_QBLOCK_CTAS_MXPLUS=$b -DBFP_QBLOCK_CTAS_MXPP=$c -DBFP_QBLOCK_CTAS_NV=$d \
-            -DBFP_MXQ_BLOCKS_MXPLUS=${e:-1} \
+            -DBFP_MXQ_BLOCKS_MXPLUS=${e:--1} -DBFP_MXQ_BLOCKS_MXPP=${f2:--1} \
             -x cu -c src/cuda/bfp_cuda_$f.cu -o "$D/bfp_cuda_$f.cu.o" >"$D/ptxas_$f.log" 2>&1 &
     done
 done
 wait
 echo "variant builds took $(($(date +%s) - t0)) s"
 for v in $QV; do
-    IFS=: read -r a b c d e <<<"$v"
-    D=$B/qctas_${a}_${b}_${c}_${d}_${e:-1}
+    IFS=: read -r a b c d e f2 <<<"$v"
+    D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
     cp $B/libbfp_cuda.a "$D/libbfp_cuda.a" && (cd "$D" && ar r libbfp_cuda.a bfp_cuda_k_*.cu.o) &&
         nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu "$D/libbfp_cuda.a" \
             $B/libbfp.a -o "$D/gpu_bench" >>"$OUT/qctas.log" 2>&1 || { echo "variant $v: build failed"; status=1; continue; }
@@ -288,7 +288,7 @@ for v, d in runs.items():
     for r in d["results"]:
         if r["op"] == "quantize":
             rows.setdefault(r["format"], {})[v] = (r["us"], r["ratio_to_copy"])
-print("quantize 16384x16384 bf16, us (of copy) by variant mx:mxplus:mxpp:nv:blocks")
+print("quantize 16384x16384 bf16, us (of copy) by variant mx:mxplus:mxpp:nv:blocks_mxplus:blocks_mxpp")
 print("%-26s" % "format" + "".join("%20s" % v for v in runs))
 for f, by in rows.items():
     print("%-26s" % f + "".join("%12.1f (%4.1f%%)" % (by[v][0], 100 * by[v][1]) if v in by else "%20s" % "-"

@@ -651,13 +651,42 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const 
     put_block_scale(P, b, sc, PLUS, meta, nonfinite);
 }
 
+/* Blocks a thread of mx_block_kernel / mxpp_block_kernel loads before it
+ * encodes them: 1, or 2 for more bytes in flight per thread at the cost of
+ * registers (CTAs per SM). Measured on the H200 at 16384x16384 bf16
+ * (bench/results/h200-qctas.json): 2 took mxfp4+ from 171.6 to 161.1 us
+ * (mxfp4: 162.1) and mxfp6_e2m3+ from 191.2 to 180.6 (mxfp6_e2m3: 173.5);
+ * mxfp8+ (194.6 -> 199.2), mxint8+ (192.1 -> 273.2) and mxint4+ (160.9 ->
+ * 161.1) keep 1. BFP_MXQ_BLOCKS_{MX,MXPLUS,MXPP} >= 1 override it at build
+ * time, for sweeps (bench/gpu.sh PARTS=qctas). */
+#ifndef BFP_MXQ_BLOCKS_MX
+#define BFP_MXQ_BLOCKS_MX -1
+#endif
+#ifndef BFP_MXQ_BLOCKS_MXPLUS
+#define BFP_MXQ_BLOCKS_MXPLUS -1
+#endif
+#ifndef BFP_MXQ_BLOCKS_MXPP
+#define BFP_MXQ_BLOCKS_MXPP -1
+#endif
+template <int FMT>
+__host__ __device__ constexpr int mxq_blocks()
+{
+    constexpr int fam = fmt_of(FMT).fam;
+    constexpr Grid G = grid_of(fmt_of(FMT).elem);
+    constexpr int set = fam == BFP_FAMILY_MX_PLUS ? BFP_MXQ_BLOCKS_MXPLUS
+                        : fam == BFP_FAMILY_MX_PP ? BFP_MXQ_BLOCKS_MXPP
+                                                  : BFP_MXQ_BLOCKS_MX;
+    return set >= 1 ? set : fam == BFP_FAMILY_MX_PLUS && G.kind == GK_FLOAT && G.bits <= 6 ? 2 : 1;
+}
+
 /* CTAs of 256 threads per SM that the block-per-thread quantizers' register
  * count must allow (mx_, mxpp_ and nv_block_kernel; 0: the compiler's
- * choice). Measured on the H200 (bench/results/h200-qctas.json): the 4-bit
- * MX+ kernels took 45-48 registers (5 CTAs) where MX took 40 (6), and at 6
- * (40 registers, at most 4 bytes of spill) mxint4+ went from 165 to 161 us,
- * mxfp4+ 173 to 172; the 6- and 8-bit MX+ kernels spill 32 bytes or more at
- * 6 and were 16-29% slower. BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} >= 0
+ * choice). Measured on the H200 (bench/results/h200-qctas.json), one block
+ * per thread: the 4-bit MX+ kernels took 45-48 registers (5 CTAs) where MX
+ * took 40 (6), and at 6 (40 registers, at most 4 bytes of spill) mxint4+
+ * went from 165 to 161 us; the 6- and 8-bit MX+ kernels spill 32 bytes or
+ * more at 6 and were 16-29% slower. With two blocks per thread the
+ * compiler's choice was fastest. BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} >= 0
  * override it at build time, for sweeps (bench/gpu.sh PARTS=qctas). */
 #ifndef BFP_QBLOCK_CTAS_MX
 #define BFP_QBLOCK_CTAS_MX -1
@@ -679,48 +708,42 @@ __host__ __device__ constexpr int qblock_min_ctas()
                         : fam == BFP_FAMILY_MX_PLUS ? BFP_QBLOCK_CTAS_MXPLUS
                         : fam == BFP_FAMILY_MX_PP   ? BFP_QBLOCK_CTAS_MXPP
                                                     : BFP_QBLOCK_CTAS_NV;
-    return set >= 0 ? set : fam == BFP_FAMILY_MX_PLUS && grid_of(fmt_of(FMT).elem).bits == 4 ? 6 : 0;
+    return set >= 0                                                 ? set
+           : mxq_blocks<FMT>() == 1 && fam == BFP_FAMILY_MX_PLUS &&
+                     grid_of(fmt_of(FMT).elem).bits == 4 ? 6
+                                                         : 0;
 }
 
-/* Blocks a thread of mx_block_kernel loads before it encodes them: 1, or 2
- * for more bytes in flight per thread at the cost of registers (CTAs per
- * SM). BFP_MXQ_BLOCKS_{MX,MXPLUS} override it at build time, for sweeps. */
-#ifndef BFP_MXQ_BLOCKS_MX
-#define BFP_MXQ_BLOCKS_MX 1
-#endif
-#ifndef BFP_MXQ_BLOCKS_MXPLUS
-#define BFP_MXQ_BLOCKS_MXPLUS 1
-#endif
-template <int FMT>
-__host__ __device__ constexpr int mxq_blocks()
+/* Thread i of a grid of `stride` threads over nblocks blocks: blocks i and
+ * i + stride (NB = 2) are loaded before either is encoded by enc(b, w), then
+ * on from i + NB * stride */
+template <int NB, class Enc>
+__device__ __forceinline__ void blocks_of_thread(const QParams &P, size_t i, size_t stride,
+                                                 size_t nblocks, Enc enc)
 {
-    return fmt_of(FMT).fam == BFP_FAMILY_MX_PLUS ? BFP_MXQ_BLOCKS_MXPLUS : BFP_MXQ_BLOCKS_MX;
+    static_assert(NB == 1 || NB == 2, "one or two blocks per thread");
+    for (size_t b = i; b < nblocks; b += NB * stride) {
+        uint4 w0[4], w1[4];
+        mx_block_load(P, b, w0);
+        const bool two = NB == 2 && b + stride < nblocks;
+        if (two)
+            mx_block_load(P, b + stride, w1);
+        enc(b, w0);
+        if (two)
+            enc(b + stride, w1);
+    }
 }
 
-/* The blocks of thread i of a grid of `stride` threads: i + j * stride for
- * j < mxq_blocks, and so on from i + mxq_blocks * stride (the launch's grid
- * covers nblocks / mxq_blocks threads, capped: more in a loop) */
+/* The blocks of thread i of a grid of `stride` threads (mxq_blocks at a
+ * time; the launch's grid covers nblocks / mxq_blocks threads, capped: more
+ * in a loop) */
 template <int FMT>
 __device__ __forceinline__ void mx_block_thread(const QParams &P, size_t i, size_t stride,
                                                 size_t nblocks)
 {
-    constexpr int NB = mxq_blocks<FMT>();
-    static_assert(NB == 1 || NB == 2, "one or two blocks per thread");
-    if constexpr (NB == 1) {
-        for (size_t b = i; b < nblocks; b += stride)
-            mx_block_bf16<FMT>(P, b);
-    } else {
-        for (size_t b = i; b < nblocks; b += 2 * stride) {
-            uint4 w0[4], w1[4];
-            mx_block_load(P, b, w0);
-            const bool two = b + stride < nblocks;
-            if (two)
-                mx_block_load(P, b + stride, w1);
-            mx_block_bf16<FMT>(P, b, w0);
-            if (two)
-                mx_block_bf16<FMT>(P, b + stride, w1);
-        }
-    }
+    blocks_of_thread<mxq_blocks<FMT>()>(P, i, stride, nblocks, [&](size_t b, uint4(&w)[4]) {
+        mx_block_bf16<FMT>(P, b, w);
+    });
 }
 
 template <int FMT>

@@ -112,19 +112,15 @@ __device__ __forceinline__ PackT<grid_of(ELEM).bits> enc8_signs_bf16(const uint4
     return (PackT<W>)(q[0] | (uint64_t)q[1] << 32);
 }
 
-/* Block b of the tensor (elements [32 b, 32 b + 32) of the flat input). */
+/* Block b of the tensor (elements [32 b, 32 b + 32) of the flat input),
+ * loaded in w (which it may scale in place) */
 template <int FMT>
-__device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
+__device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b, uint4 (&w)[4])
 {
     constexpr FmtT F = fmt_of(FMT);
     constexpr int W = grid_of(F.elem).bits, EMAX = grid_of(F.elem).emax;
     static_assert(F.fam == BFP_FAMILY_MX_PP && grid_of(F.elem).kind == GK_FLOAT,
                   "MX++ has FLOAT grids only");
-    const uint4 *src = reinterpret_cast<const uint4 *>(P.src) + 4 * b;
-    uint4 w[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        w[k] = __ldg(src + k);
     uint32_t am = 0, a8[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
@@ -173,12 +169,35 @@ __device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
     put_block_scale(P, b, sc, true, meta, nonfinite);
 }
 
+/* the same, loading the block itself */
+template <int FMT>
+__device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
+{
+    uint4 w[4];
+    mx_block_load(P, b, w);
+    mxpp_block_bf16<FMT>(P, b, w);
+}
+
+/* The blocks of thread i of a grid of `stride` threads (as mx_block_thread) */
+template <int FMT>
+__device__ __forceinline__ void mxpp_block_thread(const QParams &P, size_t i, size_t stride,
+                                                  size_t nblocks)
+{
+    blocks_of_thread<mxq_blocks<FMT>()>(P, i, stride, nblocks, [&](size_t b, uint4(&w)[4]) {
+        mxpp_block_bf16<FMT>(P, b, w);
+    });
+}
+
 template <int FMT>
 __global__ void __launch_bounds__(256, qblock_min_ctas<FMT>()) mxpp_block_kernel(const QParams P, size_t nblocks)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
-        mxpp_block_bf16<FMT>(P, b);
+    if constexpr (mxq_blocks<FMT>() == 1) { /* the loop as it was (registers: see mx_block_kernel) */
+        for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
+            mxpp_block_bf16<FMT>(P, b);
+    } else {
+        mxpp_block_thread<FMT>(P, (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride, nblocks);
+    }
 }
 
 /* Whether mxpp_block_kernel applies: MX++, bf16, RNE, whole blocks per row
@@ -198,7 +217,8 @@ bfp_status launch_mxpp_block(const QParams &P, cudaStream_t s)
         return BFP_ERR_UNSUPPORTED; /* not reached: mxpp_block_ok is false */
     } else {
         size_t nblocks = P.L.rows * (P.L.cols / 32);
-        BFP_LAUNCH(mxpp_block_kernel<FMT>, stride_grid(nblocks), 256, s, P, nblocks);
+        constexpr size_t NB = mxq_blocks<FMT>();
+        BFP_LAUNCH(mxpp_block_kernel<FMT>, stride_grid((nblocks + NB - 1) / NB), 256, s, P, nblocks);
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }
