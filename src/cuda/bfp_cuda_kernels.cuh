@@ -655,9 +655,10 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const 
  * encodes them: 1, or 2 for more bytes in flight per thread at the cost of
  * registers (CTAs per SM). Measured on the H200 at 16384x16384 bf16
  * (bench/results/h200-qctas.json): 2 took mxfp4+ from 171.6 to 161.1 us
- * (mxfp4: 162.1) and mxfp6_e2m3+ from 191.2 to 180.6 (mxfp6_e2m3: 173.5);
- * mxfp8+ (194.6 -> 199.2), mxint8+ (192.1 -> 273.2) and mxint4+ (160.9 ->
- * 161.1) keep 1. BFP_MXQ_BLOCKS_{MX,MXPLUS,MXPP} >= 1 override it at build
+ * (mxfp4: 162.1) and mxfp6_e2m3+ from 191.2 to 180.6 (mxfp6_e2m3: 173.5),
+ * mxfp4++ from 171.8 to 161.4 and mxfp6_e2m3++ from 200.6 to 190.6; mxfp8+
+ * (194.6 -> 199.2), mxfp8++ (194.0 both), mxint8+ (192.1 -> 273.2) and
+ * mxint4+ (160.9 -> 161.1) keep 1. BFP_MXQ_BLOCKS_{MX,MXPLUS,MXPP} >= 1 override it at build
  * time, for sweeps (bench/gpu.sh PARTS=qctas). */
 #ifndef BFP_MXQ_BLOCKS_MX
 #define BFP_MXQ_BLOCKS_MX -1
@@ -676,7 +677,9 @@ __host__ __device__ constexpr int mxq_blocks()
     constexpr int set = fam == BFP_FAMILY_MX_PLUS ? BFP_MXQ_BLOCKS_MXPLUS
                         : fam == BFP_FAMILY_MX_PP ? BFP_MXQ_BLOCKS_MXPP
                                                   : BFP_MXQ_BLOCKS_MX;
-    return set >= 1 ? set : fam == BFP_FAMILY_MX_PLUS && G.kind == GK_FLOAT && G.bits <= 6 ? 2 : 1;
+    return set >= 1                                                               ? set
+           : fam != BFP_FAMILY_MX && G.kind == GK_FLOAT && G.bits <= 6 ? 2
+                                                                       : 1;
 }
 
 /* CTAs of 256 threads per SM that the block-per-thread quantizers' register
