@@ -200,6 +200,32 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
  * cuBLAS; and AUTO gives the path's result on the large weight. Its planes
  * are random bytes (codes) under scales near 1, so no reference quantize of
  * 2^27 values is needed. */
+/* NVFP4+ takes the skinny kernel on large weights too (since the tensor-map
+ * copies); only the choice is checked, on random planes */
+static void auto_rule_nvfp4plus(size_t n, size_t k)
+{
+    bfp_plane_sizes sz;
+    CHECK(bfp_plane_sizes_for(BFP_NVFP4_PLUS, n, k, &sz) == BFP_OK, "nvfp4+ sizes");
+    uint8_t *codes = malloc(sz.codes), *scales = malloc(sz.scales), *meta = malloc(sz.meta);
+    const float ts = 1.0f;
+    for (size_t i = 0; i < sz.codes; i++)
+        codes[i] = (uint8_t)(prng_next(&rng) >> 24);
+    for (size_t i = 0; i < sz.scales; i++)
+        scales[i] = (uint8_t)(0x30 + prng_next(&rng) % 8);
+    for (size_t i = 0; i < sz.meta; i++)
+        meta[i] = (uint8_t)(prng_next(&rng) >> 24);
+    bfp_const_planes cw = {codes, scales, meta, &ts};
+    bfp_cuda_weight *w = NULL;
+    CHECK(bfp_cuda_weight_upload(BFP_NVFP4_PLUS, &cw, n, k, &w) == BFP_OK, "upload nvfp4+");
+    if (w)
+        CHECK(bfp_cuda_matmul_auto_path(w, 1) == BFP_MATMUL_SKINNY &&
+                  bfp_cuda_matmul_auto_path(w, 16) == BFP_MATMUL_SKINNY &&
+                  bfp_cuda_matmul_auto_path(w, 17) == BFP_MATMUL_FUSED,
+              "AUTO's path choice, nvfp4+");
+    bfp_cuda_weight_free(w);
+    free(codes), free(scales), free(meta);
+}
+
 static void auto_rule_case(void)
 {
     const size_t n = 16384, k = 8192, m = 2;
@@ -258,6 +284,7 @@ out:
     bfp_cuda_weight_free(big);
     bfp_cuda_weight_free(small);
     free(codes), free(scales), free(x), free(y), free(ref);
+    auto_rule_nvfp4plus(n, k);
 }
 
 static void shared_ws_case(bfp_format f)
