@@ -268,10 +268,118 @@ A5 __m256i hmax_8x8_top2(const __m256i *v1, const __m256i *v2, __m256i *second)
     return r1;
 }
 
+/* The scale side of eight MX+ / MX++ blocks from their max |x| (float32
+ * bits) and, MX++, the others' max: shared exponents, scale bytes, block-max
+ * mantissas, the others' exponents (MX+: se) and which blocks are empty. */
+typedef struct {
+    __m256i nf, se, empty, sc, xq, nbm;
+} mxps8;
+
+/* fl2n: floor(log2) of normal numbers only (the biased exponent less 127),
+ * for mxp_side16(): a subnormal max there gives an empty block, a subnormal
+ * second max an nbm below Q16_MIN_S or the clamp's se - 7 either way, and
+ * mxp_side16() gives those groups back to the exact path. */
+A5 __m256i fl2n_8(__m256i a, int normal)
+{
+    return normal ? _mm256_sub_epi32(_mm256_srli_epi32(a, 23), _mm256_set1_epi32(127)) : flog2_8(a);
+}
+
+A5 mxps8 mxp_scales8(ks_elem e, int pp, int normal, __m256i amax, __m256i max2)
+{
+    const int xmb = e.bits - 1;
+    mxps8 o;
+    o.nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
+    __m256i se = _mm256_sub_epi32(fl2n_8(amax, normal), _mm256_set1_epi32(e.emax));
+    o.empty = _mm256_or_si256(o.nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */
+    se = _mm256_max_epi32(_mm256_min_epi32(se, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+    o.sc = _mm256_or_si256(_mm256_andnot_si256(o.empty, _mm256_add_epi32(se, _mm256_set1_epi32(127))),
+                           _mm256_and_si256(o.nf, _mm256_set1_epi32(0xFF)));
+    __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(amax), pow2neg_8(se)); /* in [2^emax, 2^(emax+1)) */
+    __m256i xq = _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps(ks_pow2(xmb - e.emax)))),
+                                  _mm256_set1_epi32(1 << xmb));
+    o.xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
+    o.se = o.nbm = se;
+    if (pp) { /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
+        __m256i ev = _mm256_sub_epi32(fl2n_8(max2, normal), _mm256_set1_epi32(e.emax - 1));
+        ev = _mm256_min_epi32(_mm256_max_epi32(ev, _mm256_sub_epi32(se, _mm256_set1_epi32(7))), se);
+        o.nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
+    }
+    return o;
+}
+
+/* The scale side of eight MX+ / MX++ bfloat16 blocks, for mxp_groups16():
+ * the scale bytes (written), and the per-block words of enc32w_bm() as
+ * pairs (read back by broadcasts from memory) with the meta bytes. */
+typedef struct {
+    uint32_t amv[8], parv[8], parkv[8], xqv[8]; /* max word, q16 words of nbm, block-max mantissa */
+    uint64_t meta;                              /* (se - nbm) << 5 per byte, bm still to add */
+} mxpw8;
+
+/* Returns 0, writing nothing, if a block is empty or its nbm is below
+ * Q16_MIN_S (q_mxplus does such groups). */
+A5 int mxp_side16(ks_elem e, int pp, const q16k *c, const unsigned char *s, uint8_t *scales, mxpw8 *w)
+{
+    prefetch_span(s, 8 * 64);
+    __m512i h[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        h[j] = _mm512_and_si512(_mm512_loadu_si512(s + 64 * j), c->abs);
+    __m256i max2 = _mm256_setzero_si256();
+    const __m256i amax = pp ? hmax8w_top2(h, &max2) : hmax8w(h);
+    const mxps8 o = mxp_scales8(e, pp, 1, amax, max2);
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(
+            _mm256_or_si256(o.empty, _mm256_cmpgt_epi32(_mm256_set1_epi32(Q16_MIN_S), o.nbm)))))
+        return 0;
+    store8_bytes(scales, o.sc);
+    const __m256i par8 = q16_param8(e, o.nbm);
+    _mm256_storeu_si256((__m256i *)w->parv, par8);
+    _mm256_storeu_si256((__m256i *)w->parkv, _mm256_add_epi32(par8, _mm256_set1_epi32((int)q16_park(e, 0))));
+    _mm256_storeu_si256((__m256i *)w->amv, _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)));
+    _mm256_storeu_si256((__m256i *)w->xqv, _mm256_or_si256(o.xq, _mm256_slli_epi32(o.xq, 16)));
+    store8_bytes((uint8_t *)&w->meta, _mm256_slli_epi32(_mm256_sub_epi32(o.se, o.nbm), 5));
+    return 1;
+}
+
+/* MX+ / MX++ blocks of bfloat16 in groups of eight from the start, while a
+ * group has no empty block and no nbm below Q16_MIN_S (the common case).
+ * Software-pipelined: the scale side of the next group (a long dependency
+ * chain) is issued before this group's codes. Returns the blocks done, a
+ * multiple of 8 (q_mxplus does the group it stopped at). */
+A5 size_t mxp_groups16(ks_elem e, int pp, const q16k *c, __m512i madd, const unsigned char *s, size_t nb,
+                       uint8_t *codes, uint8_t *scales, uint8_t *meta)
+{
+    const size_t cb = (size_t)(4 * e.bits);
+    mxpw8 w[2];
+    size_t b = 0;
+    int more = nb >= 8 && mxp_side16(e, pp, c, s, scales, &w[0]);
+    for (; more; b += 8, s += 8 * 64, codes += 8 * cb) {
+        const mxpw8 *cur = &w[b / 8 & 1];
+        more = b + 16 <= nb && mxp_side16(e, pp, c, s + 8 * 64, scales + b + 8, &w[(b / 8 + 1) & 1]);
+        __asm__("" : "+r"(cur)); /* broadcasts from memory, not shuffles of the vectors stored */
+        uint64_t m = cur->meta;
+        __m512i q[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m512i x = _mm512_loadu_si512(s + 64 * j), h = _mm512_and_si512(x, c->abs);
+            /* the block max: the first lane holding the max word */
+            uint32_t eq = (uint32_t)_mm512_cmpeq_epi16_mask(h, _mm512_set1_epi32((int)cur->amv[j]));
+            q[j] = enc32w_bm(e, c, x, h, _mm512_set1_epi32((int)cur->parv[j]), _mm512_set1_epi32((int)cur->parkv[j]),
+                             eq & (0u - eq), _mm512_set1_epi32((int)cur->xqv[j]));
+            if (e.bits != 4)
+                store_codes32w(e.bits, q[j], madd, codes + (size_t)j * cb);
+            else if (j % 4 == 3)
+                store_codes4x32w4(q + j - 3, madd, codes + (size_t)(j - 3) * cb);
+            m |= (uint64_t)ks_ctz32(eq) << 8 * j;
+        }
+        memcpy(meta + b, &m, 8);
+    }
+    return b;
+}
+
 A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src, size_t nb,
                  uint8_t *codes, uint8_t *scales, uint8_t *meta, bfp_stats *st)
 {
-    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP, xmb = e.bits - 1;
+    const int pp = p->impl->info.family == BFP_FAMILY_MX_PP;
     /* bfloat16 in 16-bit lanes; MX++ INT grids (none exist) would need k < 1 */
     const int w16 = dt == BFP_DTYPE_BF16 && !(pp && e.kind == BFP_GRID_INT);
     const size_t es = esz(dt), cb = (size_t)(4 * e.bits), sbytes = 32 * es;
@@ -281,6 +389,12 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
     const __m512i madd = keep512(_mm512_set1_epi32(0x00100001));
     size_t nonfinite = 0, flushed = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
+        if (w16) { /* the common case; the loop below does the rest */
+            const size_t d = mxp_groups16(e, pp, &c, madd, s, nb - b, codes, scales + b, meta + b);
+            b += d, s += d * sbytes, codes += d * cb;
+            if (b >= nb)
+                break;
+        }
         const size_t g = nb - b < 8 ? nb - b : 8;
         /* eight blocks' maxima, shared exponents and block-max codes at once */
         if (dt != BFP_DTYPE_F16) /* bf16 gains too on Zen 4 */
@@ -312,24 +426,9 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
             }
             amax = hmax_8x8(pm);
         }
-        __m256i nf = _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF));
-        __m256i se = _mm256_sub_epi32(flog2_8(amax), _mm256_set1_epi32(e.emax));
-        __m256i empty = _mm256_or_si256(nf, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), se)); /* NaN or flushed */
-        se = _mm256_max_epi32(_mm256_min_epi32(se, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
-        __m256i sc = _mm256_or_si256(_mm256_andnot_si256(empty, _mm256_add_epi32(se, _mm256_set1_epi32(127))),
-                                     _mm256_and_si256(nf, _mm256_set1_epi32(0xFF)));
-        __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(amax), pow2neg_8(se)); /* in [2^emax, 2^(emax+1)) */
-        __m256i xq = _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(y, _mm256_set1_ps(ks_pow2(xmb - e.emax)))),
-                                      _mm256_set1_epi32(1 << xmb));
-        xq = _mm256_max_epi32(_mm256_min_epi32(xq, _mm256_set1_epi32((1 << xmb) - 1)), _mm256_setzero_si256());
-        /* MX++: the others' scale, from their max (ks_mxpp_nbm_exp) */
-        const __m256i max2 = max2w;
-        __m256i nbm = se;
-        if (pp) {
-            __m256i ev = _mm256_sub_epi32(flog2_8(max2), _mm256_set1_epi32(e.emax - 1));
-            ev = _mm256_min_epi32(_mm256_max_epi32(ev, _mm256_sub_epi32(se, _mm256_set1_epi32(7))), se);
-            nbm = _mm256_blendv_epi8(ev, se, _mm256_cmpeq_epi32(max2, _mm256_setzero_si256()));
-        }
+        const mxps8 o = mxp_scales8(e, pp, 0, amax, max2w);
+        const __m256i nf = o.nf, se = o.se, empty = o.empty, sc = o.sc, nbm = o.nbm;
+        __m256i xq = o.xq;
         int sev[8], nbmv[8], xqv[8];
         uint32_t amv[8], parv[8], parkv[8];
         _mm256_storeu_si256((__m256i *)amv, amax);
