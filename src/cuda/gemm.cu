@@ -507,7 +507,7 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
 void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
 
 /* Measured on the H200 (docs/gemm.md, bench/results/h200-gemm.json), with
- * the skinny kernel's tensor-map copies: at m = 1 and 16 it took 16-53% less
+ * the skinny kernel's tensor-map copies: at m = 1 and 16 it took 15-50% less
  * time than the fused one on weights of 28672 x 8192 and 8192 x 28672 in
  * every format (NVFP4+ included), and from 7% less to 6% more at 8192 x 8192.
  * Not measured at m = 17..32. */
