@@ -602,18 +602,6 @@ __device__ __forceinline__ void mx_block_load(const QParams &P, size_t b, uint4 
 }
 
 template <int FMT>
-__device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const uint4 (&w)[4]);
-
-/* the same, loading the block itself */
-template <int FMT>
-__device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b)
-{
-    uint4 w[4];
-    mx_block_load(P, b, w);
-    mx_block_bf16<FMT>(P, b, w);
-}
-
-template <int FMT>
 __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const uint4 (&w)[4])
 {
     constexpr FmtT F = fmt_of(FMT);
@@ -651,7 +639,7 @@ __device__ __forceinline__ void mx_block_bf16(const QParams &P, size_t b, const 
     put_block_scale(P, b, sc, PLUS, meta, nonfinite);
 }
 
-/* Blocks a thread of mx_block_kernel / mxpp_block_kernel loads before it
+/* Blocks a thread of mx_block_kernel (MX, MX+ and MX++) loads before it
  * encodes them: 1, or 2 for more bytes in flight per thread at the cost of
  * registers (CTAs per SM). Measured on the H200 at 16384x16384 bf16
  * (bench/results/h200-qctas.json): 2 took mxfp4+ from 171.6 to 161.1 us
@@ -683,8 +671,8 @@ __host__ __device__ constexpr int mxq_blocks()
 }
 
 /* CTAs of 256 threads per SM that the block-per-thread quantizers' register
- * count must allow (mx_, mxpp_ and nv_block_kernel; 0: the compiler's
- * choice). Measured on the H200 (bench/results/h200-qctas.json), one block
+ * count must allow (mx_block_kernel for MX, MX+ and MX++; nv_block_kernel;
+ * 0: the compiler's choice). Measured on the H200 (bench/results/h200-qctas.json), one block
  * per thread: the 4-bit MX+ kernels took 45-48 registers (5 CTAs) where MX
  * took 40 (6), and at 6 (40 registers, at most 4 bytes of spill) mxint4+
  * went from 165 to 161 us; the 6- and 8-bit MX+ kernels spill 32 bytes or
@@ -737,40 +725,67 @@ __device__ __forceinline__ void blocks_of_thread(const QParams &P, size_t i, siz
     }
 }
 
+/* MX++'s block encoder (bfp_cuda_qblock_mxpp.cuh; it may scale w in place) */
+template <int FMT>
+__device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b, uint4 (&w)[4]);
+
+/* Block b, loaded in w, by its family's encoder: MX and MX+ here, MX++ in
+ * bfp_cuda_qblock_mxpp.cuh */
+template <int FMT>
+__device__ __forceinline__ void block_bf16(const QParams &P, size_t b, uint4 (&w)[4])
+{
+    if constexpr (fmt_of(FMT).fam == BFP_FAMILY_MX_PP)
+        mxpp_block_bf16<FMT>(P, b, w);
+    else
+        mx_block_bf16<FMT>(P, b, w);
+}
+
+/* the same, loading the block itself */
+template <int FMT>
+__device__ __forceinline__ void block_bf16(const QParams &P, size_t b)
+{
+    uint4 w[4];
+    mx_block_load(P, b, w);
+    block_bf16<FMT>(P, b, w);
+}
+
 /* The blocks of thread i of a grid of `stride` threads (mxq_blocks at a
  * time; the launch's grid covers nblocks / mxq_blocks threads, capped: more
  * in a loop) */
 template <int FMT>
-__device__ __forceinline__ void mx_block_thread(const QParams &P, size_t i, size_t stride,
-                                                size_t nblocks)
+__device__ __forceinline__ void block_thread(const QParams &P, size_t i, size_t stride,
+                                             size_t nblocks)
 {
     blocks_of_thread<mxq_blocks<FMT>()>(P, i, stride, nblocks, [&](size_t b, uint4(&w)[4]) {
-        mx_block_bf16<FMT>(P, b, w);
+        block_bf16<FMT>(P, b, w);
     });
 }
 
+/* The block-per-thread quantizer of the MX, MX+ and MX++ formats */
 template <int FMT>
 __global__ void __launch_bounds__(256, qblock_min_ctas<FMT>())
     mx_block_kernel(const QParams P, size_t nblocks)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     if constexpr (mxq_blocks<FMT>() == 1) {
-        /* mx_block_thread's loop, as it was: written otherwise (or through
-         * the call) mxfp6 took 48 registers instead of 40 */
+        /* block_thread's loop, as it was: written otherwise (or through the
+         * call) mxfp6 took 48 registers instead of 40 */
         for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
-            mx_block_bf16<FMT>(P, b);
+            block_bf16<FMT>(P, b);
     } else {
-        mx_block_thread<FMT>(P, (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride, nblocks);
+        block_thread<FMT>(P, (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride, nblocks);
     }
 }
 
-/* Whether mx_block_kernel applies: whole blocks per row, so block b of the
- * tensor is elements [32 b, 32 b + 32) of the flat input and codes. */
+/* Whether mx_block_kernel applies: MX, MX+ or MX++, bf16, RNE, whole blocks
+ * per row (block b of the tensor is elements [32 b, 32 b + 32) of the flat
+ * input and codes), 16-byte aligned input and aligned codes. */
 template <int FMT>
 bool mx_block_ok(const QParams &P)
 {
     constexpr FmtT F = fmt_of(FMT);
-    if constexpr (F.fam != BFP_FAMILY_MX && F.fam != BFP_FAMILY_MX_PLUS)
+    if constexpr (F.fam != BFP_FAMILY_MX && F.fam != BFP_FAMILY_MX_PLUS &&
+                  F.fam != BFP_FAMILY_MX_PP)
         return false;
     return P.dt == BFP_DTYPE_BF16 && P.mode == RM_RNE && P.vec_in && P.vec_out &&
            P.L.cols % 32 == 0;
@@ -993,8 +1008,6 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
         CUDA_OK(cudaGetLastError());
         return BFP_OK;
     }
-    if (mxpp_block_ok<FMT>(P))
-        return launch_mxpp_block<FMT>(P, s);
     switch (P.dt) {
     case BFP_DTYPE_BF16: return launch_quant_dt<FMT, BFP_DTYPE_BF16>(P, t, s);
     case BFP_DTYPE_F16: return launch_quant_dt<FMT, BFP_DTYPE_F16>(P, t, s);

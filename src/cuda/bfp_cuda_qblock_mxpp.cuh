@@ -169,61 +169,6 @@ __device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b, uint
     put_block_scale(P, b, sc, true, meta, nonfinite);
 }
 
-/* the same, loading the block itself */
-template <int FMT>
-__device__ __forceinline__ void mxpp_block_bf16(const QParams &P, size_t b)
-{
-    uint4 w[4];
-    mx_block_load(P, b, w);
-    mxpp_block_bf16<FMT>(P, b, w);
-}
-
-/* The blocks of thread i of a grid of `stride` threads (as mx_block_thread) */
-template <int FMT>
-__device__ __forceinline__ void mxpp_block_thread(const QParams &P, size_t i, size_t stride,
-                                                  size_t nblocks)
-{
-    blocks_of_thread<mxq_blocks<FMT>()>(P, i, stride, nblocks, [&](size_t b, uint4(&w)[4]) {
-        mxpp_block_bf16<FMT>(P, b, w);
-    });
-}
-
-template <int FMT>
-__global__ void __launch_bounds__(256, qblock_min_ctas<FMT>()) mxpp_block_kernel(const QParams P, size_t nblocks)
-{
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    if constexpr (mxq_blocks<FMT>() == 1) { /* the loop as it was (registers: see mx_block_kernel) */
-        for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < nblocks; b += stride)
-            mxpp_block_bf16<FMT>(P, b);
-    } else {
-        mxpp_block_thread<FMT>(P, (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride, nblocks);
-    }
-}
-
-/* Whether mxpp_block_kernel applies: MX++, bf16, RNE, whole blocks per row
- * (block b is elements [32 b, 32 b + 32) of the flat input and codes),
- * 16-byte aligned input and aligned codes. */
-template <int FMT>
-bool mxpp_block_ok(const QParams &P)
-{
-    return fmt_of(FMT).fam == BFP_FAMILY_MX_PP && P.dt == BFP_DTYPE_BF16 && P.mode == RM_RNE &&
-           P.vec_in && P.vec_out && P.L.cols % 32 == 0;
-}
-
-template <int FMT>
-bfp_status launch_mxpp_block(const QParams &P, cudaStream_t s)
-{
-    if constexpr (fmt_of(FMT).fam != BFP_FAMILY_MX_PP) {
-        return BFP_ERR_UNSUPPORTED; /* not reached: mxpp_block_ok is false */
-    } else {
-        size_t nblocks = P.L.rows * (P.L.cols / 32);
-        constexpr size_t NB = mxq_blocks<FMT>();
-        BFP_LAUNCH(mxpp_block_kernel<FMT>, stride_grid((nblocks + NB - 1) / NB), 256, s, P, nblocks);
-        CUDA_OK(cudaGetLastError());
-        return BFP_OK;
-    }
-}
-
 } // namespace bfpcuda
 
 #endif /* BFP_CUDA_QBLOCK_MXPP_CUH */

@@ -1,5 +1,5 @@
 /* quant_emul.cc - runs the GPU's block-per-thread bf16 quantizer
- * (mx_block_bf16 in src/cuda/bfp_cuda_kernels.cuh, with the bf16x2 encoders
+ * (block_thread and mx_block_bf16 in src/cuda/bfp_cuda_kernels.cuh, with the bf16x2 encoders
  * of bfp_cuda_quant_bf16.cuh) on the host, the packed bf16x2 and PRMT
  * instructions emulated exactly by those files' host branches, and compares
  * codes, scales, meta bytes and the non-finite count byte for byte with
@@ -64,25 +64,15 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
     P.swz = swz;
     P.swz_ncol = (sz.blocks_per_row + 3) / 4;
     size_t nblocks = rows * (cols / 32);
-    if constexpr (fmt_of(FMT).fam == BFP_FAMILY_MX_PP) {
-        if (!mxpp_block_ok<FMT>(P) || mx_block_ok<FMT>(P)) {
-            printf("%s: not on the MX++ block path\n", f->name);
-            return 1;
-        }
-        const size_t stride = nblocks > 8 ? nblocks / 3 + 1 : 1; /* as below */
-        for (size_t i = 0; i < stride; i++)
-            mxpp_block_thread<FMT>(P, i, stride, nblocks);
-    } else {
-        if (!mx_block_ok<FMT>(P)) {
-            printf("%s: not on the block path\n", f->name);
-            return 1;
-        }
-        /* threads of a grid smaller than the launch's, so that the loop and,
-         * with two blocks per thread, an odd tail run too */
-        const size_t stride = nblocks > 8 ? nblocks / 3 + 1 : 1;
-        for (size_t i = 0; i < stride; i++)
-            mx_block_thread<FMT>(P, i, stride, nblocks);
+    if (!mx_block_ok<FMT>(P)) {
+        printf("%s: not on the block path\n", f->name);
+        return 1;
     }
+    /* threads of a grid smaller than the launch's, so that the loop and,
+     * with two blocks per thread, an odd tail run too */
+    const size_t stride = nblocks > 8 ? nblocks / 3 + 1 : 1;
+    for (size_t i = 0; i < stride; i++)
+        block_thread<FMT>(P, i, stride, nblocks);
     if (f->family == BFP_FAMILY_MX_PP) /* what the MX++ data reached */
         for (size_t b = 0; b < sz.scales && !swz; b++)
             if (rs[b] != 0x00 && rs[b] != 0xFF) {
