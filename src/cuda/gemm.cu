@@ -106,7 +106,7 @@ bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m)
  * R = 4 and 2 */
 bool encode_weight_maps(bfp_cuda_weight *w)
 {
-    const size_t scb = (size_t)skinny_scb(w->kind), crb = (size_t)skinny_crb(w->kind);
+    const size_t scb = (size_t)tile_scale_bytes(w->kind), crb = (size_t)tile_corr_bytes(w->kind);
     for (int i = 0; i < 2; i++) {
         const int r = skinny_rows(i == 0 ? 1 : 4);
         SkinnyMaps &sm = w->sk[i];

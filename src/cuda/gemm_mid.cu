@@ -78,9 +78,9 @@ template <int F, int WM>
 struct MidStage {
     static constexpr int WN = MID_WARPS / WM;
     static constexpr int TILES = WN * MID_R; /* W row tiles per CTA */
-    static constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
-    static constexpr int SCB = WIDE ? 64 : 32; /* scale record bytes per tile */
-    static constexpr int CRB = F == FMT_MXPLUS ? 32 : F == FMT_NVPLUS ? 64 : 0;
+    static constexpr bool WIDE = tile_scale_bytes(F) == 64;
+    static constexpr int SCB = tile_scale_bytes(F); /* scale record bytes per tile */
+    static constexpr int CRB = tile_corr_bytes(F);  /* correction record bytes per tile */
     static constexpr int XROWS = 64 * WM;
     static constexpr int X = 0;                    /* [XROWS][128 bytes], swizzled */
     static constexpr int CODES = X + XROWS * 128;  /* [TILES][32 lanes][16 bytes] */

@@ -31,9 +31,9 @@ constexpr int pad128(int b) { return (b + 127) & ~127; }
 template <int F, int NT>
 struct Stage {
     static constexpr int R = skinny_rows(NT);
-    static constexpr bool WIDE = skinny_scb(F) == 64;
-    static constexpr int SCB = skinny_scb(F); /* scale record bytes per tile */
-    static constexpr int CRB = skinny_crb(F); /* correction record bytes per tile */
+    static constexpr bool WIDE = tile_scale_bytes(F) == 64;
+    static constexpr int SCB = tile_scale_bytes(F); /* scale record bytes per tile */
+    static constexpr int CRB = tile_corr_bytes(F); /* correction record bytes per tile */
     static constexpr int XBYTES = 8 * NT * 128;
     static constexpr int SCALES = R * 512, CORR = SCALES + pad128(R * SCB);
     static constexpr int WBYTES = CORR + pad128(R * CRB);
