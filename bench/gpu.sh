@@ -10,7 +10,7 @@
 # passed and the benchmark ran.
 #
 # PARTS picks what runs (default "test qbench gemm"; also ncu, sass, gemmprof,
-# skinnysweep, qctas, deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
+# skinnysweep, postsweep, qctas, deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
 # BFP_BENCH_FORMATS=a,b, QBENCH_NO_PEER=1, GEMM_QUICK=1 (8192x8192 only),
 # GEMM_MS=1,16 (those m only), NO_MEMCHECK=1 (the matmul memcheck).
 set -uo pipefail
@@ -214,31 +214,39 @@ timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gem
     tee -a "$OUT/gemm_bench.log"
 fi
 
-# ---- the skinny kernel's warps per SM (PARTS=skinnysweep; SWEEP_WARPS="4 8 12 16") ----
-# More warps per SM made it slower (docs/gemm.md); this times fewer, at m = 1 and 16
-if want skinnysweep; then
-say "skinny kernel: BFP_MATMUL_WARPS_PER_SM in ${SWEEP_WARPS:-4 8 12 16}"
-[ -x $B/gpu_gemm ] || nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
-    bench/gpu_gemm.cu $LIBS -lcublas -o $B/gpu_gemm >"$OUT/skinnysweep.log" 2>&1
-for wps in ${SWEEP_WARPS:-4 8 12 16}; do
-    BFP_MATMUL_WARPS_PER_SM=$wps GEMM_MS=${GEMM_MS:-1,16} timeout 200 $B/gpu_gemm \
-        "$OUT/skinny_w$wps.json" ${GEMM_QUICK:+quick} >>"$OUT/skinnysweep.log" 2>&1 || status=1
-done
-python3 - "$OUT" ${SWEEP_WARPS:-4 8 12 16} <<'PYEOF'
+# ---- the skinny kernel under each value of a runtime knob: gpu_gemm at
+# GEMM_MS (at most 4 m) and GEMM_FORMATS per value; summary in $OUT/<name>.json ----
+skinny_sweep() { # knob "values" name default_ms default_formats
+    local knob=$1 vals=$2 name=$3
+    say "skinny kernel: $knob in $vals"
+    [ -x $B/gpu_gemm ] || nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
+        bench/gpu_gemm.cu $LIBS -lcublas -o $B/gpu_gemm >"$OUT/$name.log" 2>&1
+    for v in $vals; do
+        env "$knob=$v" GEMM_MS=${GEMM_MS:-$4} GEMM_FORMATS=${GEMM_FORMATS:-$5} timeout 200 \
+            $B/gpu_gemm "$OUT/${name}_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/$name.log" 2>&1 || status=1
+    done
+    python3 - "$OUT" "$name" "$knob" $vals <<'PYEOF'
 import json, os, sys
-out, ws = sys.argv[1], sys.argv[2:]
-runs = {w: json.load(open(os.path.join(out, "skinny_w%s.json" % w)))["results"] for w in ws
-        if os.path.exists(os.path.join(out, "skinny_w%s.json" % w))}
+out, name, knob, vals = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+path = lambda v: os.path.join(out, "%s_%s.json" % (name, v))
+runs = {v: json.load(open(path(v)))["results"] for v in vals if os.path.exists(path(v))}
 key = lambda r: (r["format"], r["M"], r["N"], r["K"])
-by = {w: {key(r): r["skinny_us"] for r in runs[w]} for w in runs}
-print("format    M      N      K  skinny_us by warps per SM: " + "  ".join(runs))
+by = {v: {key(r): r["skinny_us"] for r in runs[v]} for v in runs}
+print("format    M      N      K  skinny_us by %s: " % knob + "  ".join(runs))
 for r in next(iter(runs.values()), []):
     print("%-7s %3d %6d %6d  " % key(r) +
-          "  ".join("%7.1f" % by[w].get(key(r), float("nan")) for w in runs))
-json.dump({w: runs[w] for w in runs}, open(os.path.join(out, "skinnysweep.json"), "w"))
+          "  ".join("%7.1f" % by[v].get(key(r), float("nan")) for v in runs))
+json.dump({"knob": knob, "runs": runs}, open(os.path.join(out, name + ".json"), "w"))
 PYEOF
-rm -f "$OUT"/skinny_w*.json
-fi
+    rm -f "$OUT/${name}"_*.json
+}
+
+# More warps per SM made it slower (docs/gemm.md); this times fewer, at m = 1 and 16
+want skinnysweep && skinny_sweep BFP_MATMUL_WARPS_PER_SM "${SWEEP_WARPS:-4 8 12 16}" skinnysweep 1,16 ""
+# MX+ / NVFP4+: the block max after the mma (gemm_skinny.cu post_max_m) against
+# in the operands (0) at every m of the NT = 1 kernel
+want postsweep && skinny_sweep BFP_MATMUL_POST_MAX_M "${POST_SWEEP:-0 8}" postsweep 1,2,4,8 \
+    mxfp4,mxfp4+,nvfp4,nvfp4+
 
 # ---- the block quantizers' register cap (PARTS=qctas): rebuild their four
 # translation units with BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} (min CTAs per SM;
@@ -309,5 +317,5 @@ fi
 
 # at most 8 files come back from the GPU machine: logs go in one archive
 (cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log peer.json)
-say "done: status $status; results in $OUT/h200-quant.json"
+say "done: status $status; results in $OUT"
 exit $status

@@ -382,6 +382,9 @@ int main(void)
         }
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
+        /* MX+ / NVFP4+ at m <= 4 / 2 add the block max after the mma */
+        run_case(f, 2, 64, 250, 1, 0, 1, BFP_MATMUL_SKINNY);   /* x not staged */
+        run_case(f, 4, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY);  /* split bands, pad column */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_FUSED);   /* unaligned x */
         run_case(f, 3, 40, 256, 2, 0, 0, BFP_MATMUL_FUSED);   /* huge weight rows */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_MID);     /* unaligned x */
@@ -395,6 +398,8 @@ int main(void)
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
         nan_case(f, BFP_MATMUL_FUSED);
         nan_case(f, BFP_MATMUL_MID);
+        nan_case(f, BFP_MATMUL_SKINNY);
+        run_case(f, 1, 4096, 4096, 1, 1, 0, BFP_MATMUL_SKINNY); /* warps' runs cross bands */
         shared_ws_case(f);
     }
     if (!quick)

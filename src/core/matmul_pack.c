@@ -210,18 +210,20 @@ static int hif4_flags(uint32_t w, int col)
 }
 
 /* Correction byte of a block max at index idx of its block (of block
- * elements) with low bits lo: lo (bits 1:0), 1 (bit 2), then the max's slot
- * among its lane's registers of the block, p = cand + C * half (C = 4 for
- * 32-element blocks, 2 for 16; cand = 2 * (k16 step within the block) +
- * k half, half = the half of the register), then the lane t that holds it:
- * the kernel's shift amount 4 + 8p is the byte's bits 4:2 (gemm_fused.cuh
- * corr_slots). */
-static uint8_t corr_pack(int block, unsigned idx, unsigned lo)
+ * elements) with low bits lo and sign bit sign: lo (bits 1:0), the sign
+ * (bit 2), then the max's slot among its lane's registers of the block,
+ * p = cand + C * half (C = 4 for 32-element blocks, 2 for 16; cand =
+ * 2 * (k16 step within the block) + k half, half = the half of the
+ * register), then the lane t that holds it. The operand decode's shift
+ * amount is 4 + 8p (gemm_fused.cuh corr_slots); the skinny kernel's
+ * correction after the mma reads the column and the sign (corr_col,
+ * corr_coef). */
+static uint8_t corr_pack(int block, unsigned idx, unsigned lo, unsigned sign)
 {
     unsigned cbits = block == 32 ? 2 : 1;
     unsigned t = (idx & 7) >> 1, cand = ((idx >> 4) & 1) * 2 + ((idx >> 3) & 1);
     unsigned p = cand | (idx & 1) << cbits;
-    return (uint8_t)(lo | 4u | p << 3 | t << (4 + cbits));
+    return (uint8_t)(lo | sign << 2 | p << 3 | t << (4 + cbits));
 }
 
 static unsigned corr_index(int block, uint8_t b)
@@ -338,7 +340,8 @@ static void prepack_bands(const prepack_ctx *c, size_t nt0, size_t nt1)
                         if (i == bm) { /* high part as E2M1, low bits aside */
                             unsigned lo = code & 3;
                             if (lo)
-                                crec[corr_off(&c->pf, r, b)] = corr_pack(c->pf.block, (unsigned)i, lo);
+                                crec[corr_off(&c->pf, r, b)] =
+                                    corr_pack(c->pf.block, (unsigned)i, lo, code >> 3);
                             code = (code & 8) | (6 + ((code & 7) >> 2));
                         }
                         tcodes[r][b * c->pf.block + i] = (uint8_t)code;
@@ -441,8 +444,8 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
                     uint8_t cb = corr[tile * (size_t)pf.corr_rec + corr_off(&pf, r, b)];
                     double lo = 0.5 * (cb & 3);
                     double *v = &val[r][b * pf.block + (int)corr_index(pf.block, cb)];
-                    if (lo != 0.0) /* the block max's sign is its code's (4 or 6, never 0) */
-                        *v += *v < 0 ? -lo : lo;
+                    if (lo != 0.0) /* the byte's sign, which is the code's (4 or 6, never 0) */
+                        *v += cb & 4 ? -lo : lo;
                 }
             for (int r = 0; r < TILE_N; r++) {
                 size_t row = nt * TILE_N + (size_t)r;

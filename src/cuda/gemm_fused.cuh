@@ -10,6 +10,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bfp_cuda_quant_bf16.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
 
@@ -167,19 +168,20 @@ __device__ __forceinline__ uint32_t shl_clamp(uint32_t x, uint32_t s)
 }
 
 /* MX+ / NVFP4+ block max: a packed correction byte (matmul_pack.c) is the
- * max's two low mantissa bits (1:0; 0: nothing to do), 1 (bit 2), its slot
- * among this lane group's registers of the block, p = candidate register +
- * CB * half of the register (CB = 4 candidates for MX+, 2 for NVFP4+), and
- * the lane t that holds it. This lane gets lo << 4 in byte p of the 64-bit
- * (*z2 : *z), nothing when another lane holds it (the shift is then >= 64),
- * and candidate k's bits to OR into its bf16 pattern are one PRMT of them:
- * bytes k and CB + k to bytes 0 and 2 (corr_bits). */
+ * max's two low mantissa bits (1:0; 0: nothing to do), its sign (bit 2),
+ * its slot among this lane group's registers of the block, p = candidate
+ * register + CB * half of the register (CB = 4 candidates for MX+, 2 for
+ * NVFP4+), and the lane t that holds it. This lane gets lo << 4 in byte p
+ * of the 64-bit (*z2 : *z), nothing when another lane holds it (the shift
+ * is then >= 64), and candidate k's bits to OR into its bf16 pattern are
+ * one PRMT of them: bytes k and CB + k to bytes 0 and 2 (corr_bits). */
 template <int F>
 __device__ __forceinline__ void corr_slots(uint32_t byte, int t, uint32_t *z, uint32_t *z2)
 {
     constexpr uint32_t TPOS = F == FMT_MXPLUS ? 6 : 5; /* where the owner lane is */
-    /* 4 + 8p from bits 2..TPOS-1; another owner adds 32, 64 or 96 (MX+: 64..192) */
-    const uint32_t s = (byte ^ ((uint32_t)t << TPOS)) & 0xFCu;
+    /* 4 + 8p from bits 3..TPOS-1 and a 4 in place of the sign; another
+     * owner adds 32, 64 or 96 (MX+: 64..192). One LOP3 as before. */
+    const uint32_t s = (byte & 0xF8u) ^ ((uint32_t)t << TPOS | 4u);
     *z = shl_clamp(byte & 3u, s);
     if (F == FMT_MXPLUS)
         *z2 = shl_clamp(byte & 3u, s - 32u); /* a wrapped amount is >= 32 too */
@@ -192,6 +194,46 @@ __device__ __forceinline__ uint32_t corr_bits(uint32_t z, uint32_t z2, int k)
     /* selector nibbles 8: copy of a byte's top bit, always 0 here */
     return bfpcuda::prmt_sx(z, F == FMT_MXPLUS ? z2 : z,
                             0x8080u | (uint32_t)k | ((CB + (uint32_t)k) << 8));
+}
+
+/* The block max's low bits after the mma instead (the skinny kernel at
+ * small m): a block decoded as plain MX / NVFP4 has the max's E2M1 high
+ * part, and the sums lack sign * lo/2 * scale * x[col]. corr_col is col
+ * within the block, from the byte's slot and lane fields (matmul_pack.c
+ * corr_index); corr_coef is sign * lo/2 * scale in the sums' units (times
+ * 2^-fold, as the operands), from the correction byte cb, the block's packed
+ * scale byte sb and half = 2^-(1 + fold). Only for cb & 3 != 0 (NaN and
+ * zero-scale blocks have cb = 0). Exact except where the value is below
+ * float's normal range, 2^-126 (MX+ blocks at most 2^-125 high: there the
+ * operands themselves keep only bf16-subnormal bits, docs/gemm.md). */
+template <int F>
+__host__ __device__ __forceinline__ uint32_t corr_col(uint32_t cb)
+{
+    return F == FMT_MXPLUS ? (cb & 0x18u) | (cb >> 5 & 7u) : (cb & 0x08u) | (cb >> 4 & 7u);
+}
+
+__host__ __device__ __forceinline__ float float_of_bits(uint32_t b)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(b);
+#else
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+#endif
+}
+
+template <int F>
+__host__ __device__ __forceinline__ float corr_coef(uint32_t cb, uint32_t sb, float half)
+{
+    /* the scale as a float: E8M0 2^(sb - 127) is the exponent field sb (the
+     * subnormal 0x400000 for sb = 0); packed UE4M3 q = (E + 10) << 3 | m
+     * (ue4m3_operand) is 2^E (1 + m/8), the field (q >> 3) + 117 over the
+     * mantissa's top bits m */
+    const uint32_t e8 = sb << 23;
+    const uint32_t bits = F == FMT_MXPLUS ? (e8 > 0x400000u ? e8 : 0x400000u)
+                                          : sb * (1u << 20) + (117u << 23);
+    return float_of_bits(bits | (cb & 4u) << 29) * ((float)(cb & 3u) * half);
 }
 
 /* One prepacked tile (this lane's codes wc, scale record sc, correction

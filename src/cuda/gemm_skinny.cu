@@ -15,6 +15,8 @@
 #include "gemm_fused.cuh"
 #include "gemm_internal.h"
 
+#include <stdlib.h>
+
 namespace bfpgemm {
 
 constexpr int SK_WARPS = 4, SK_STAGES = 4;
@@ -160,6 +162,13 @@ __device__ __forceinline__ uint32_t lds32(uint32_t a)
     return v;
 }
 
+__device__ __forceinline__ uint32_t lds16(uint32_t a)
+{
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
+    return v;
+}
+
 __device__ __forceinline__ void tma_prefetch(const CUtensorMap &map)
 {
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&map)) : "memory");
@@ -216,14 +225,94 @@ __device__ __forceinline__ void produce(const Params &p, const SkinnyMaps &mp, i
     }
 }
 
-/* Multiply the unit of k tile kt, staged with its x part at shared address
- * xs (1024-byte aligned) and its W part at st, into acc. Row tiles past W's
- * end are zeros: their rows of acc are never written out. */
+/* MX+ / NVFP4+ at m <= post_max_m (NT = 1): W decoded as plain MX / NVFP4
+ * and the block maxima's low bits added after the mma (corr_coef): 4 (MX+)
+ * or 8 (NVFP4+) blocks per lane per unit, about 15 instructions each at
+ * m = 1 and 4 or 5 more per further row of x. SASS at m = 1, instructions
+ * between a unit's wait and its next copies: MX+ 390 against 478 with the
+ * operands' correction bits (MX 317), NVFP4+ 473 against 531 (NVFP4 343).
+ * Counted, not measured per m: MX+ breaks even near m = 6, NVFP4+ near 3. */
+constexpr int post_max_m(int f) { return f == FMT_MXPLUS ? 4 : f == FMT_NVPLUS ? 2 : 0; }
+
+/* Lane (g, t) takes the corrections of row tile t of the unit (R = 4), rows
+ * g and g + 8, in cacc[row half][row of x]; post_fold() moves them into acc. */
 template <int F, int NT>
-__device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, NT>::R][NT][4],
-                                        uint32_t xs, const unsigned char *st, int kt, int lane)
+__device__ __forceinline__ void post_corr(const Params &p, float (&cacc)[2][8], uint32_t xs,
+                                          const unsigned char *st, int kt, int g, int t)
 {
     using S = Stage<F, NT>;
+    constexpr int NB = F == FMT_MXPLUS ? 2 : 4, BLK = 64 / NB; /* blocks per tile row */
+    static_assert(NT == 1 && S::R == 4 && (F == FMT_MXPLUS || F == FMT_NVPLUS), "one tile per t");
+    const float half = 0.5f / p.post; /* 2^-(1 + fold) */
+    uint2 cw = make_uint2(0, 0), sw = make_uint2(0, 0);
+    if (NB == 2) {
+        cw.x = *reinterpret_cast<const uint32_t *>(st + S::CORR + t * 32 + g * 4);
+        sw.x = *reinterpret_cast<const uint32_t *>(st + S::SCALES + t * 32 + g * 4);
+    } else {
+        cw = *reinterpret_cast<const uint2 *>(st + S::CORR + t * 64 + g * 8);
+        sw = *reinterpret_cast<const uint2 *>(st + S::SCALES + t * 64 + g * 8);
+    }
+#pragma unroll
+    for (int i = 0; i < 2 * NB; i++) { /* byte i: row half i / NB, block i % NB */
+        const uint32_t cb = (i < 4 ? cw.x : cw.y) >> (8 * (i & 3)) & 0xFFu;
+        const uint32_t sb = (i < 4 ? sw.x : sw.y) >> (8 * (i & 3)) & 0xFFu;
+        const bool on = cb & 3u; /* else nothing to add, not even 0 * x (x may be Inf) */
+        const float c = corr_coef<F>(cb, sb, half);
+        const int col = (i % NB) * BLK + (int)corr_col<F>(cb);
+#pragma unroll
+        for (int mm = 0; mm < 8; mm++) {
+            if (mm >= p.m)
+                break;
+            uint32_t xv;
+            if (p.x_vec) /* x_chunk(mm, col / 8) + 2 (col % 8) */
+                xv = lds16(xs + 128u * mm + ((2u * col) ^ (16u * mm)));
+            else
+                xv = kt * 64 + col < p.k ? __ldg(reinterpret_cast<const uint16_t *>(p.x) +
+                                                 (size_t)mm * p.k + kt * 64 + col)
+                                         : 0u;
+            const float sum = fmaf(c, __uint_as_float(xv << 16), cacc[i / NB][mm]);
+            cacc[i / NB][mm] = on ? sum : cacc[i / NB][mm];
+        }
+    }
+}
+
+/* cacc of the lanes (g, r) into acc[r] of the lanes that hold those sums
+ * (flush's layout: row g + 8 (e / 2), row of x 2 t + e % 2), and zeroed */
+template <int R>
+__device__ __forceinline__ void post_fold(float (&acc)[R][1][4], float (&cacc)[2][8], int m,
+                                          int lane)
+{
+    const int t = lane & 3;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int mm = 0; mm < 8; mm++) {
+                if (mm >= m)
+                    break;
+                const float v = __shfl_sync(0xFFFFFFFFu, cacc[h][mm], (lane & ~3) | r);
+                if (mm >> 1 == t)
+                    acc[r][0][2 * h + (mm & 1)] += v;
+            }
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int mm = 0; mm < 8; mm++)
+            cacc[h][mm] = 0.0f;
+}
+
+/* Multiply the unit of k tile kt, staged with its x part at shared address
+ * xs (1024-byte aligned) and its W part at st, into acc. Row tiles past W's
+ * end are zeros: their rows of acc are never written out. POST: the block
+ * maxima's low bits go to cacc (post_corr) instead of the operands. */
+template <int F, int NT, bool POST>
+__device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, NT>::R][NT][4],
+                                        float (&cacc)[2][8], uint32_t xs, const unsigned char *st,
+                                        int kt, int lane)
+{
+    using S = Stage<F, NT>;
+    constexpr int DF = !POST ? F : F == FMT_MXPLUS ? FMT_MX : FMT_NV; /* decoded as */
     const int g = lane >> 2, t = lane & 3;
     uint32_t xb[NT][8];
     if (p.x_vec) {
@@ -248,18 +337,20 @@ __device__ __forceinline__ void consume(const Params &p, float (&acc)[Stage<F, N
             sc = *reinterpret_cast<const uint2 *>(st + S::SCALES + r * 64 + g * 8);
         else
             sc.x = *reinterpret_cast<const uint32_t *>(st + S::SCALES + r * 32 + g * 4);
-        if (F == FMT_MXPLUS)
+        if (DF == FMT_MXPLUS)
             cr.x = *reinterpret_cast<const uint32_t *>(st + S::CORR + r * 32 + g * 4);
-        if (F == FMT_NVPLUS)
+        if (DF == FMT_NVPLUS)
             cr = *reinterpret_cast<const uint2 *>(st + S::CORR + r * 64 + g * 8);
         uint32_t a[4][4];
-        decode_tile<F>(wc, sc, cr, t, p.mx_fold, a);
+        decode_tile<DF>(wc, sc, cr, t, p.mx_fold, a);
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int q = 0; q < NT; q++)
                 mma_bf16(acc[r][q], a[j], xb[q][2 * j], xb[q][2 * j + 1]);
     }
+    if constexpr (POST)
+        post_corr<F, NT>(p, cacc, xs, st, kt, g, t);
 }
 
 /* The sums of k tiles [kt0, kt1) of band `band`: written to y when they are
@@ -313,7 +404,7 @@ __device__ __forceinline__ void flush(const Params &p, const float (&acc)[R][NT]
 
 /* The maps are __grid_constant__: TMA reads them at their parameter's
  * generic address. */
-template <int F, int NT>
+template <int F, int NT, bool POST>
 __global__ void __launch_bounds__(SK_WARPS * 32)
     gemm_skinny_kernel(const Params p, const __grid_constant__ SkinnyMaps mp)
 {
@@ -361,6 +452,10 @@ __global__ void __launch_bounds__(SK_WARPS * 32)
 #pragma unroll
         for (int q = 0; q < NT; q++)
             acc[r][q][0] = acc[r][q][1] = acc[r][q][2] = acc[r][q][3] = 0.0f;
+    float cacc[2][8]; /* POST only */
+#pragma unroll
+    for (int mm = 0; mm < 8; mm++)
+        cacc[0][mm] = cacc[1][mm] = 0.0f;
 
     int band = u0 / p.tiles_k;
     int kt0 = u0 - band * p.tiles_k;       /* first k tile of the band's run */
@@ -368,6 +463,8 @@ __global__ void __launch_bounds__(SK_WARPS * 32)
     for (int v = u0; v < u1; v++) {
         const unsigned i = (unsigned)(v - u0), s = i % SK_STAGES;
         if (v == band_end) {
+            if constexpr (POST)
+                post_fold<R>(acc, cacc, p.m, lane);
             flush<NT, R>(p, acc, band, kt0, p.tiles_k, lane);
 #pragma unroll
             for (int r = 0; r < R; r++)
@@ -377,8 +474,8 @@ __global__ void __launch_bounds__(SK_WARPS * 32)
             band++, kt0 = 0, band_end += p.tiles_k;
         }
         mbar_wait(bar_a + 8 * s, (uint32_t)(i / SK_STAGES) & 1u);
-        consume<F, NT>(p, acc, xring_a + s * S::XBYTES, wring + s * S::WBYTES,
-                       v - (band_end - p.tiles_k), lane);
+        consume<F, NT, POST>(p, acc, cacc, xring_a + s * S::XBYTES, wring + s * S::WBYTES,
+                             v - (band_end - p.tiles_k), lane);
         __syncwarp(); /* every lane is done reading stage s */
         if (v + SK_STAGES < u1) {
             produce<F, NT>(p, mp, pband, pkt, xring_a + s * S::XBYTES, wring_a + s * S::WBYTES,
@@ -387,29 +484,55 @@ __global__ void __launch_bounds__(SK_WARPS * 32)
                 pkt = 0, pband++;
         }
     }
+    if constexpr (POST)
+        post_fold<R>(acc, cacc, p.m, lane);
     flush<NT, R>(p, acc, band, kt0, u1 - band * p.tiles_k, lane);
 }
 
-/* The kernel for nt; with resident != NULL, how many CTAs of it an SM holds
+/* One kernel; with resident != NULL, how many CTAs of it an SM holds
  * instead of a launch. */
-template <int F, int NT>
-static cudaError_t skinny_nt(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
-                             cudaStream_t s)
+template <int F, int NT, bool POST>
+static cudaError_t skinny_k(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
+                            cudaStream_t s)
 {
     constexpr int smem = skinny_smem<F, NT>();
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute(gemm_skinny_kernel<F, NT>,
+        cudaError_t e = cudaFuncSetAttribute(gemm_skinny_kernel<F, NT, POST>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         raised = true;
     }
     if (resident)
-        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_skinny_kernel<F, NT>,
-                                                             SK_WARPS * 32, smem);
-    gemm_skinny_kernel<F, NT><<<grid, SK_WARPS * 32, smem, s>>>(*p, *mp);
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            resident, gemm_skinny_kernel<F, NT, POST>, SK_WARPS * 32, smem);
+    gemm_skinny_kernel<F, NT, POST><<<grid, SK_WARPS * 32, smem, s>>>(*p, *mp);
     return cudaGetLastError();
+}
+
+/* post_max_m(f), or BFP_MATMUL_POST_MAX_M (a knob for benchmarks; 0: the
+ * operands' correction at every m) */
+static int post_limit(int f)
+{
+    static int env = -2; /* the same value every time: a race is harmless */
+    if (env == -2) {
+        const char *e = getenv("BFP_MATMUL_POST_MAX_M");
+        env = e && *e ? atoi(e) : -1;
+    }
+    return env >= 0 ? env : post_max_m(f);
+}
+
+/* The kernel for nt: MX+ / NVFP4+ at m <= post_limit correct after the mma
+ * (same shared memory, so the same residency; the planner asks the other). */
+template <int F, int NT>
+static cudaError_t skinny_nt(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
+                             cudaStream_t s)
+{
+    if constexpr (NT == 1 && post_max_m(F) > 0)
+        if (p && p->m <= post_limit(F))
+            return skinny_k<F, NT, true>(grid, p, mp, resident, s);
+    return skinny_k<F, NT, false>(grid, p, mp, resident, s);
 }
 
 template <int F>
