@@ -195,6 +195,12 @@ rc=$?
 grep -E "FAIL|passed" "$OUT/test_cuda_matmul.log" | head -40
 echo "test_cuda_matmul exit $rc, $(($(date +%s) - t0)) s"
 [ $rc -eq 0 ] || status=1
+# the skinny kernel's block max after the mma for MX+ and NVFP4+ at every m <= 8
+# (by default only MX+ at m = 1 takes it): the quick set once more
+BFP_MATMUL_POST_MAX_M=8 BFP_TEST_QUICK=1 timeout 120 "$TEST_MM" >"$OUT/test_cuda_matmul_post.log" 2>&1
+rc=$?
+echo "test_cuda_matmul, BFP_MATMUL_POST_MAX_M=8, quick: $(grep -E "FAIL|passed" "$OUT/test_cuda_matmul_post.log" | head -20)"
+[ $rc -eq 0 ] || status=1
 
 if [ -z "${NO_MEMCHECK:-}" ]; then   # NO_MEMCHECK=1: skip it (a quick look)
 say "compute-sanitizer memcheck on the matmul test (quick)"

@@ -20,7 +20,8 @@ struct bfp_cuda_weight {
     void *codes, *scales, *corr;  /* prepacked, device */
     bfp_plane_sizes sz;
     uint8_t *pl_codes, *pl_scales, *pl_meta; /* planar, device (cuBLAS path) */
-    float *pl_ts;
+    float *pl_ts;                 /* 1.0 (device) for the cuBLAS path's dequantize: W * s_enc
+                                     is exact in bf16, and alpha = 1 / s_enc */
     float ts;                     /* NVFP4 s_enc (host copy) */
     int mx_fold;                  /* see gemm_fused.cuh: operands carry 2^-fold */
     int sms;
@@ -38,6 +39,7 @@ namespace {
 constexpr size_t FUSED_MAX_M = 32; /* measured: see docs/gemm.md */
 constexpr size_t CUBLAS_WS = (size_t)32 << 20; /* cuBLAS's own workspace */
 constexpr size_t DEQ_CHUNK_BYTES = (size_t)256 << 20;
+const float ONE = 1.0f; /* the cuBLAS path's tensor scale (pl_ts) */
 
 int kind_of(bfp_format f)
 {
@@ -371,7 +373,10 @@ bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const v
         cublasSetWorkspace(w->blas, wbuf + align256(chunk * w->k * 2), CUBLAS_WS) !=
             CUBLAS_STATUS_SUCCESS)
         return BFP_ERR_DEVICE;
-    float alpha = 1.0f, beta = 0.0f;
+    /* NVFP4: W is dequantized without its tensor scale (the E2M1 x UE4M3
+     * products are exact in bf16; divided by s_enc, they were rounded to bf16
+     * and a sum that cancels showed it) and the sums scaled by 1 / s_enc */
+    float alpha = 1.0f / w->ts, beta = 0.0f;
     if (bias) {
         size_t total = m * w->n;
         fill_bias<<<(unsigned)((total + 255) / 256), 256, 0, s>>>(
@@ -487,8 +492,7 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
               upload(reinterpret_cast<void **>(&h->pl_codes), w->codes, h->sz.codes) &&
               upload(reinterpret_cast<void **>(&h->pl_scales), w->scales, h->sz.scales) &&
               upload(reinterpret_cast<void **>(&h->pl_meta), w->meta, h->sz.meta) &&
-              upload(reinterpret_cast<void **>(&h->pl_ts), w->tensor_scale,
-                     f->has_tensor_scale ? 4 : 0) &&
+              upload(reinterpret_cast<void **>(&h->pl_ts), &ONE, f->has_tensor_scale ? 4 : 0) &&
               cudaGetDevice(&dev) == cudaSuccess &&
               cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
                   cudaSuccess &&

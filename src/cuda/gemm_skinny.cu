@@ -231,8 +231,11 @@ __device__ __forceinline__ void produce(const Params &p, const SkinnyMaps &mp, i
  * m = 1 and 4 or 5 more per further row of x. SASS at m = 1, instructions
  * between a unit's wait and its next copies: MX+ 390 against 478 with the
  * operands' correction bits (MX 317), NVFP4+ 473 against 531 (NVFP4 343).
- * Counted, not measured per m: MX+ breaks even near m = 6, NVFP4+ near 3. */
-constexpr int post_max_m(int f) { return f == FMT_MXPLUS ? 4 : f == FMT_NVPLUS ? 2 : 0; }
+ * Measured (PARTS=postsweep, docs/gemm.md), the time follows less: mxfp4+
+ * 3-8% less at m = 1, even at m = 2, 7-13% more at m = 4; nvfp4+ 3-12% more
+ * already at m = 1. So MX+ at m = 1 only; BFP_MATMUL_POST_MAX_M times both. */
+constexpr int post_max_m(int f) { return f == FMT_MXPLUS ? 1 : 0; }
+constexpr bool has_post(int f) { return f == FMT_MXPLUS || f == FMT_NVPLUS; }
 
 /* Lane (g, t) takes the corrections of row tile t of the unit (R = 4), rows
  * g and g + 8, in cacc[row half][row of x]; post_fold() moves them into acc. */
@@ -529,7 +532,7 @@ template <int F, int NT>
 static cudaError_t skinny_nt(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
                              cudaStream_t s)
 {
-    if constexpr (NT == 1 && post_max_m(F) > 0)
+    if constexpr (NT == 1 && has_post(F))
         if (p && p->m <= post_limit(F))
             return skinny_k<F, NT, true>(grid, p, mp, resident, s);
     return skinny_k<F, NT, false>(grid, p, mp, resident, s);
