@@ -231,7 +231,14 @@ skinny_sweep() { # knob "values" name default_ms default_formats
         env "$knob=$v" GEMM_MS=${GEMM_MS:-$4} GEMM_FORMATS=${GEMM_FORMATS:-$5} timeout 200 \
             $B/gpu_gemm "$OUT/${name}_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/$name.log" 2>&1 || status=1
     done
-    python3 - "$OUT" "$name" "$knob" $vals <<'PYEOF'
+    sweep_summary "$name" "$knob" $vals
+}
+
+# the table and $OUT/<name>.json of the runs $OUT/<name>_<value>.json
+sweep_summary() { # name knob values...
+    local name=$1 knob=$2
+    shift 2
+    python3 - "$OUT" "$name" "$knob" "$@" <<'PYEOF'
 import json, os, sys
 out, name, knob, vals = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 path = lambda v: os.path.join(out, "%s_%s.json" % (name, v))
@@ -246,6 +253,30 @@ json.dump({"knob": knob, "runs": runs}, open(os.path.join(out, name + ".json"), 
 PYEOF
     rm -f "$OUT/${name}"_*.json
 }
+
+# The skinny kernel rebuilt with BFP_SK_STAGES = each of SK_STAGES_SWEEP (fewer
+# stages per warp leave shared memory for more warps), gpu_gemm at GEMM_MS
+if want skstages; then
+    say "skinny kernel: BFP_SK_STAGES in ${SK_STAGES_SWEEP:-3 4}"
+    for v in ${SK_STAGES_SWEEP:-3 4}; do
+        D=$B/skstages_$v
+        mkdir -p "$D"
+        nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
+            -Xcompiler=-fPIC -Iinclude -Isrc/core -Isrc/cuda -DBFP_SK_STAGES=$v -x cu \
+            -c src/cuda/gemm_skinny.cu -o "$D/gemm_skinny.cu.o" >"$D/build.log" 2>&1 &
+    done
+    wait
+    for v in ${SK_STAGES_SWEEP:-3 4}; do
+        D=$B/skstages_$v
+        cp $B/libbfp_cuda.a "$D/libbfp_cuda.a" && (cd "$D" && ar r libbfp_cuda.a gemm_skinny.cu.o) &&
+            nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
+                bench/gpu_gemm.cu "$D/libbfp_cuda.a" $B/libbfp.a -lcublas -o "$D/gpu_gemm" \
+                >>"$OUT/skstages.log" 2>&1 || { echo "stages $v: build failed"; status=1; continue; }
+        GEMM_MS=${GEMM_MS:-1,16} GEMM_FORMATS=${GEMM_FORMATS:-} timeout 200 "$D/gpu_gemm" \
+            "$OUT/skstages_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/skstages.log" 2>&1 || status=1
+    done
+    sweep_summary skstages BFP_SK_STAGES ${SK_STAGES_SWEEP:-3 4}
+fi
 
 # More warps per SM made it slower (docs/gemm.md); this times fewer, at m = 1 and 16
 want skinnysweep && skinny_sweep BFP_MATMUL_WARPS_PER_SM "${SWEEP_WARPS:-4 8 12 16}" skinnysweep 1,16 ""

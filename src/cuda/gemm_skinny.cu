@@ -19,7 +19,12 @@
 
 namespace bfpgemm {
 
-constexpr int SK_WARPS = 4, SK_STAGES = 4;
+/* BFP_SK_STAGES: stages per warp, a build-time knob for PARTS=skstages
+ * (fewer stages, more warps per SM) */
+#ifndef BFP_SK_STAGES
+#define BFP_SK_STAGES 4
+#endif
+constexpr int SK_WARPS = 4, SK_STAGES = BFP_SK_STAGES;
 
 constexpr int pad128(int b) { return (b + 127) & ~127; }
 
@@ -99,8 +104,9 @@ constexpr int skinny_ctas_per_sm()
 {
     return 228 * 1024 / (skinny_smem<F, NT>() + 1024 + SK_WARPS * SK_STAGES * 8);
 }
-static_assert(skinny_ctas_per_sm<FMT_MX, 1>() == 4 && skinny_ctas_per_sm<FMT_MXPLUS, 1>() == 4 &&
-                  skinny_ctas_per_sm<FMT_NV, 1>() == 4 && skinny_ctas_per_sm<FMT_HIF4, 1>() == 4,
+static_assert(SK_STAGES != 4 ||
+                  (skinny_ctas_per_sm<FMT_MX, 1>() == 4 && skinny_ctas_per_sm<FMT_MXPLUS, 1>() == 4 &&
+                   skinny_ctas_per_sm<FMT_NV, 1>() == 4 && skinny_ctas_per_sm<FMT_HIF4, 1>() == 4),
               "16 warps per SM at m <= 8");
 
 /* ---- mbarrier and TMA tensor copy (PTX ISA 8.0, sm_90) ---- */
