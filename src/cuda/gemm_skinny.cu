@@ -22,7 +22,7 @@ namespace bfpgemm {
 /* BFP_SK_STAGES: stages per warp, a build-time knob for PARTS=skstages
  * (fewer stages, more warps per SM) */
 #ifndef BFP_SK_STAGES
-#define BFP_SK_STAGES 4
+#define BFP_SK_STAGES 3
 #endif
 constexpr int SK_WARPS = 4, SK_STAGES = BFP_SK_STAGES;
 
