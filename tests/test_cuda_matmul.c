@@ -196,8 +196,8 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
  * dequantize path must not leave W where the kernels expect zeros. */
 /* AUTO's rule: the skinny kernel for m <= 16 on a weight of 2^27 elements
- * or more (not NVFP4+), the fused one up to m = 32, then dequantize +
- * cuBLAS; and AUTO gives the path's result on the large weight. Its planes
+ * or more (and at m = 9..16 from 2^26), the fused one up to m = 32, then
+ * dequantize + cuBLAS; and AUTO gives the path's result on the large weight. Its planes
  * are random bytes (codes) under scales near 1, so no reference quantize of
  * 2^27 values is needed. */
 /* NVFP4+ takes the skinny kernel on large weights too (since the tensor-map
@@ -242,11 +242,19 @@ static void auto_rule_case(void)
     for (size_t i = 0; i < m * k; i++)
         x[i] = bfp_f32_to_bf16((float)gauss());
     CHECK(bfp_matmul_ref(BFP_MXFP4, &cw, n, k, x, m, NULL, ref) == BFP_OK, "ref");
-    bfp_cuda_weight *big = NULL, *small = NULL;
+    bfp_cuda_weight *big = NULL, *small = NULL, *mid = NULL;
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n, k, &big) == BFP_OK, "upload big");
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 1024, &small) == BFP_OK, "upload small");
-    if (!big || !small)
+    /* 8192 x 8192 (the first rows of the same planes): skinny only at m = 9..16 */
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 2, k, &mid) == BFP_OK, "upload 8192^2");
+    if (!big || !small || !mid)
         goto out;
+    CHECK(bfp_cuda_matmul_auto_path(mid, 1) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(mid, 8) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(mid, 9) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(mid, 16) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(mid, 17) == BFP_MATMUL_FUSED,
+          "AUTO's path choice at 8192 x 8192");
     CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 16) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 17) == BFP_MATMUL_FUSED &&
@@ -283,6 +291,7 @@ static void auto_rule_case(void)
 out:
     bfp_cuda_weight_free(big);
     bfp_cuda_weight_free(small);
+    bfp_cuda_weight_free(mid);
     free(codes), free(scales), free(x), free(y), free(ref);
     auto_rule_nvfp4plus(n, k);
 }

@@ -511,17 +511,20 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
 void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
 
 /* Measured on the H200 (docs/gemm.md, bench/results/h200-gemm.json), with
- * the skinny kernel's tensor-map copies: at m = 1 and 16 it took 15-50% less
- * time than the fused one on weights of 28672 x 8192 and 8192 x 28672 in
- * every format (NVFP4+ included), and from 7% less to 6% more at 8192 x 8192.
- * Not measured at m = 17..32. */
-constexpr double SKINNY_MIN_ELEMS = 134217728.0; /* 2^27: twice 8192 x 8192 */
+ * the skinny kernel's tensor-map copies and 3 stages per warp: at m = 1 and
+ * 16 it took 15-53% less time than the fused one on weights of 28672 x 8192
+ * and 8192 x 28672 in every format (NVFP4+ included); at 8192 x 8192, 3-10%
+ * less at m = 16 (two runs) but 2-8% more at m = 1. m = 9..15 run the same
+ * kernels as m = 16 (two n8 tiles of x); m = 2..8 and 17..32 not measured. */
+constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 */
+constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
-    if (m <= 16 && (double)w->n * (double)w->k >= SKINNY_MIN_ELEMS &&
+    const double elems = (double)w->n * (double)w->k;
+    if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
         skinny_fits(w, m))
         return BFP_MATMUL_SKINNY;
     return BFP_MATMUL_FUSED;
