@@ -95,19 +95,21 @@ constexpr bool x_chunk_checks()
 }
 static_assert(x_chunk_checks(), "x_chunk is TMA's 128-byte swizzle and conflict-free");
 
-/* The measured optimum at m <= 8 is 16 warps per SM (4 CTAs): H200 (sm_90)
- * has 228 KB of shared memory per SM, 1 KB of it reserved per CTA, and the
- * kernel's mbarriers take 128 bytes of static shared memory. NVFP4+ has
- * 3 CTAs per SM, as before the tensor maps. */
+/* CTAs per SM by shared memory: H200 (sm_90) has 228 KB per SM, 1 KB of it
+ * reserved per CTA, and the mbarriers are static shared memory. With 3
+ * stages, 5 CTAs (20 warps) at m <= 8 and 4 at m <= 16 in every format
+ * (registers allow 5 too, except NVFP4+ after the mma: 4); with 4 stages
+ * 4 and 3 (NVFP4+ 3 and 3). PARTS=skstages (docs/gemm.md) measured 3
+ * stages 1-9% faster than 4 on the large weights, 2 no faster than 3. */
 template <int F, int NT>
 constexpr int skinny_ctas_per_sm()
 {
     return 228 * 1024 / (skinny_smem<F, NT>() + 1024 + SK_WARPS * SK_STAGES * 8);
 }
-static_assert(SK_STAGES != 4 ||
-                  (skinny_ctas_per_sm<FMT_MX, 1>() == 4 && skinny_ctas_per_sm<FMT_MXPLUS, 1>() == 4 &&
-                   skinny_ctas_per_sm<FMT_NV, 1>() == 4 && skinny_ctas_per_sm<FMT_HIF4, 1>() == 4),
-              "16 warps per SM at m <= 8");
+static_assert(SK_STAGES != 3 ||
+                  (skinny_ctas_per_sm<FMT_MX, 1>() == 5 && skinny_ctas_per_sm<FMT_NVPLUS, 1>() == 5 &&
+                   skinny_ctas_per_sm<FMT_MX, 2>() == 4 && skinny_ctas_per_sm<FMT_NVPLUS, 2>() == 4),
+              "20 warps per SM at m <= 8, 16 at m <= 16");
 
 /* ---- mbarrier and TMA tensor copy (PTX ISA 8.0, sm_90) ---- */
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
