@@ -534,8 +534,11 @@ static int post_limit(int f)
     return env >= 0 ? env : post_max_m(f);
 }
 
-/* The kernel for nt: MX+ / NVFP4+ at m <= post_limit correct after the mma
- * (same shared memory, so the same residency; the planner asks the other). */
+/* The kernel for nt: MX+ / NVFP4+ at m <= post_limit correct after the mma.
+ * The planner asks the other kernel how many CTAs an SM holds: the same
+ * shared memory, and registers allow as many, except for NVFP4+ after the
+ * mma (4 CTAs of 5; only through the knob), whose grid then runs in more
+ * than one wave: slower, not wrong (no CTA waits for another). */
 template <int F, int NT>
 static cudaError_t skinny_nt(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
                              cudaStream_t s)
