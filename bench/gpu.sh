@@ -10,7 +10,7 @@
 # passed and the benchmark ran.
 #
 # PARTS picks what runs (default "test qbench gemm"; also ncu, sass, gemmprof,
-# skinnysweep, postsweep, qctas, deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
+# skinnysweep, postsweep, skstages, qctas, deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
 # BFP_BENCH_FORMATS=a,b, QBENCH_NO_PEER=1, GEMM_QUICK=1 (8192x8192 only),
 # GEMM_MS=1,16 (those m only), NO_MEMCHECK=1 (the matmul memcheck).
 set -uo pipefail
