@@ -276,9 +276,10 @@ typedef struct {
 } mxps8;
 
 /* fl2n: floor(log2) of normal numbers only (the biased exponent less 127),
- * for mxp_side16(): a subnormal max there gives an empty block, a subnormal
+ * for mxp_side16(): a subnormal max there gives an empty block either way
+ * (scale byte 0, codes and meta zeroed by mxp_groups16()), a subnormal
  * second max an nbm below Q16_MIN_S or the clamp's se - 7 either way, and
- * mxp_side16() gives those groups back to the exact path. */
+ * mxp_side16() gives groups with such an nbm back to the exact path. */
 A5 __m256i fl2n_8(__m256i a, int normal)
 {
     return normal ? _mm256_sub_epi32(_mm256_srli_epi32(a, 23), _mm256_set1_epi32(127)) : flog2_8(a);
@@ -313,10 +314,12 @@ A5 mxps8 mxp_scales8(ks_elem e, int pp, int normal, __m256i amax, __m256i max2)
 typedef struct {
     uint32_t amv[8], parv[8], parkv[8], xqv[8]; /* max word, q16 words of nbm, block-max mantissa */
     uint64_t meta;                              /* (se - nbm) << 5 per byte, bm still to add */
+    unsigned empty, nf;                         /* masks: empty blocks (codes and meta 0), non-finite ones */
 } mxpw8;
 
-/* Returns 0, writing nothing, if a block is empty or its nbm is below
- * Q16_MIN_S (q_mxplus does such groups). */
+/* Returns 0, writing nothing, if a block that is not empty has its nbm below
+ * Q16_MIN_S (q_mxplus does such groups). Empty blocks (NaN, Inf or flushed)
+ * get their scale byte here and zero codes and meta in mxp_groups16(). */
 A5 int mxp_side16(ks_elem e, int pp, const q16k *c, const unsigned char *s, uint8_t *scales, mxpw8 *w)
 {
     prefetch_span(s, 8 * 64);
@@ -328,25 +331,28 @@ A5 int mxp_side16(ks_elem e, int pp, const q16k *c, const unsigned char *s, uint
     const __m256i amax = pp ? hmax8w_top2(h, &max2) : hmax8w(h);
     const mxps8 o = mxp_scales8(e, pp, 1, amax, max2);
     if (_mm256_movemask_ps(_mm256_castsi256_ps(
-            _mm256_or_si256(o.empty, _mm256_cmpgt_epi32(_mm256_set1_epi32(Q16_MIN_S), o.nbm)))))
+            _mm256_andnot_si256(o.empty, _mm256_cmpgt_epi32(_mm256_set1_epi32(Q16_MIN_S), o.nbm)))))
         return 0;
+    w->empty = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(o.empty));
+    w->nf = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(o.nf));
     store8_bytes(scales, o.sc);
     const __m256i par8 = q16_param8(e, o.nbm);
     _mm256_storeu_si256((__m256i *)w->parv, par8);
     _mm256_storeu_si256((__m256i *)w->parkv, _mm256_add_epi32(par8, _mm256_set1_epi32((int)q16_park(e, 0))));
     _mm256_storeu_si256((__m256i *)w->amv, _mm256_or_si256(amax, _mm256_srli_epi32(amax, 16)));
     _mm256_storeu_si256((__m256i *)w->xqv, _mm256_or_si256(o.xq, _mm256_slli_epi32(o.xq, 16)));
-    store8_bytes((uint8_t *)&w->meta, _mm256_slli_epi32(_mm256_sub_epi32(o.se, o.nbm), 5));
+    store8_bytes((uint8_t *)&w->meta,
+                 _mm256_andnot_si256(o.empty, _mm256_slli_epi32(_mm256_sub_epi32(o.se, o.nbm), 5)));
     return 1;
 }
 
-/* MX+ / MX++ blocks of bfloat16 in groups of eight from the start, while a
- * group has no empty block and no nbm below Q16_MIN_S (the common case).
- * Software-pipelined: the scale side of the next group (a long dependency
- * chain) is issued before this group's codes. Returns the blocks done, a
- * multiple of 8 (q_mxplus does the group it stopped at). */
+/* MX+ / MX++ blocks of bfloat16 in groups of eight from the start, while no
+ * block of a group that is not empty has its nbm below Q16_MIN_S (the
+ * common case). Software-pipelined: the scale side of the next group (a
+ * long dependency chain) is issued before this group's codes. Returns the
+ * blocks done, a multiple of 8 (q_mxplus does the group it stopped at). */
 A5 size_t mxp_groups16(ks_elem e, int pp, const q16k *c, __m512i madd, const unsigned char *s, size_t nb,
-                       uint8_t *codes, uint8_t *scales, uint8_t *meta)
+                       uint8_t *codes, uint8_t *scales, uint8_t *meta, size_t *nonfinite, size_t *flushed)
 {
     const size_t cb = (size_t)(4 * e.bits);
     mxpw8 w[2];
@@ -361,7 +367,8 @@ A5 size_t mxp_groups16(ks_elem e, int pp, const q16k *c, __m512i madd, const uns
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             const __m512i x = _mm512_loadu_si512(s + 64 * j), h = _mm512_and_si512(x, c->abs);
-            /* the block max: the first lane holding the max word */
+            /* the block max: the first lane holding the max word (in an empty
+             * block perhaps none: fixed up below) */
             uint32_t eq = (uint32_t)_mm512_cmpeq_epi16_mask(h, _mm512_set1_epi32((int)cur->amv[j]));
             q[j] = enc32w_bm(e, c, x, h, _mm512_set1_epi32((int)cur->parv[j]), _mm512_set1_epi32((int)cur->parkv[j]),
                              eq & (0u - eq), _mm512_set1_epi32((int)cur->xqv[j]));
@@ -369,9 +376,18 @@ A5 size_t mxp_groups16(ks_elem e, int pp, const q16k *c, __m512i madd, const uns
                 store_codes32w(e.bits, q[j], madd, codes + (size_t)j * cb);
             else if (j % 4 == 3)
                 store_codes4x32w4(q + j - 3, madd, codes + (size_t)(j - 3) * cb);
-            m |= (uint64_t)ks_ctz32(eq) << 8 * j;
+            m |= (uint64_t)ks_ctz32(eq | 0x80000000u) << 8 * j;
         }
         memcpy(meta + b, &m, 8);
+        if (cur->empty) { /* rare: codes and meta 0 (a branch keeps the common case as it was) */
+            for (unsigned em = cur->empty; em; em &= em - 1) {
+                const unsigned j = (unsigned)ks_ctz32(em);
+                memset(codes + j * cb, 0, cb);
+                meta[b + j] = 0;
+            }
+            *nonfinite += (size_t)__builtin_popcount(cur->empty & cur->nf);
+            *flushed += (size_t)__builtin_popcount(cur->empty & ~cur->nf);
+        }
     }
     return b;
 }
@@ -390,7 +406,8 @@ A5 void q_mxplus(ks_elem e, bfp_dtype dt, const bfp_qparams *p, const void *src,
     size_t nonfinite = 0, flushed = 0;
     for (size_t b = 0; b < nb; b += 8, s += 8 * sbytes, codes += 8 * cb) {
         if (w16) { /* the common case; the loop below does the rest */
-            const size_t d = mxp_groups16(e, pp, &c, madd, s, nb - b, codes, scales + b, meta + b);
+            const size_t d = mxp_groups16(e, pp, &c, madd, s, nb - b, codes, scales + b, meta + b,
+                                          &nonfinite, &flushed);
             b += d, s += d * sbytes, codes += d * cb;
             if (b >= nb)
                 break;

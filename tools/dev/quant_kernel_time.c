@@ -6,8 +6,9 @@
  * codes and scales (equal between builds that give equal bytes). The
  * NVFP4 tensor scale is fixed (no amax pass). Build against a library:
  *   cc -O2 -Iinclude -Isrc/core -Isrc/cpu tools/dev/quant_kernel_time.c build/libbfp.a -lm -o /tmp/kt
- *   /tmp/kt FORMAT_ID DTYPE_ID [calls=2000] [reps=7] [n=65536]
- * e.g. `/tmp/kt 8 2` is nvfp4 from bfloat16 (bfp_format / bfp_dtype ids). */
+ *   /tmp/kt FORMAT_ID DTYPE_ID [calls=2000] [reps=7] [n=65536] [zero_every=0]
+ * e.g. `/tmp/kt 8 2` is nvfp4 from bfloat16 (bfp_format / bfp_dtype ids);
+ * zero_every = z > 0 makes every z-th block all zeros (pruned weights). */
 #include "cpu_internal.h"
 
 #include <math.h>
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
     const int fmt = atoi(argv[1]), dt = atoi(argv[2]);
     const int calls = argc > 3 ? atoi(argv[3]) : 2000, reps = argc > 4 ? atoi(argv[4]) : 7;
     const size_t n = argc > 5 ? (size_t)atol(argv[5]) : 65536;
+    const size_t zero_every = argc > 6 ? (size_t)atol(argv[6]) : 0;
     const bfp_kernels *k = bfp_cpu_kernels_for(BFP_ISA_AVX512);
     const bfp_format_impl *impl = bfp_impl_get((bfp_format)fmt);
     if (!k || !impl || dt < 1 || dt > 2 || !k->quant[fmt][dt - 1]) {
@@ -61,6 +63,10 @@ int main(int argc, char **argv)
         h[i] = (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16); /* RNE */
     }
     const size_t nb = n / (size_t)impl->info.block;
+    for (size_t b = 0; zero_every && b < nb; b += zero_every) {
+        memset(x + b * (size_t)impl->info.block, 0, (size_t)impl->info.block * 4);
+        memset(h + b * (size_t)impl->info.block, 0, (size_t)impl->info.block * 2);
+    }
     bfp_qparams p = {impl, 2688.0f / 8.0f / 40.0f};
     uint8_t *codes = malloc(n), *sc = malloc(nb * 4), *meta = malloc(nb);
     bfp_stats st;
