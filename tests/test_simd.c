@@ -94,6 +94,45 @@ static void test_all_half_patterns(void)
     free(h);
 }
 
+/* Pruned weights: whole blocks of +0 and -0 (signs at random) between
+ * ordinary ones, in groups with one, several or all blocks zero, and
+ * blocks zero but for one element: every format and dtype. */
+static void test_zero_blocks(void)
+{
+    simd_rng r = {4242};
+    const size_t rows = 8, cols = 1024, n = rows * cols;
+    float *x = malloc(n * sizeof *x);
+    unsigned char *buf = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        size_t blk = i / 32, row = i / cols;
+        int zero = row == 0 ? blk % 8 == 3 : row == 1 ? blk % 2 == 0 : row == 2 ? 1
+                 : row == 3 ? blk % 8 != 5 : rng_below(&r, 3) == 0;
+        float v = ldexpf(rng_gauss(&r), (int)(blk % 40) - 20);
+        if (zero)
+            v = rng_below(&r, 2) ? -0.0f : 0.0f;
+        if (row == 4 && blk % 4 == 1 && i % 32 == 7)
+            v = 1.5f; /* the one nonzero element of a block */
+        x[i] = v;
+    }
+    for (int fi = 0; fi < bfp_format_count(); fi++) {
+        bfp_format fmt = bfp_format_at(fi)->id;
+        for (size_t d = 0; d < 3; d++) {
+            for (size_t i = 0; i < n; i++) {
+                if (dtypes[d] == BFP_DTYPE_F32) {
+                    memcpy(buf + 4 * i, &x[i], 4);
+                    continue;
+                }
+                uint16_t h = dtypes[d] == BFP_DTYPE_BF16 ? bfp_f32_to_bf16(x[i]) : bfp_f32_to_f16(x[i]);
+                memcpy(buf + 2 * i, &h, 2);
+            }
+            CHECK(quantize_matches(fmt, dtypes[d], buf, rows, cols, NULL, 0), "%s %s: zero blocks",
+                  bfp_format_at(fi)->name, bfp_dtype_name(dtypes[d]));
+        }
+    }
+    free(x);
+    free(buf);
+}
+
 /* Blocks built to sit on decision points: every element a midpoint of the
  * element grid at the block's scale, for each MX format. */
 static void test_ties(void)
@@ -513,6 +552,7 @@ int main(void)
         return check_summary("test_simd");
     test_random();
     test_all_half_patterns();
+    test_zero_blocks();
     test_ties();
     test_bf16_exponents();
     test_hif4_boundaries();

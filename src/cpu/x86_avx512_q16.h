@@ -218,12 +218,18 @@ A5 size_t q_mx_groups16(ks_elem e, const enck *k, const void *src, size_t nb, ui
         _mm256_storeu_si256((__m256i *)parv, par8);
         _mm256_storeu_si256((__m256i *)parkv, _mm256_add_epi32(par8, _mm256_set1_epi32((int)q16_park(e, 0))));
         unsigned nfm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nf));
+        unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(amax, _mm256_setzero_si256())));
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             uint8_t *cj = codes + (size_t)j * cb;
             if (nfm >> j & 1) {
                 memset(cj, 0, cb);
                 (*nonfinite)++;
+            } else if (zm >> j & 1) { /* every element +-0 (pruned): the code is the sign (INT: 0) */
+                __m512i q = _mm512_setzero_si512();
+                if (e.kind != BFP_GRID_INT)
+                    q = _mm512_slli_epi16(_mm512_srli_epi16(_mm512_loadu_si512(s + 64 * j), 15), e.bits - 1);
+                store_codes32w(e.bits, q, madd, cj);
             } else if (sev[j] < Q16_MIN_S) {
                 mx_encode16(e, k, BFP_DTYPE_BF16, s + 64 * j, _mm512_set1_ps(ks_pow2(-sev[j])), cj);
             } else {
