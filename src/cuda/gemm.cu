@@ -138,11 +138,7 @@ FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
     /* split K so that the grid fills about 8 CTAs per SM in whole waves;
      * each split takes whole groups of 4 tiles */
     size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
-    static int per_sm = -1; /* BFP_MATMUL_CTAS_PER_SM: a tuning knob for benchmarks */
-    if (per_sm < 0) {
-        const char *e = getenv("BFP_MATMUL_CTAS_PER_SM");
-        per_sm = e && atoi(e) > 0 && atoi(e) <= 64 ? atoi(e) : 8;
-    }
+    static const int per_sm = env_knob("BFP_MATMUL_CTAS_PER_SM", 1, 64, 8);
     size_t want = (size_t)w->sms * (size_t)per_sm / ctas;
     size_t groups = (w->tiles_k + 3) / 4;
     if (want > groups)
@@ -183,11 +179,7 @@ SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m)
     size_t rows = (size_t)skinny_rows(P.nt);
     size_t bands = (w->tiles_n + rows - 1) / rows;
     P.units = (int)(bands * w->tiles_k);
-    static int cap = -1; /* BFP_MATMUL_WARPS_PER_SM: a tuning knob for benchmarks */
-    if (cap < 0) {
-        const char *e = getenv("BFP_MATMUL_WARPS_PER_SM");
-        cap = e && atoi(e) > 0 && atoi(e) <= 64 ? atoi(e) : 64;
-    }
+    static const int cap = env_knob("BFP_MATMUL_WARPS_PER_SM", 1, 64, 64);
     int per_sm = skinny_resident_warps(w->kind, P.nt);
     size_t warps = (size_t)w->sms * (size_t)(per_sm < cap ? per_sm : cap);
     size_t upw = ((size_t)P.units + warps - 1) / warps;
@@ -238,11 +230,7 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
     for (size_t s = 2; s <= smax; s++)
         if (fill(s) > fill(best) + 0.03)
             best = s;
-    static int force = -1; /* BFP_MATMUL_MID_SPLITS: a tuning knob for benchmarks */
-    if (force < 0) {
-        const char *e = getenv("BFP_MATMUL_MID_SPLITS");
-        force = e && atoi(e) > 0 && atoi(e) <= 64 ? atoi(e) : 0;
-    }
+    static const int force = env_knob("BFP_MATMUL_MID_SPLITS", 1, 64, 0); /* 0: the planner's */
     if (force)
         best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);

@@ -6,9 +6,22 @@
 #include <cuda.h> /* CUtensorMap and its enums only: no libcuda symbol is linked */
 #include <cuda_runtime.h>
 
+#include <stdlib.h>
 #include <type_traits>
 
 namespace bfpgemm {
+
+/* A tuning knob for benchmarks: environment variable `name` as an int in
+ * [lo, hi], else dflt (unset, empty or out of range). Callers keep it in a
+ * function-local static, so it is read once. */
+inline int env_knob(const char *name, int lo, int hi, int dflt)
+{
+    const char *e = getenv(name);
+    if (!e || !*e)
+        return dflt;
+    const int v = atoi(e);
+    return v >= lo && v <= hi ? v : dflt;
+}
 
 /* fn(std::integral_constant<int, F>{}) for format kind F (FMT_*): the one
  * switch from a weight's kind to the kernel templates of every launcher */

@@ -15,7 +15,7 @@
 #include "gemm_fused.cuh"
 #include "gemm_internal.h"
 
-#include <stdlib.h>
+#include <limits.h>
 
 namespace bfpgemm {
 
@@ -526,11 +526,7 @@ static cudaError_t skinny_k(dim3 grid, const Params *p, const SkinnyMaps *mp, in
  * operands' correction at every m) */
 static int post_limit(int f)
 {
-    static int env = -2; /* the same value every time: a race is harmless */
-    if (env == -2) {
-        const char *e = getenv("BFP_MATMUL_POST_MAX_M");
-        env = e && *e ? atoi(e) : -1;
-    }
+    static const int env = env_knob("BFP_MATMUL_POST_MAX_M", 0, INT_MAX, -1);
     return env >= 0 ? env : post_max_m(f);
 }
 
