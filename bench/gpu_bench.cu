@@ -167,23 +167,6 @@ static void bench_roofs()
     CU(cudaFree(b));
 }
 
-/* BFP_BENCH_FORMATS=mxfp4,nvfp4 limits the run (for profiling) */
-static bool wanted(const char *name)
-{
-    const char *list = getenv("BFP_BENCH_FORMATS");
-    if (!list || !*list)
-        return true;
-    size_t len = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == len && !strncmp(p, name, n))
-            return true;
-        p += n + (e ? 1 : 0);
-    }
-    return false;
-}
-
 static void bench_shape(size_t rows, size_t cols)
 {
     size_t n = rows * cols;
@@ -200,7 +183,7 @@ static void bench_shape(size_t rows, size_t cols)
     CU(cudaDeviceSynchronize());
     for (int fi = 0; fi < bfp_format_count(); fi++) {
         const bfp_format_info *f = bfp_format_at(fi);
-        if (!wanted(f->name))
+        if (!in_env_list("BFP_BENCH_FORMATS", f->name)) /* limits the run (profiling) */
             continue;
         bfp_plane_sizes sz;
         BFP(bfp_plane_sizes_for(f->id, rows, cols, &sz));

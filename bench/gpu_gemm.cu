@@ -93,23 +93,6 @@ static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
     return sqrt(num / den);
 }
 
-/* GEMM_FORMATS=mxfp4,mxfp4+ limits the formats (for sweeps) */
-static bool format_wanted(const char *name)
-{
-    const char *e = getenv("GEMM_FORMATS");
-    if (!e || !*e)
-        return true;
-    const size_t len = strlen(name);
-    for (const char *q = e; *q;) {
-        const char *end = strchr(q, ',');
-        size_t n = end ? (size_t)(end - q) : strlen(q);
-        if (n == len && !strncmp(q, name, len))
-            return true;
-        q += n + (end ? 1 : 0);
-    }
-    return false;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -196,7 +179,7 @@ int main(int argc, char **argv)
 
         for (bfp_format f : fmts) {
             const char *name = bfp_format_get(f)->name;
-            if (!format_wanted(name))
+            if (!in_env_list("GEMM_FORMATS", name)) /* limits the formats (sweeps) */
                 continue;
             /* quantize the first bf16 weight on the GPU, bring the planes home */
             bfp_plane_sizes sz;
