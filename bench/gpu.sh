@@ -71,6 +71,22 @@ echo "build took $(($(date +%s) - t0)) s"
 PARTS=${PARTS:-test qbench gemm}   # test: test_cuda + memcheck; qbench: quantize benchmark
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
+# the quantize benchmark (bench/gpu_bench.cu) and the matmul one
+# (bench/gpu_gemm.cu) against the libraries and -o given
+build_gpu_bench() { nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu "$@"; }
+build_gpu_gemm() { nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
+    bench/gpu_gemm.cu "$@" -lcublas; }
+# one translation unit of libbfp_cuda with the library's flags, plus the
+# -D options, -c and -o given (for the rebuilt variants below)
+lib_tu() { nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
+    -Xcompiler=-fPIC -Iinclude -Isrc/core -Isrc/cuda -x cu "$@"; }
+# dir/libbfp_cuda.a: the library with dir's objects (named as cmake names them) in place
+lib_variant() { # dir objects...
+    local d=$1
+    shift
+    cp $B/libbfp_cuda.a "$d/libbfp_cuda.a" && (cd "$d" && ar r libbfp_cuda.a "$@")
+}
+
 if want test; then
 # ---- bit-exactness ------------------------------------------------------------
 say "test_cuda (all formats, dtypes, options; 16384x16384 sampled)"
@@ -100,8 +116,7 @@ if want qbench; then
 # ---- benchmark ----------------------------------------------------------------
 say "benchmark (bf16, 16384x16384 and 16x8192)"
 CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
-nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu $LIBS -o $B/gpu_bench \
-    >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
+build_gpu_bench $LIBS -o $B/gpu_bench >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
 timeout 300 $B/gpu_bench "$OUT/gpu_bench.json" 2>&1 | tee -a "$OUT/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 COPY=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['copy_gbps'])" "$OUT/gpu_bench.json")
@@ -148,8 +163,7 @@ fi
 # ---- profile (PARTS=ncu): where the quantize kernels' time goes -------------------
 if want ncu; then
 say "ncu: quantize / dequantize kernels at 16384x16384 (formats: \${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+})"
-[ -x $B/gpu_bench ] || nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu $LIBS \
-    -o $B/gpu_bench >>"$OUT/ncu.log" 2>&1
+[ -x $B/gpu_bench ] || build_gpu_bench $LIBS -o $B/gpu_bench >>"$OUT/ncu.log" 2>&1
 for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
     for k in ${NCU_KREGEX:-"^quant_kernel" "^dequant_kernel" "amax"}; do
         BFP_BENCH_FORMATS=$f BFP_BENCH_BIG_ONLY=1 timeout 120 ncu --section SpeedOfLight \
@@ -174,8 +188,7 @@ fi
 # ---- profile of the skinny matmul kernel (PARTS=gemmprof; NCU_KERNELS: regexes
 # of demangled names, default mxfp4 and nvfp4 at m <= 8) ----
 if want gemmprof; then
-    nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu \
-        $LIBS -lcublas -o $B/gpu_gemm >"$OUT/gemmprof.log" 2>&1
+    build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/gemmprof.log" 2>&1
     for k in ${NCU_KERNELS:-"gemm_skinny_kernel<.int.0, .int.1>" "gemm_skinny_kernel<.int.2, .int.1>"}; do
         echo "#### $k" >>"$OUT/gemmprof.log"
         timeout 200 ncu --kernel-name-base demangled -k "regex:$k" -c 1 --section SpeedOfLight \
@@ -212,8 +225,7 @@ echo "memcheck matmul: exit $rc; $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_matmul
 fi
 
 say "matmul benchmark (bench/gpu_gemm.cu; torch.matmul peer in bench/peer_gemm_torch.py)"
-nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu $LIBS \
-    -lcublas -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
+build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
 timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a "$OUT/gemm_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
@@ -225,8 +237,7 @@ fi
 skinny_sweep() { # knob "values" name default_ms default_formats
     local knob=$1 vals=$2 name=$3
     say "skinny kernel: $knob in $vals"
-    [ -x $B/gpu_gemm ] || nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
-        bench/gpu_gemm.cu $LIBS -lcublas -o $B/gpu_gemm >"$OUT/$name.log" 2>&1
+    [ -x $B/gpu_gemm ] || build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/$name.log" 2>&1
     for v in $vals; do
         env "$knob=$v" GEMM_MS=${GEMM_MS:-$4} GEMM_FORMATS=${GEMM_FORMATS:-$5} timeout 200 \
             $B/gpu_gemm "$OUT/${name}_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/$name.log" 2>&1 || status=1
@@ -261,17 +272,14 @@ if want skstages; then
     for v in ${SK_STAGES_SWEEP:-3 4}; do
         D=$B/skstages_$v
         mkdir -p "$D"
-        nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
-            -Xcompiler=-fPIC -Iinclude -Isrc/core -Isrc/cuda -DBFP_SK_STAGES=$v -x cu \
-            -c src/cuda/gemm_skinny.cu -o "$D/gemm_skinny.cu.o" >"$D/build.log" 2>&1 &
+        lib_tu -DBFP_SK_STAGES=$v -c src/cuda/gemm_skinny.cu -o "$D/gemm_skinny.cu.o" >"$D/build.log" 2>&1 &
     done
     wait
     for v in ${SK_STAGES_SWEEP:-3 4}; do
         D=$B/skstages_$v
-        cp $B/libbfp_cuda.a "$D/libbfp_cuda.a" && (cd "$D" && ar r libbfp_cuda.a gemm_skinny.cu.o) &&
-            nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
-                bench/gpu_gemm.cu "$D/libbfp_cuda.a" $B/libbfp.a -lcublas -o "$D/gpu_gemm" \
-                >>"$OUT/skstages.log" 2>&1 || { echo "stages $v: build failed"; status=1; continue; }
+        lib_variant "$D" gemm_skinny.cu.o &&
+            build_gpu_gemm "$D/libbfp_cuda.a" $B/libbfp.a -o "$D/gpu_gemm" >>"$OUT/skstages.log" 2>&1 ||
+            { echo "stages $v: build failed"; status=1; continue; }
         GEMM_MS=${GEMM_MS:-1,16} GEMM_FORMATS=${GEMM_FORMATS:-} timeout 200 "$D/gpu_gemm" \
             "$OUT/skstages_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/skstages.log" 2>&1 || status=1
     done
@@ -301,11 +309,10 @@ for v in $QV; do
     D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
     mkdir -p "$D"
     for f in k_mx k_mxplus k_mxpp k_nv; do
-        nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
-            -Xcompiler=-fPIC -Xptxas -v -Iinclude -Isrc/core -Isrc/cuda -DBFP_QBLOCK_CTAS_MX=$a \
-            -DBFP_QBLOCK_CTAS_MXPLUS=$b -DBFP_QBLOCK_CTAS_MXPP=$c -DBFP_QBLOCK_CTAS_NV=$d \
-            -DBFP_MXQ_BLOCKS_MXPLUS=${e:--1} -DBFP_MXQ_BLOCKS_MXPP=${f2:--1} \
-            -x cu -c src/cuda/bfp_cuda_$f.cu -o "$D/bfp_cuda_$f.cu.o" >"$D/ptxas_$f.log" 2>&1 &
+        lib_tu -Xptxas -v -DBFP_QBLOCK_CTAS_MX=$a -DBFP_QBLOCK_CTAS_MXPLUS=$b \
+            -DBFP_QBLOCK_CTAS_MXPP=$c -DBFP_QBLOCK_CTAS_NV=$d -DBFP_MXQ_BLOCKS_MXPLUS=${e:--1} \
+            -DBFP_MXQ_BLOCKS_MXPP=${f2:--1} -c src/cuda/bfp_cuda_$f.cu -o "$D/bfp_cuda_$f.cu.o" \
+            >"$D/ptxas_$f.log" 2>&1 &
     done
 done
 wait
@@ -313,9 +320,9 @@ echo "variant builds took $(($(date +%s) - t0)) s"
 for v in $QV; do
     IFS=: read -r a b c d e f2 <<<"$v"
     D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
-    cp $B/libbfp_cuda.a "$D/libbfp_cuda.a" && (cd "$D" && ar r libbfp_cuda.a bfp_cuda_k_*.cu.o) &&
-        nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu "$D/libbfp_cuda.a" \
-            $B/libbfp.a -o "$D/gpu_bench" >>"$OUT/qctas.log" 2>&1 || { echo "variant $v: build failed"; status=1; continue; }
+    lib_variant "$D" bfp_cuda_k_mx.cu.o bfp_cuda_k_mxplus.cu.o bfp_cuda_k_mxpp.cu.o bfp_cuda_k_nv.cu.o &&
+        build_gpu_bench "$D/libbfp_cuda.a" $B/libbfp.a -o "$D/gpu_bench" >>"$OUT/qctas.log" 2>&1 ||
+        { echo "variant $v: build failed"; status=1; continue; }
     echo "#### variant $v" >>"$OUT/qctas.log"
     BFP_BENCH_BIG_ONLY=1 BFP_BENCH_FORMATS=$QF timeout 200 "$D/gpu_bench" "$OUT/qctas_$v.json" \
         >>"$OUT/qctas.log" 2>&1 || status=1
