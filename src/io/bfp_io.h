@@ -49,6 +49,29 @@ bfp_status bfp_io_write_file_atomic(const char *path, const void *data,
                                     size_t size, int force, char *err,
                                     size_t errlen);
 
+/* One file of a directory written by bfp_io_write_dir_atomic(). */
+typedef struct {
+    const char *name;  /* a plain name, no '/' */
+    const void *data;
+    size_t size;
+} bfp_io_file;
+
+/**
+ * Write n files into directory dir as one set: they are written into a fresh
+ * directory next to dir (".bfp-XXXXXX"), which then takes dir's place by
+ * rename (an atomic exchange on Linux), and the old set is removed. dir ends
+ * up holding exactly these files; on failure it is untouched; concurrent
+ * calls leave one call's set whole. A missing or empty dir is taken; a
+ * non-empty one only with force, and only if it holds nothing but regular
+ * files named in owned[nowned] (the names a previous call may have written;
+ * every files[i].name must be one of them): anything else is refused, so a
+ * user's directory is never swept away. Parents are not created.
+ */
+bfp_status bfp_io_write_dir_atomic(const char *dir, const bfp_io_file *files,
+                                   size_t n, const char *const *owned,
+                                   size_t nowned, int force, char *err,
+                                   size_t errlen);
+
 /** Create a directory (and not its parents) if missing. */
 bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen);
 

@@ -173,7 +173,7 @@ bfp_status bfp_io_read_file(const char *path, void **data, size_t *size,
     return BFP_OK;
 }
 
-static int write_all(int fd, const void *data, size_t size)
+int bfpio_write_all(int fd, const void *data, size_t size)
 {
     const uint8_t *p = data;
     while (size > 0) {
@@ -192,25 +192,32 @@ static int write_all(int fd, const void *data, size_t size)
     return 0;
 }
 
+char *bfpio_parent_dir(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') /* "out/" is "out" */
+        n--;
+    while (n > 0 && path[n - 1] != '/')
+        n--;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n == 0)
+        return strdup(".");
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, path, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
 /* Best effort: make the rename itself durable. */
 static void sync_parent_dir(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash)
-        dir = strdup(".");
-    else if (slash == path)
-        dir = strdup("/");
-    else {
-        dir = malloc((size_t)(slash - path) + 1);
-        if (dir) {
-            memcpy(dir, path, (size_t)(slash - path));
-            dir[slash - path] = '\0';
-        }
-    }
+    char *dir = bfpio_parent_dir(path);
     if (!dir)
         return;
-    int fd = open(dir, O_RDONLY);
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         (void)fsync(fd);
         close(fd);
@@ -228,7 +235,6 @@ bfp_status bfpio_write_parts_atomic(const char *path, const bfpio_part *parts,
                                     size_t nparts, int force, char *err,
                                     size_t errlen)
 {
-    static const char suffix[] = ".tmp.XXXXXX";
     if (!path || !*path)
         return bfpio_fail(BFP_ERR_ARG, err, errlen, "no output path given");
     for (size_t i = 0; i < nparts; i++)
@@ -240,12 +246,18 @@ bfp_status bfpio_write_parts_atomic(const char *path, const bfpio_part *parts,
         return bfpio_fail(BFP_ERR_IO, err, errlen,
                           "%s exists (use --force to overwrite)", path);
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof suffix);
-    if (!tmp)
+    /* A short name in the same directory: path's own name may already be
+     * as long as a name can be. */
+    char *dir = bfpio_parent_dir(path);
+    size_t dlen = dir ? strlen(dir) : 0;
+    char *tmp = dir ? malloc(dlen + sizeof "/.bfp-XXXXXX") : NULL;
+    if (!tmp) {
+        free(dir);
         return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, suffix, sizeof suffix);
+    }
+    memcpy(tmp, dir, dlen);
+    memcpy(tmp + dlen, "/.bfp-XXXXXX", sizeof "/.bfp-XXXXXX");
+    free(dir);
 
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -259,7 +271,7 @@ bfp_status bfpio_write_parts_atomic(const char *path, const bfpio_part *parts,
     if (fchmod(fd, 0644) != 0)
         what = "chmod";
     for (size_t i = 0; !what && i < nparts; i++)
-        if (write_all(fd, parts[i].data, parts[i].size) != 0)
+        if (bfpio_write_all(fd, parts[i].data, parts[i].size) != 0)
             what = "write";
     if (!what && fsync(fd) != 0)
         what = "fsync";

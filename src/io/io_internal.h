@@ -65,6 +65,12 @@ bfp_status bfpio_write_parts_atomic(const char *path, const bfpio_part *parts,
                                     size_t nparts, int force, char *err,
                                     size_t errlen);
 
+/* Write all of data to fd (retrying short writes); 0, or -1 with errno. */
+int bfpio_write_all(int fd, const void *data, size_t size);
+
+/* The directory that holds path ("." for a bare name), malloc'd or NULL. */
+char *bfpio_parent_dir(const char *path);
+
 /* An open file being read piecewise (avoids loading whole model files), or
  * a buffer in memory read the same way (the parse entry points, fuzzing). */
 typedef struct {

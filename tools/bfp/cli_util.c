@@ -510,6 +510,22 @@ int cli_path_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+int cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+int cli_check_not_input(const char *in_path, const char *out_path)
+{
+    if (!cli_same_file(in_path, out_path))
+        return 0;
+    cli_error("OUTPUT %s is the INPUT file %s; write to another file",
+              out_path, in_path);
+    return -1;
+}
+
 int cli_check_output(const char *path, int force)
 {
     if (!force && cli_path_exists(path)) {

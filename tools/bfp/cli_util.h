@@ -171,6 +171,13 @@ void cli_status_error(const char *what, bfp_status st);
 /** Print the io layer's message for a failed call (its status if none). */
 void cli_io_error(const char *err, bfp_status st);
 
+/** 1 if a and b name the same existing file (device and inode, through
+ * symbolic and hard links), else 0. */
+int cli_same_file(const char *a, const char *b);
+
+/** Refuse (one error line, -1) an output that is the input itself. */
+int cli_check_not_input(const char *in_path, const char *out_path);
+
 /** Refuse (one error line, -1) an existing output path unless force. */
 int cli_check_output(const char *path, int force);
 

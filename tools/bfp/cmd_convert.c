@@ -117,7 +117,8 @@ int cmd_quantize(int argc, char **argv)
                   out_path);
         return CLI_EXIT_ERR;
     }
-    if (cli_check_output(out_path, force) != 0) /* before any work */
+    if (cli_check_not_input(in_path, out_path) != 0 ||
+        cli_check_output(out_path, force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
     bfp_status st = bfp_tensor_load(in_path, name, &t, err, sizeof err);
@@ -216,7 +217,8 @@ int cmd_dequantize(int argc, char **argv)
         cli_error("OUTPUT %s must end in .npy or .safetensors", out_path);
         return CLI_EXIT_ERR;
     }
-    if (cli_check_output(out_path, force) != 0) /* before any work */
+    if (cli_check_not_input(in_path, out_path) != 0 ||
+        cli_check_output(out_path, force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
     bfp_status st = gguf ? bfp_gguf_load_qtensor(in_path, name, &q, err, sizeof err)

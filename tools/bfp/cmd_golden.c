@@ -9,12 +9,9 @@
 #include "cli_util.h"
 #include "commands.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 const char cmd_golden_usage[] =
     "usage: bfp golden -f FORMAT -s ROWSxCOLS [-t f32|bf16|f16] [options]\n"
@@ -41,78 +38,51 @@ const char cmd_golden_usage[] =
     "                         even, rceil\n"
     "  --no-tensor-scale      NVFP4(+): tensor scale 1\n"
     "  --2d                   NVFP4(+): 16x16 tiles share a block scale\n"
-    "  --force                replace existing files in OUTDIR\n"
+    "  --force                replace OUTDIR's files from an earlier run\n"
     "  -h, --help             this text\n";
 
-typedef struct {
-    const char *name;
-    const void *data;
-    size_t size;
-} out_file;
+typedef bfp_io_file out_file;
 
 #define MAX_FILES 16 /* 11 at most: 6 for every format, 5 more for HiF4 */
 
-/*
- * Write every file or none: refuse before writing anything if one exists
- * (without force), and on a failure remove what this call created.
- */
+/* Every name golden writes for some format: a directory holding only these
+ * is a previous golden output that --force may replace as a whole. */
+static const char *const golden_names[] = {
+    "codes.bin",      "scales.bin",    "meta.bin",      "tensor_scale.bin",
+    "dequant.f32.bin", "report.json",  "golden_fp4.bin", "golden_ea.bin",
+    "golden_eb.bin",  "golden_ec.bin", "golden_scale.bin"};
+
+/* Refuse an input that is one of the files OUTDIR's new set replaces. */
+static int input_in_outdir(const char *in_path, const char *dir)
+{
+    for (size_t i = 0; i < sizeof golden_names / sizeof golden_names[0]; i++) {
+        char *p = cli_join_path(dir, golden_names[i]);
+        if (!p)
+            return -1;
+        int same = cli_same_file(in_path, p);
+        if (same)
+            cli_error("INPUT %s is %s, which golden would replace", in_path, p);
+        free(p);
+        if (same)
+            return -1;
+    }
+    return 0;
+}
+
+/* Write every file or none: the set replaces OUTDIR whole (see
+ * bfp_io_write_dir_atomic), so OUTDIR holds this run's files only. */
 static int write_outputs(const char *dir, const out_file *files, size_t n,
                          int force)
 {
     char err[CLI_ERRLEN] = "";
-    char *paths[MAX_FILES] = {0};
-    int existed[MAX_FILES] = {0};
-    int made_dir = 0, rc = -1;
-    size_t written = 0;
-    struct stat st;
-
-    if (stat(dir, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) {
-            cli_error("%s exists and is not a directory", dir);
-            return -1;
-        }
-    } else if (errno != ENOENT) {
-        cli_error("%s: %s", dir, strerror(errno));
+    bfp_status s = bfp_io_write_dir_atomic(
+        dir, files, n, golden_names,
+        sizeof golden_names / sizeof golden_names[0], force, err, sizeof err);
+    if (s != BFP_OK) {
+        cli_io_error(err, s);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        paths[i] = cli_join_path(dir, files[i].name);
-        if (!paths[i])
-            goto done;
-        existed[i] = cli_path_exists(paths[i]);
-        if (cli_check_output(paths[i], force) != 0)
-            goto done;
-    }
-    if (!cli_path_exists(dir)) {
-        bfp_status s = bfp_io_make_dir(dir, err, sizeof err);
-        if (s != BFP_OK) {
-            cli_io_error(err, s);
-            goto done;
-        }
-        made_dir = 1;
-    }
-    for (; written < n; written++) {
-        bfp_status s = bfp_io_write_file_atomic(
-            paths[written], files[written].data, files[written].size, force,
-            err, sizeof err);
-        if (s != BFP_OK) {
-            cli_io_error(err, s);
-            break;
-        }
-    }
-    if (written == n) {
-        rc = 0;
-    } else {
-        for (size_t i = 0; i < written; i++)
-            if (!existed[i])
-                unlink(paths[i]);
-        if (made_dir)
-            rmdir(dir);
-    }
-done:
-    for (size_t i = 0; i < n; i++)
-        free(paths[i]);
-    return rc;
+    return 0;
 }
 
 static cJSON *build_report(const bfp_format_info *f, size_t rows, size_t cols,
@@ -249,7 +219,8 @@ int cmd_golden(int argc, char **argv)
     if (cli_quant_opts_check(&qo, f) != 0)
         return CLI_EXIT_ERR;
 
-    if (cli_read_raw(in_path, rows, cols, dtype, &input) != 0)
+    if (input_in_outdir(in_path, out_dir) != 0 ||
+        cli_read_raw(in_path, rows, cols, dtype, &input) != 0)
         goto out;
     size_t n = rows * cols;
 
