@@ -78,6 +78,26 @@ static void test_failed_writes(void)
     OK(access(tpath("n.bin"), F_OK) != 0, "and writes nothing");
 }
 
+/* A name as long as a file system allows: the temporary name must not be
+ * built by appending to it. */
+static void test_long_name(void)
+{
+    char err[256] = "", name[251];
+    void *data = NULL;
+    size_t size = 0;
+    memset(name, 'n', 250);
+    name[250] = '\0';
+    int before = tdir_count();
+    OK(bfp_io_write_file_atomic(tpath(name), "long", 4, 0, err, sizeof err) == BFP_OK,
+       "a 250-byte file name is written: %s", err);
+    OK(bfp_io_read_file(tpath(name), &data, &size, err, sizeof err) == BFP_OK &&
+           size == 4 && memcmp(data, "long", 4) == 0,
+       "and reads back");
+    free(data);
+    OK(tdir_count() == before + 1, "no temporary file left beside it");
+    unlink(tpath(name));
+}
+
 static void test_read_and_dirs(void)
 {
     char err[256];
@@ -117,5 +137,6 @@ int main(void)
     test_atomic_write();
     test_failed_writes();
     test_read_and_dirs();
+    test_long_name();
     return check_summary("test_io_file");
 }
