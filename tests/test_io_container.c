@@ -234,6 +234,15 @@ static void test_forged(void)
     BAD(BFP_ERR_DATA, "numeric seed", g.options = "{\"seed\":5}");
     BAD(BFP_ERR_DATA, "seed over 2^64", g.options = "{\"seed\":\"18446744073709551616\"}");
     BAD(BFP_ERR_DATA, "non-boolean flag", g.options = "{\"nvfp4_2d\":1}");
+    BAD(BFP_ERR_DATA, "junk after the shape", g.shape = "[2, 40]x");
+    BAD(BFP_ERR_DATA, "a second shape after the shape", g.shape = "[2, 40][3]");
+    BAD(BFP_ERR_DATA, "junk after the options", g.options = "{}}");
+    BAD(BFP_ERR_DATA, "a second object after the options", g.options = "{} {}");
+    g = good;
+    g.shape = " [2, 40]\n";
+    g.options = " {}\n";
+    OK(forge_load(&g, NULL, err, sizeof err) == BFP_OK,
+       "white space around shape and options is fine: %s", err);
     g = good;
     g.options = "{\"rounding\":\"toward_zero\",\"future_key\":[1]}";
     OK(forge_load(&g, NULL, err, sizeof err) == BFP_OK, "unknown option keys are ignored");
@@ -253,6 +262,16 @@ static void test_forged(void)
     OK(bfp_safetensors_load(tpath("q.safetensors"), NULL, &u, err, sizeof err) == BFP_ERR_DATA &&
            strstr(err, "container"),
        "loading a container as floats says what it is: %s", err);
+    /* NVFP4's tensor scale is an F32 tensor, but not one to quantize */
+    bfp_qtensor_free(&q);
+    bfp_qtensor_alloc(&q, BFP_NVFP4, 1, s1, err, sizeof err);
+    unlink(tpath("q.safetensors"));
+    bfp_qtensor_save(tpath("q.safetensors"), "x", &q, 0, err, sizeof err);
+    memset(&u, 0, sizeof u);
+    OK(bfp_safetensors_load(tpath("q.safetensors"), NULL, &u, err, sizeof err) == BFP_ERR_DATA &&
+           strstr(err, "container") && u.data == NULL,
+       "an NVFP4 container is not read as its one-value tensor scale: %s", err);
+    bfp_tensor_free(&u);
     /* every truncation of a container fails cleanly */
     void *raw = NULL;
     size_t rs = 0;

@@ -148,7 +148,7 @@ static const char *parse_options(const char *text, bfp_options *o)
     bfp_options_init(o);
     if (!text)
         return NULL;
-    cJSON *j = cJSON_Parse(text);
+    cJSON *j = cJSON_ParseWithOpts(text, NULL, 1); /* nothing after it */
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "rounding");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "seed");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "scale_mode");
@@ -288,7 +288,7 @@ done:
 /* Parse bfp.shape ("[4096, 14336]") with cJSON. */
 static int parse_shape(const char *text, size_t *shape, size_t *ndim)
 {
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    cJSON *j = text ? cJSON_ParseWithOpts(text, NULL, 1) : NULL;
     const cJSON *it;
     int ok = cJSON_IsArray(j) && cJSON_GetArraySize(j) <= BFP_IO_MAX_DIMS;
     *ndim = 0;

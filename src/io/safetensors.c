@@ -286,6 +286,17 @@ static int float_dtype(const char *d, bfp_dtype *out)
     return 1;
 }
 
+/* Is entry i a plane of the file's bfp quantized tensor? The NVFP4 tensor
+ * scale is an F32 tensor, but not a tensor to quantize. */
+static int is_plane(const bfpio_st_file *f, size_t i)
+{
+    const char *q = bfpio_st_meta(f, "bfp.name");
+    size_t n = q ? strlen(q) : 0;
+    const char *e = f->entries[i].name;
+    return bfpio_st_meta(f, "bfp.format") && q && strncmp(e, q, n) == 0 &&
+           e[n] == '.' && strcmp(e + n + 1, "tensor_scale") == 0;
+}
+
 /* Pick the tensor for a NULL name: the only float one. */
 static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
                                   long *idx, char *err, size_t errlen)
@@ -294,7 +305,7 @@ static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
     bfp_dtype dt;
     *idx = -1;
     for (size_t i = 0; i < f->count; i++)
-        if (float_dtype(f->entries[i].dtype, &dt)) {
+        if (float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
             nfloat++;
             *idx = (long)i;
         }
@@ -312,7 +323,7 @@ static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
                          path, nfloat);
         len = w > 0 ? (size_t)w : 0;
         for (size_t i = 0; i < f->count && len < errlen; i++)
-            if (float_dtype(f->entries[i].dtype, &dt)) {
+            if (float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
                 w = snprintf(err + len, errlen - len, " %s", f->entries[i].name);
                 len += w > 0 ? (size_t)w : 0;
             }

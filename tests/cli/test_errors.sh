@@ -63,6 +63,9 @@ fails "dequantize unknown option" "unknown .*option '--nope'" "$W/d.npy" -- dequ
 fails "golden: unknown format lists the valid ones" "unknown format 'mxfp5' \(valid: mxfp4, .*nvfp4.*hif4.*\)" "$O" -- golden -f mxfp5 -s 2x32 "$W/in.bin" "$O"
 fails "compare: unknown format in a list" "unknown format 'bogus'" "" -- compare -f mxfp4,bogus "$W/in.npy"
 fails "compare: empty format list" "at least one format" "" -- compare -f , "$W/in.npy"
+fails "compare: trailing comma in the list" "format list 'mxfp4,' has an empty entry" "" -- compare -f mxfp4, "$W/in.npy"
+fails "compare: empty entry inside the list" "format list 'mxfp4,,nvfp4' has an empty entry" "" -- compare -f mxfp4,,nvfp4 "$W/in.npy"
+fails "compare: leading comma" "format list ',mxfp4' has an empty entry" "" -- compare -f ,mxfp4 "$W/in.npy"
 fails "quantize: unknown format" "unknown format 'int3'" "$W/q.safetensors" -- quantize -f int3 "$W/in.npy" "$W/q.safetensors"
 fails "quantize: no format" "needs -f FORMAT" "$W/q.safetensors" -- quantize "$W/in.npy" "$W/q.safetensors"
 
@@ -107,6 +110,14 @@ PY
 fails "dequantize: a float safetensors is not a container" "" "$W/d.npy" -- dequantize "$W/float.safetensors" "$W/d.npy"
 fails "dequantize: output not .npy/.safetensors" "must end in .npy or .safetensors" "$W/d.bin" -- dequantize "$W/q.safetensors" "$W/d.bin"
 fails "dequantize: unknown dtype" "unknown dtype 'int8'" "$W/d.npy" -- dequantize -t int8 "$W/q.safetensors" "$W/d.npy"
+
+# A quantized container is not a float tensor, whatever its format (an
+# NVFP4 one holds an F32 tensor scale).
+for f in mxfp4 nvfp4 nvfp4+; do
+    "$BFP" quantize -f "$f" "$W/in.npy" "$W/c_$f.safetensors" >/dev/null
+    fails "compare: a $f container" "bfp quantized container" "" -- compare -f mxfp4 "$W/c_$f.safetensors"
+    fails "quantize: a $f container" "bfp quantized container" "$W/cq.safetensors" -- quantize -f mxfp4 "$W/c_$f.safetensors" "$W/cq.safetensors"
+done
 
 # Existing outputs are never replaced without --force, and stay untouched.
 echo precious >"$W/exists.safetensors"

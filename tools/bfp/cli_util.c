@@ -277,11 +277,18 @@ int cli_parse_format_list(const char *s, bfp_format *out, int *n)
     strcpy(copy, s);
     memset(want, 0, (size_t)total);
     int rc = 0;
-    char *save = NULL;
     int any = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = copy, *next; tok; tok = next) {
         bfp_format id;
+        if ((next = strchr(tok, ',')) != NULL)
+            *next++ = '\0';
+        if (!*tok && s[strspn(s, ",")] == '\0') {
+            break; /* no name at all: reported below */
+        } else if (!*tok) { /* "mxfp4,", "mxfp4,,nvfp4": a lost name */
+            cli_error("format list '%s' has an empty entry", s);
+            rc = -1;
+            break;
+        }
         if (cli_parse_format(tok, &id) != 0) {
             rc = -1;
             break;
