@@ -98,6 +98,25 @@ static void test_long_name(void)
     unlink(tpath(name));
 }
 
+static void test_quote_name(void)
+{
+    char b[BFP_IO_QUOTE_MAX], small[16], big[400];
+    OK(strcmp(bfp_io_quote_name("w.0", b, sizeof b), "'w.0'") == 0, "plain name quoted: %s", b);
+    OK(strcmp(bfp_io_quote_name("\x1b[31m a\tb\x7f", b, sizeof b), "'\\x1b[31m a\\x09b\\x7f'") == 0,
+       "control characters escaped: %s", b);
+    OK(strcmp(bfp_io_quote_name("it's a\\b", b, sizeof b), "'it\\'s a\\\\b'") == 0,
+       "quote and backslash escaped: %s", b);
+    OK(strcmp(bfp_io_quote_name("", b, sizeof b), "''") == 0, "empty name: %s", b);
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    bfp_io_quote_name(big, small, sizeof small);
+    OK(strlen(small) < sizeof small && strcmp(small + strlen(small) - 4, "...'") == 0,
+       "a long name is cut with ...: %s", small);
+    bfp_io_quote_name(big, b, sizeof b);
+    OK(strlen(b) == sizeof b - 1 || strlen(b) == sizeof b - 2, "and fills its buffer (%zu)", strlen(b));
+    OK(strcmp(bfp_io_quote_name("x", small, 4), "'?'") == 0, "a tiny buffer is safe");
+}
+
 static void test_read_and_dirs(void)
 {
     char err[256];
@@ -138,5 +157,6 @@ int main(void)
     test_failed_writes();
     test_read_and_dirs();
     test_long_name();
+    test_quote_name();
     return check_summary("test_io_file");
 }

@@ -96,7 +96,7 @@ static void test_selection(void)
             "\"e\":{\"dtype\":\"I64\",\"shape\":[0,3],\"data_offsets\":[24,24]}}",
             data, 24);
     OK(bfp_safetensors_load(tpath("m.safetensors"), NULL, &u, err, sizeof err) == BFP_ERR_ARG &&
-           strstr(err, " a") && strstr(err, " b"),
+           strstr(err, " 'a' 'b'"),
        "NULL name with two float tensors lists them: %s", err);
     OK(bfp_safetensors_load(tpath("m.safetensors"), "b", &u, err, sizeof err) == BFP_OK &&
            u.dtype == BFP_DTYPE_BF16 && u.ndim == 2 && u.nbytes == 8 &&
@@ -171,8 +171,32 @@ static void test_malformed(void)
     expect_bad("duplicate tensor name",
                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+    expect_bad("names that differ only after a NUL",
+               "{\"a\\u0000x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"a\\u0000y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+    expect_bad("a NUL in a metadata value",
+               "{\"__metadata__\":{\"k\":\"v\\u0000\"},"
+               "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
     expect_bad("deeply nested JSON",
                "{\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 4);
+
+    make_st(tpath("nul.safetensors"),
+            "{\"a\\u0000x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            (const uint8_t *)"\0\0\0\0", 4);
+    err[0] = '\0';
+    bfp_safetensors_load(tpath("nul.safetensors"), NULL, &u, err, sizeof err);
+    OK(strstr(err, "NUL character") != NULL, "a NUL in a name is named as such: %s", err);
+    unlink(tpath("nul.safetensors"));
+
+    /* the cap on the header length, also when the file is larger */
+    uint8_t cap[16];
+    put_le(cap, 100000001, 8);
+    memcpy(cap + 8, "{}      ", 8);
+    write_raw(tpath("cap.safetensors"), cap, 16);
+    OK(bfp_safetensors_load(tpath("cap.safetensors"), NULL, &u, err, sizeof err) == BFP_ERR_DATA &&
+           strstr(err, "exceeds the cap of 100000000 bytes"),
+       "a header over the cap names the cap: %s", err);
+    unlink(tpath("cap.safetensors"));
 
     /* header length field itself */
     uint8_t b[32] = {0};

@@ -35,6 +35,16 @@ size_t bfp_tensor_numel(const bfp_tensor *t);
 /** Rows and cols for quantization: cols = last dim, rows = the rest. */
 void bfp_tensor_rows_cols(const bfp_tensor *t, size_t *rows, size_t *cols);
 
+/**
+ * A name from a file (a tensor name, a key) made safe and unambiguous for a
+ * message: in single quotes, with control characters as \xNN and ' and \
+ * escaped, cut with "..." to fit len bytes (BFP_IO_QUOTE_MAX holds a long
+ * name). Returns buf, or the constant "'?'" when len < 8. Every message of the io layer and the CLI prints
+ * names from files through it.
+ */
+#define BFP_IO_QUOTE_MAX 160
+const char *bfp_io_quote_name(const char *name, char *buf, size_t len);
+
 /** Read a whole file into a malloc'd buffer (*data may be NULL for size 0). */
 bfp_status bfp_io_read_file(const char *path, void **data, size_t *size,
                             char *err, size_t errlen);

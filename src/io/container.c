@@ -322,32 +322,34 @@ static bfp_status load_plane(bfpio_st_file *f, const char *path, const char *nam
     if (i < 0) {
         if (used)
             st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                            "%s: plane '%s' is missing", path, pn);
+                            "%s: plane %s is missing", path, BFPIO_Q(pn));
         goto done;
     }
     const bfpio_st_entry *e = &f->entries[i];
     if (!used) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: unexpected plane '%s' (%s has no %s plane)", path,
-                        pn, fmtname, plane_ids[p]);
+                        "%s: unexpected plane %s (%s has no %s plane)", path,
+                        BFPIO_Q(pn), fmtname, plane_ids[p]);
         goto done;
     }
     if (strcmp(e->dtype, dtype) != 0 || e->ndim != 1) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: plane '%s' must be a 1-D %s tensor", path, pn, dtype);
+                        "%s: plane %s must be a 1-D %s tensor", path,
+                        BFPIO_Q(pn), dtype);
         goto done;
     }
     if (e->end - e->begin != (uint64_t)need) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: plane '%s' has %llu bytes, but %s with shape %s "
-                        "needs %zu", path, pn,
+                        "%s: plane %s has %llu bytes, but %s with shape %s "
+                        "needs %zu", path, BFPIO_Q(pn),
                         (unsigned long long)(e->end - e->begin), fmtname, stxt,
                         need);
         goto done;
     }
     if (!(*out = malloc(need ? need : 1))) {
         st = bfpio_fail(BFP_ERR_NOMEM, err, errlen,
-                        "out of memory loading '%s' (%zu bytes)", pn, need);
+                        "out of memory loading %s (%zu bytes)", BFPIO_Q(pn),
+                        need);
         goto done;
     }
     st = bfpio_st_read(f, (size_t)i, *out, err, errlen);
@@ -382,19 +384,20 @@ static bfp_status qtensor_read(bfpio_st_file *f0, const char *name, bfp_qtensor 
     }
     if (!layout || strcmp(layout, LAYOUT) != 0) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: unsupported bfp.layout '%s' (expected " LAYOUT ")",
-                        path, layout ? layout : "(missing)");
+                        "%s: unsupported bfp.layout %s (expected " LAYOUT ")",
+                        path, layout ? BFPIO_Q(layout) : "(missing)");
         goto done;
     }
     if (name && strcmp(name, stored) != 0) {
         st = bfpio_fail(BFP_ERR_ARG, err, errlen,
-                        "%s: no quantized tensor '%s' (the file holds '%s')",
-                        path, name, stored);
+                        "%s: no quantized tensor %s (the file holds %s)",
+                        path, BFPIO_Q(name), BFPIO_Q(stored));
         goto done;
     }
     if (bfp_format_from_name(fmtname, &q->format) != BFP_OK) {
         st = bfpio_fail(BFP_ERR_FORMAT, err, errlen,
-                        "%s: unknown format '%s'", path, fmtname);
+                        "%s: unknown format %s", path,
+                        BFPIO_Q(fmtname));
         goto done;
     }
     const bfp_format_info *info = bfp_format_get(q->format);

@@ -286,8 +286,8 @@ static bfp_status read_tensor_info(cursor *c, bfp_gguf_tensor *t, size_t i)
         return st;
     if (nd == 0 || nd > BFP_IO_MAX_DIMS)
         return bfpio_fail(BFP_ERR_DATA, c->err, c->errlen,
-                          "%s: GGUF tensor %zu ('%s') has %u dimensions (1 to %d allowed)",
-                          c->r->path, i, t->name, nd, BFP_IO_MAX_DIMS);
+                          "%s: GGUF tensor %zu (%s) has %u dimensions (1 to %d allowed)",
+                          c->r->path, i, BFPIO_Q(t->name), nd, BFP_IO_MAX_DIMS);
     t->ndim = nd;
     uint64_t numel = 1;
     int overflow = 0;
@@ -302,8 +302,8 @@ static bfp_status read_tensor_info(cursor *c, bfp_gguf_tensor *t, size_t i)
     }
     if (overflow)
         return bfpio_fail(BFP_ERR_DATA, c->err, c->errlen,
-                          "%s: GGUF tensor '%s' has a shape whose size overflows",
-                          c->r->path, t->name);
+                          "%s: GGUF tensor %s has a shape whose size overflows",
+                          c->r->path, BFPIO_Q(t->name));
     if ((st = get_u32(c, &t->ggml_type, "tensor type")) != BFP_OK ||
         (st = get_u64(c, &t->offset, "tensor offset")) != BFP_OK)
         return st;
@@ -312,13 +312,14 @@ static bfp_status read_tensor_info(cursor *c, bfp_gguf_tensor *t, size_t i)
     if (type_geometry(t->ggml_type, &block, &bytes)) {
         if (ne[0] % block != 0)
             return bfpio_fail(BFP_ERR_DATA, c->err, c->errlen,
-                              "%s: GGUF %s tensor '%s' has rows of %llu values, not a "
+                              "%s: GGUF %s tensor %s has rows of %llu values, not a "
                               "multiple of its block of %llu", c->r->path,
-                              type_name(t->ggml_type), t->name,
+                              type_name(t->ggml_type), BFPIO_Q(t->name),
                               (unsigned long long)ne[0], (unsigned long long)block);
         if (numel / block > UINT64_MAX / bytes)
             return bfpio_fail(BFP_ERR_DATA, c->err, c->errlen,
-                              "%s: GGUF tensor '%s' is too large", c->r->path, t->name);
+                              "%s: GGUF tensor %s is too large", c->r->path,
+                              BFPIO_Q(t->name));
         t->nbytes = numel / block * bytes;
     }
     return BFP_OK;
@@ -345,8 +346,8 @@ static bfp_status check_unique(const bfp_gguf_index *idx, const char *path, char
     bfp_status st = BFP_OK;
     for (size_t i = 1; i < idx->count && st == BFP_OK; i++)
         if (strcmp(v[i - 1]->name, v[i]->name) == 0)
-            st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: GGUF tensor '%s' appears twice",
-                            path, v[i]->name);
+            st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: GGUF tensor %s appears twice",
+                            path, BFPIO_Q(v[i]->name));
     free(v);
     return st;
 }
@@ -420,8 +421,8 @@ static bfp_status index_read(bfpio_reader *r, bfp_gguf_index *idx, char *err, si
         if (t->offset % alignment != 0 || t->offset > r->size - data ||
             t->nbytes > r->size - data - t->offset) {
             st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                            "%s: GGUF tensor '%s' (offset %llu, %llu bytes) is misaligned "
-                            "or runs past the end of the file", path, t->name,
+                            "%s: GGUF tensor %s (offset %llu, %llu bytes) is misaligned "
+                            "or runs past the end of the file", path, BFPIO_Q(t->name),
                             (unsigned long long)t->offset, (unsigned long long)t->nbytes);
             goto fail;
         }
@@ -462,7 +463,8 @@ static bfp_status pick(const bfp_gguf_index *idx, const char *path, const char *
         }
     }
     if (name && !*out)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor named '%s'", path, name);
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor named %s", path,
+                          BFPIO_Q(name));
     if (!name && n != 1) {
         if (n == 0)
             return bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: no %s tensor in the file",
@@ -473,7 +475,8 @@ static bfp_status pick(const bfp_gguf_index *idx, const char *path, const char *
             len = w > 0 ? (size_t)w : 0;
             for (size_t i = 0; i < idx->count && len < errlen; i++)
                 if (want(idx->tensors[i].ggml_type)) {
-                    w = snprintf(err + len, errlen - len, " %s", idx->tensors[i].name);
+                    w = snprintf(err + len, errlen - len, " %s",
+                                 BFPIO_Q(idx->tensors[i].name));
                     len += w > 0 ? (size_t)w : 0;
                 }
         }
@@ -484,8 +487,8 @@ static bfp_status pick(const bfp_gguf_index *idx, const char *path, const char *
         char num[16];
         snprintf(num, sizeof num, "%u", (unsigned)(*out)->ggml_type);
         return bfpio_fail(BFP_ERR_DATA, err, errlen,
-                          "%s: tensor '%s' has ggml type %s (expected %s)", path,
-                          (*out)->name, tn ? tn : num, kinds);
+                          "%s: tensor %s has ggml type %s (expected %s)", path,
+                          BFPIO_Q((*out)->name), tn ? tn : num, kinds);
     }
     return BFP_OK;
 }
@@ -508,8 +511,8 @@ static bfp_status load_float(bfpio_reader *r, const char *name, bfp_tensor *out,
     memcpy(out->shape, t->shape, sizeof out->shape);
     out->nbytes = (size_t)t->nbytes; /* within the file, so within size_t */
     if (!(out->data = malloc(out->nbytes ? out->nbytes : 1))) {
-        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory loading '%s' (%zu bytes)",
-                        t->name, out->nbytes);
+        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory loading %s (%zu bytes)",
+                        BFPIO_Q(t->name), out->nbytes);
         goto done;
     }
     st = bfpio_read_at(r, t->offset, out->data, out->nbytes, err, errlen);
@@ -536,7 +539,8 @@ static bfp_status load_quant(bfpio_reader *r, const char *name, bfp_qtensor *q, 
     if ((st = bfp_qtensor_alloc(q, fmt, t->ndim, t->shape, err, errlen)) != BFP_OK)
         goto done;
     if (!(blocks = malloc(t->nbytes ? (size_t)t->nbytes : 1))) {
-        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory loading '%s'", t->name);
+        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory loading %s",
+                        BFPIO_Q(t->name));
         goto done;
     }
     if ((st = bfpio_read_at(r, t->offset, blocks, (size_t)t->nbytes, err, errlen)) != BFP_OK)
@@ -545,7 +549,7 @@ static bfp_status load_quant(bfpio_reader *r, const char *name, bfp_qtensor *q, 
     bfp_planes p = {q->codes, q->scales, q->meta, NULL};
     st = bfp_ggml_to_planar(fmt, blocks, q->rows, q->cols, &p);
     if (st != BFP_OK)
-        st = bfpio_fail(st, err, errlen, "%s: tensor '%s': %s", r->path, t->name,
+        st = bfpio_fail(st, err, errlen, "%s: tensor %s: %s", r->path, BFPIO_Q(t->name),
                         bfp_status_str(st));
 done:
     free(blocks);

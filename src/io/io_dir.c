@@ -109,8 +109,9 @@ static int inspect(const char *dir, const char *const *owned, size_t nowned,
         free(p);
         if (!is_owned(e->d_name, owned, nowned) || !reg) {
             bfpio_fail(BFP_ERR_IO, err, errlen,
-                       "%s holds '%s', which is not one of the files written "
-                       "there; not replacing the directory", dir, e->d_name);
+                       "%s holds %s, which is not one of the files written "
+                       "there; not replacing the directory", dir,
+                       BFPIO_Q(e->d_name));
             rc = -1;
         } else if (!*nonempty) {
             *nonempty = 1;

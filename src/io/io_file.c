@@ -347,3 +347,38 @@ bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen)
     return bfpio_fail(BFP_ERR_IO, err, errlen, "cannot create directory %s: %s",
                       path, strerror(e));
 }
+
+const char *bfp_io_quote_name(const char *name, char *buf, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (!buf || len < 8) /* room for "'...'" at least */
+        return "'?'";
+    buf[o++] = '\'';
+    for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p;
+         p++) {
+        char esc[5];
+        size_t n = 0;
+        if (*p < 0x20 || *p == 0x7f) {
+            esc[n++] = '\\';
+            esc[n++] = 'x';
+            esc[n++] = hex[*p >> 4];
+            esc[n++] = hex[*p & 15];
+        } else if (*p == '\'' || *p == '\\') {
+            esc[n++] = '\\';
+            esc[n++] = (char)*p;
+        } else {
+            esc[n++] = (char)*p;
+        }
+        if (o + n + 5 > len) { /* keep room for "...'" and the NUL */
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        memcpy(buf + o, esc, n);
+        o += n;
+    }
+    buf[o++] = '\'';
+    buf[o] = '\0';
+    return buf;
+}

@@ -19,6 +19,11 @@
 bfp_status bfpio_fail(bfp_status st, char *err, size_t errlen, const char *fmt,
                       ...) BFPIO_PRINTF(4, 5);
 
+/* bfp_io_quote_name() into a buffer that lives to the end of the
+ * statement: bfpio_fail(..., "tensor %s", BFPIO_Q(e->name)). */
+#define BFPIO_Q(name)                                                          \
+    bfp_io_quote_name((name), (char[BFP_IO_QUOTE_MAX]){0}, BFP_IO_QUOTE_MAX)
+
 /* *out = a * b, or return 0 on overflow. */
 static inline int bfpio_mul(size_t a, size_t b, size_t *out)
 {

@@ -159,10 +159,12 @@ static bfp_status parse_header(const char *path, const char *s, size_t n,
             ;
         if (k == 3)
             return bfpio_fail(BFP_ERR_DATA, err, errlen,
-                              "%s: unexpected key '%s' in .npy header", path, key);
+                              "%s: unexpected key %s in .npy header", path,
+                              BFPIO_Q(key));
         if (seen[k]++)
             return bfpio_fail(BFP_ERR_DATA, err, errlen,
-                              "%s: duplicate key '%s' in .npy header", path, key);
+                              "%s: duplicate key %s in .npy header", path,
+                              BFPIO_Q(key));
         if (k == 0) {
             if (!parse_str(&c, h->descr, sizeof h->descr))
                 return bfpio_fail(BFP_ERR_DATA, err, errlen,
@@ -211,11 +213,12 @@ static bfp_status dtype_from_descr(const char *path, const char *d,
         *out = BFP_DTYPE_BF16; /* ml_dtypes.bfloat16 */
     else if (d[0] == '>' && d[1] != '\0')
         return bfpio_fail(BFP_ERR_DATA, err, errlen,
-                          "%s: big-endian data ('%s') is not supported", path, d);
+                          "%s: big-endian data (%s) is not supported", path,
+                          BFPIO_Q(d));
     else
         return bfpio_fail(BFP_ERR_DATA, err, errlen,
-                          "%s: unsupported dtype '%s' (expected '<f4', '<f2' "
-                          "or bfloat16)", path, d);
+                          "%s: unsupported dtype %s (expected '<f4', '<f2' "
+                          "or bfloat16)", path, BFPIO_Q(d));
     return BFP_OK;
 }
 
@@ -256,8 +259,15 @@ static bfp_status npy_read(bfpio_reader *rd, bfp_tensor *out, char *err,
     uint64_t hlen = bfpio_get_le(pre + 8, major == 1 ? 2 : 4);
     if (hlen > NPY_MAX_HEADER || hlen > r.size - prefix) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: .npy header length %llu exceeds the file", path,
-                        (unsigned long long)hlen);
+                        hlen > NPY_MAX_HEADER
+                            ? "%s: .npy header length %llu exceeds the cap of "
+                              "%llu bytes"
+                            : "%s: .npy header length %llu exceeds the file "
+                              "(%llu bytes)",
+                        path, (unsigned long long)hlen,
+                        (unsigned long long)(hlen > NPY_MAX_HEADER
+                                                 ? NPY_MAX_HEADER
+                                                 : r.size));
         goto done;
     }
     hdr = malloc((size_t)hlen + 1);

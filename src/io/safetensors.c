@@ -113,6 +113,26 @@ static const char *parse_entry(const cJSON *j, uint64_t data_len,
     return NULL;
 }
 
+/* Does a JSON string in text[0..n) hold \u0000? cJSON would cut the name
+ * there, so "a\u0000x" and "a\u0000y" would both read as "a". */
+static int has_escaped_nul(const char *text, size_t n)
+{
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_string) {
+            in_string = text[i] == '"';
+        } else if (text[i] == '"') {
+            in_string = 0;
+        } else if (text[i] == '\\' && i + 1 < n) {
+            if (text[i + 1] == 'u' && i + 5 < n &&
+                strncmp(text + i + 2, "0000", 4) == 0)
+                return 1;
+            i++; /* the escaped character */
+        }
+    }
+    return 0;
+}
+
 /* Parse the header of the file already open in f->rd. */
 static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
 {
@@ -129,7 +149,14 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
     if ((st = bfpio_read_at(&f->rd, 0, lenbuf, 8, err, errlen)) != BFP_OK)
         goto fail;
     uint64_t n = bfpio_get_le(lenbuf, 8);
-    if (n < 2 || n > f->rd.size - 8 || n > ST_MAX_HEADER) {
+    if (n > ST_MAX_HEADER) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: safetensors header length %llu exceeds the cap of "
+                        "%llu bytes", path, (unsigned long long)n,
+                        (unsigned long long)ST_MAX_HEADER);
+        goto fail;
+    }
+    if (n < 2 || n > f->rd.size - 8) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
                         "%s: safetensors header length %llu is impossible for "
                         "a %llu-byte file", path, (unsigned long long)n,
@@ -154,6 +181,13 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
         goto fail;
     }
     f->json = root;
+    if (has_escaped_nul(hdr, end ? (size_t)(end - hdr) : (size_t)n)) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: a name or value in the safetensors header holds a "
+                        "NUL character (\\u0000), which bfp does not accept",
+                        path);
+        goto fail;
+    }
     /* Only the padding the format allows may follow the JSON. */
     for (; end && end < hdr + n; end++)
         if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
@@ -199,7 +233,7 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
         }
         if (why) {
             st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                            "%s: header entry '%s' %s", path, label, why);
+                            "%s: header entry %s %s", path, BFPIO_Q(label), why);
             goto fail;
         }
     }
@@ -216,7 +250,8 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
         for (size_t i = 1; i < f->count; i++)
             if (strcmp(v[i - 1]->name, v[i]->name) == 0) {
                 st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                                "%s: tensor '%s' appears twice", path, v[i]->name);
+                                "%s: tensor %s appears twice", path,
+                                BFPIO_Q(v[i]->name));
                 free(v);
                 goto fail;
             }
@@ -267,8 +302,8 @@ bfp_status bfpio_st_read(bfpio_st_file *f, size_t i, void *buf, char *err,
     const bfpio_st_entry *e = &f->entries[i];
     uint64_t n = e->end - e->begin;
     if (n > SIZE_MAX)
-        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "%s: tensor '%s' too large",
-                          f->rd.path, e->name);
+        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "%s: tensor %s too large",
+                          f->rd.path, BFPIO_Q(e->name));
     return bfpio_read_at(&f->rd, f->data_start + e->begin, buf, (size_t)n, err,
                          errlen);
 }
@@ -324,7 +359,8 @@ static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
         len = w > 0 ? (size_t)w : 0;
         for (size_t i = 0; i < f->count && len < errlen; i++)
             if (float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
-                w = snprintf(err + len, errlen - len, " %s", f->entries[i].name);
+                w = snprintf(err + len, errlen - len, " %s",
+                             BFPIO_Q(f->entries[i].name));
                 len += w > 0 ? (size_t)w : 0;
             }
     }
@@ -342,8 +378,8 @@ static bfp_status st_load(bfpio_st_file *f0, const char *name, bfp_tensor *out,
     long idx;
     if (name) {
         if ((idx = bfpio_st_find(&f, name)) < 0) {
-            st = bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor named '%s'",
-                            path, name);
+            st = bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor named %s",
+                            path, BFPIO_Q(name));
             goto done;
         }
     } else if ((st = pick_only_float(&f, path, &idx, err, errlen)) != BFP_OK) {
@@ -352,20 +388,21 @@ static bfp_status st_load(bfpio_st_file *f0, const char *name, bfp_tensor *out,
     const bfpio_st_entry *e = &f.entries[idx];
     if (!float_dtype(e->dtype, &out->dtype)) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: tensor '%s' has dtype %s (expected F32, F16 or BF16)",
-                        path, e->name, e->dtype[0] ? e->dtype : "?");
+                        "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
+                        path, BFPIO_Q(e->name), e->dtype[0] ? e->dtype : "?");
         goto done;
     }
     if (e->ndim > BFP_IO_MAX_DIMS) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: tensor '%s' has %zu dimensions (max %d)", path,
-                        e->name, e->ndim, BFP_IO_MAX_DIMS);
+                        "%s: tensor %s has %zu dimensions (max %d)", path,
+                        BFPIO_Q(e->name), e->ndim, BFP_IO_MAX_DIMS);
         goto done;
     }
     size_t nbytes = (size_t)(e->end - e->begin); /* == numel*size, checked */
     if (!(out->data = malloc(nbytes ? nbytes : 1))) {
         st = bfpio_fail(BFP_ERR_NOMEM, err, errlen,
-                        "out of memory loading '%s' (%zu bytes)", e->name, nbytes);
+                        "out of memory loading %s (%zu bytes)", BFPIO_Q(e->name),
+                        nbytes);
         goto done;
     }
     if ((st = bfpio_st_read(&f, (size_t)idx, out->data, err, errlen)) != BFP_OK)

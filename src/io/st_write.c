@@ -49,19 +49,19 @@ static bfp_status check_out(const char *path, const bfpio_st_out *t, char *err,
         return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: invalid tensor name",
                           path);
     if (!t->dtype || t->elem_size == 0 || (t->ndim > 0 && !t->shape))
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: tensor '%s' has no "
-                          "dtype or shape", path, t->name);
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: tensor %s has no "
+                          "dtype or shape", path, BFPIO_Q(t->name));
     for (size_t i = 0; i < t->ndim; i++)
         if (!bfpio_mul(numel, t->shape[i], &numel))
             return bfpio_fail(BFP_ERR_SHAPE, err, errlen,
-                              "%s: tensor '%s' shape overflows", path, t->name);
+                              "%s: tensor %s shape overflows", path, BFPIO_Q(t->name));
     if (!bfpio_mul(numel, t->elem_size, &nbytes) || nbytes != t->nbytes)
         return bfpio_fail(BFP_ERR_ARG, err, errlen,
-                          "%s: tensor '%s' has %zu bytes, its shape needs more "
-                          "or fewer", path, t->name, t->nbytes);
+                          "%s: tensor %s has %zu bytes, its shape needs more "
+                          "or fewer", path, BFPIO_Q(t->name), t->nbytes);
     if (t->nbytes > 0 && !t->data)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: tensor '%s' has no data",
-                          path, t->name);
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: tensor %s has no data",
+                          path, BFPIO_Q(t->name));
     return BFP_OK;
 }
 
@@ -85,8 +85,8 @@ bfp_status bfpio_st_write(const char *path, const bfpio_st_out *tensors,
         for (size_t j = 0; j < i; j++) /* n is tiny: a handful of planes */
             if (strcmp(tensors[i].name, tensors[j].name) == 0)
                 return bfpio_fail(BFP_ERR_ARG, err, errlen,
-                                  "%s: tensor '%s' given twice", path,
-                                  tensors[i].name);
+                                  "%s: tensor %s given twice", path,
+                                  BFPIO_Q(tensors[i].name));
     }
     order = malloc((n ? n : 1) * sizeof *order);
     parts = malloc((n + 2) * sizeof *parts);

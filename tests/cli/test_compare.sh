@@ -84,7 +84,7 @@ h = json.dumps({"a": {"dtype": "F32", "shape": [1, 32], "data_offsets": [0, 128]
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + a + b)
 PY
 "$BFP" compare --name a -f nvfp4 "$W/m.safetensors" >"$W/m"
-check "safetensors --name a: title names file, tensor and shape" grep -q "m.safetensors a: f32 1x32, 32 values" "$W/m"
+check "safetensors --name a: title names file, tensor and shape" grep -q "m.safetensors 'a': f32 1x32, 32 values" "$W/m"
 
 # Non-finite inputs are counted, left out, and their NaN blocks named.
 python3 -c '

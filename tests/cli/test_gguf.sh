@@ -20,7 +20,7 @@ check "quantize a GGUF F32 tensor" test $? -eq 0
 check "quantize names the 2x64 shape" grep -q "f32 2x64" "$W/out"
 "$BFP" quantize -f mxfp4 "$W/m.gguf" "$W/x.safetensors" >"$W/out" 2>"$W/err"
 check "no --name with two float tensors: exit 2" test $? -eq 2
-check "no --name lists the float tensors" grep -q "name one of: w b" "$W/err"
+check "no --name lists the float tensors" grep -q "name one of: 'w' 'b'" "$W/err"
 check "nothing written" test ! -e "$W/x.safetensors"
 
 "$BFP" compare -f mxfp4 --name b "$W/m.gguf" >"$W/out" 2>"$W/err"

@@ -241,6 +241,8 @@ verify_rc 2 -f hif4 -s 3x70 x.bin hg
 check "missing golden_ec.bin: exit 2" one_error "hg/golden_ec.bin is missing"
 verify_rc 2 -f mxfp4 -s 3x70 x.bin nodir
 check "missing DUT_DIR: exit 2" one_error "nodir does not exist"
+verify_rc 2 -f mxfp4 -s 3x70 x.bin x.bin
+check "DUT_DIR a regular file: says it is not a directory" one_error "DUT_DIR x.bin is not a directory"
 verify_rc 2 -f mxfp4 -s 3x71 x.bin g_mxfp4
 check "input of the wrong size: exit 2" one_error "x.bin has 840 bytes"
 verify_rc 2 -f mxfp4 -s 3x70 --layout tiled x.bin g_mxfp4

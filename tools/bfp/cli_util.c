@@ -13,14 +13,22 @@
 
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
-    char msg[1024];
+    char msg[1024], out[4 * sizeof msg];
+    size_t o = 0;
     vsnprintf(msg, sizeof msg, fmt, ap);
-    /* one line, whatever a library message held */
-    for (char *p = msg; *p; p++)
+    /* One line, and no control character reaches the terminal: names from
+     * files come quoted (bfp_io_quote_name), this catches what is left. */
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
         if (*p == '\n' || *p == '\r')
-            *p = ' ';
+            out[o++] = ' ';
+        else if (*p < 0x20 || *p == 0x7f)
+            o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x", *p);
+        else
+            out[o++] = (char)*p;
+    }
+    out[o] = '\0';
     fflush(stdout);
-    fprintf(stderr, "bfp: %s: %s\n", kind, msg);
+    fprintf(stderr, "bfp: %s: %s\n", kind, out);
 }
 
 void cli_error(const char *fmt, ...)

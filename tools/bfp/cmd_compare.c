@@ -149,11 +149,12 @@ static void print_table(const char *path, const bfp_tensor *t,
                         size_t nonfinite, const compare_args *a,
                         const result *res)
 {
-    char shape[128], b[6][32];
+    char shape[128], b[6][32], qname[BFP_IO_QUOTE_MAX];
     size_t n = bfp_tensor_numel(t);
     cli_shape_str(t->shape, t->ndim, shape, sizeof shape);
     printf("%s%s%s: %s %s, %zu values", path, a->name ? " " : "",
-           a->name ? a->name : "", bfp_dtype_name(t->dtype), shape, n);
+           a->name ? bfp_io_quote_name(a->name, qname, sizeof qname) : "",
+           bfp_dtype_name(t->dtype), shape, n);
     if (nonfinite)
         printf(", %zu non-finite (left out of the statistics)", nonfinite);
     printf("\n");

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define EXIT_DIFFER 1
 #define DEFAULT_MAX_MISMATCHES 10
@@ -711,8 +712,14 @@ int cmd_verify(int argc, char **argv)
         cli_status_error("plane sizes", st);
         return CLI_EXIT_ERR;
     }
-    if (!cli_path_exists(d.dir)) {
+    struct stat dst;
+    if (stat(d.dir, &dst) != 0) {
         cli_error("DUT directory %s does not exist", d.dir);
+        return CLI_EXIT_ERR;
+    }
+    if (!S_ISDIR(dst.st_mode)) {
+        cli_error("DUT_DIR %s is not a directory (name the directory that "
+                  "holds the planes)", d.dir);
         return CLI_EXIT_ERR;
     }
     if (cli_read_raw(in_path, d.rows, d.cols, d.dtype, &input) != 0)
