@@ -117,6 +117,65 @@ static void test_quote_name(void)
     OK(strcmp(bfp_io_quote_name("x", small, 4), "'?'") == 0, "a tiny buffer is safe");
 }
 
+static int dir_count(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int n = 0;
+    if (!d)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* A directory written as one set: exactly the new files, or the old set. */
+static void test_dir_set(void)
+{
+    static const char *const owned[] = {"a.bin", "b.bin", "c.bin"};
+    const bfp_io_file ab[2] = {{"a.bin", "AA", 2}, {"b.bin", "BB", 2}};
+    const bfp_io_file c[1] = {{"c.bin", "C", 1}};
+    const bfp_io_file bad[1] = {{"../x", "X", 1}};
+    const bfp_io_file stranger[1] = {{"z.bin", "Z", 1}};
+    const char *d = tpath("set");
+    char err[256] = "";
+    void *data = NULL;
+    size_t size = 0;
+    int before = tdir_count();
+
+    OK(bfp_io_write_dir_atomic(d, ab, 2, owned, 3, 0, err, sizeof err) == BFP_OK,
+       "a new directory gets the set: %s", err);
+    OK(dir_count(d) == 2 && tdir_count() == before + 1, "two files, no temporary directory");
+    OK(bfp_io_write_dir_atomic(d, c, 1, owned, 3, 0, err, sizeof err) == BFP_ERR_IO &&
+           strstr(err, "--force"),
+       "an existing set is not replaced without force: %s", err);
+    OK(bfp_io_write_dir_atomic(d, c, 1, owned, 3, 1, err, sizeof err) == BFP_OK,
+       "with force it is");
+    OK(dir_count(d) == 1 && access(tpath("set/a.bin"), F_OK) != 0 &&
+           bfp_io_read_file(tpath("set/c.bin"), &data, &size, err, sizeof err) == BFP_OK &&
+           size == 1,
+       "and holds only the new set (no stale a.bin, b.bin)");
+    free(data);
+    OK(tdir_count() == before + 1, "the old set was removed");
+    OK(bfp_io_write_dir_atomic(d, bad, 1, owned, 3, 1, err, sizeof err) == BFP_ERR_ARG,
+       "a file name with a slash is refused: %s", err);
+    OK(bfp_io_write_dir_atomic(d, stranger, 1, owned, 3, 1, err, sizeof err) == BFP_ERR_ARG,
+       "a file name not among the owned ones is refused: %s", err);
+    OK(write_raw(tpath("set/mine.txt"), "m", 1) == 0, "a user's file in the set");
+    OK(bfp_io_write_dir_atomic(d, ab, 2, owned, 3, 1, err, sizeof err) == BFP_ERR_IO &&
+           strstr(err, "'mine.txt'"),
+       "a directory holding a foreign file is not replaced, even with force: %s", err);
+    OK(dir_count(d) == 2 && tdir_count() == before + 1, "and stays as it was");
+    unlink(tpath("set/mine.txt"));
+    unlink(tpath("set/c.bin"));
+    rmdir(d);
+    OK(bfp_io_write_dir_atomic(tpath("nodir/set"), ab, 2, owned, 3, 1, err, sizeof err) ==
+               BFP_ERR_IO &&
+           strstr(err, "nodir/set") && tdir_count() == before,
+       "parents are not created, nothing left: %s", err);
+}
+
 static void test_read_and_dirs(void)
 {
     char err[256];
@@ -158,5 +217,6 @@ int main(void)
     test_read_and_dirs();
     test_long_name();
     test_quote_name();
+    test_dir_set();
     return check_summary("test_io_file");
 }

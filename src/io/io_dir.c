@@ -279,8 +279,13 @@ bfp_status bfp_io_write_dir_atomic(const char *dir, const bfp_io_file *files,
         goto out;
     }
     if (!mkdtemp(tmp)) {
-        st = bfpio_fail(BFP_ERR_IO, err, errlen,
-                        "cannot create directory %s: %s", dir, strerror(errno));
+        int e = errno;
+        st = what > 0 ? bfpio_fail(BFP_ERR_IO, err, errlen,
+                                   "cannot replace %s: no new directory beside "
+                                   "it in %s: %s", dir, parent, strerror(e))
+                      : bfpio_fail(BFP_ERR_IO, err, errlen,
+                                   "cannot create directory %s: %s", dir,
+                                   strerror(e));
         goto out;
     }
     made = 1;
@@ -307,11 +312,10 @@ bfp_status bfp_io_write_dir_atomic(const char *dir, const bfp_io_file *files,
                             dir);
             goto out;
         } else if (errno != EEXIST && errno != ENOTEMPTY) {
-            st = bfpio_fail(BFP_ERR_IO, err, errlen,
-                            errno == ENOTDIR ? "cannot write %s: exists and is "
-                                               "not a directory%s"
-                                             : "cannot write %s: %s",
-                            dir, errno == ENOTDIR ? "" : strerror(errno));
+            int e = errno;
+            st = bfpio_fail(BFP_ERR_IO, err, errlen, "cannot write %s: %s", dir,
+                            e == ENOTDIR ? "exists and is not a directory"
+                                         : strerror(e));
             goto out;
         }
     }
