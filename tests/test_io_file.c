@@ -107,6 +107,12 @@ static void test_quote_name(void)
     OK(strcmp(bfp_io_quote_name("it's a\\b", b, sizeof b), "'it\\'s a\\\\b'") == 0,
        "quote and backslash escaped: %s", b);
     OK(strcmp(bfp_io_quote_name("", b, sizeof b), "''") == 0, "empty name: %s", b);
+    OK(strcmp(bfp_io_quote_name("gr\xc3\xbc\xc3\x9f" "e \xe2\x82\xac", b, sizeof b),
+              "'gr\xc3\xbc\xc3\x9f" "e \xe2\x82\xac'") == 0,
+       "printable UTF-8 kept: %s", b);
+    OK(strcmp(bfp_io_quote_name("a\xc2\x9b" "31m\xff\xc3", b, sizeof b),
+              "'a\\xc2\\x9b31m\\xff\\xc3'") == 0,
+       "C1 controls (U+009B, CSI) and invalid UTF-8 escaped byte by byte: %s", b);
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     bfp_io_quote_name(big, small, sizeof small);

@@ -37,8 +37,8 @@ void bfp_tensor_rows_cols(const bfp_tensor *t, size_t *rows, size_t *cols);
 
 /**
  * A name from a file (a tensor name, a key) made safe and unambiguous for a
- * message: in single quotes, with control characters as \xNN and ' and \
- * escaped, cut with "..." to fit len bytes (BFP_IO_QUOTE_MAX holds a long
+ * message: in single quotes, with control characters (C0, DEL, and C1 as
+ * UTF-8) and bytes that are not valid UTF-8 as \xNN, ' and \ escaped, cut with "..." to fit len bytes (BFP_IO_QUOTE_MAX holds a long
  * name). Returns buf, or the constant "'?'" when len < 8. Every message of the io layer and the CLI prints
  * names from files through it.
  */

@@ -348,6 +348,24 @@ bfp_status bfp_io_make_dir(const char *path, char *err, size_t errlen)
                       path, strerror(e));
 }
 
+/* Length of the valid UTF-8 sequence at p that a terminal shows as text
+ * (not a C1 control U+0080..U+009F), or 0. */
+static size_t utf8_printable(const unsigned char *p)
+{
+    size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    if (n == 0 || p[0] > 0xF4)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xF0 && p[1] < 0x90) ||
+        (p[0] == 0xF4 && p[1] > 0x8F) || (p[0] == 0xED && p[1] > 0x9F))
+        return 0; /* overlong, past U+10FFFF, or a surrogate */
+    if (p[0] == 0xC2 && p[1] < 0xA0)
+        return 0; /* C1 controls: some terminals obey U+009B as CSI */
+    return n;
+}
+
 const char *bfp_io_quote_name(const char *name, char *buf, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
@@ -355,11 +373,16 @@ const char *bfp_io_quote_name(const char *name, char *buf, size_t len)
     if (!buf || len < 8) /* room for "'...'" at least */
         return "'?'";
     buf[o++] = '\'';
-    for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p;
-         p++) {
-        char esc[5];
-        size_t n = 0;
-        if (*p < 0x20 || *p == 0x7f) {
+    const unsigned char *p = (const unsigned char *)(name ? name : "");
+    while (*p) {
+        char esc[4];
+        const char *src = esc;
+        size_t n = 0, take = 1;
+        if (*p >= 0x80 && (take = utf8_printable(p)) > 0) {
+            src = (const char *)p; /* a whole printable character */
+            n = take;
+        } else if (*p < 0x20 || *p >= 0x7f) {
+            take = 1;
             esc[n++] = '\\';
             esc[n++] = 'x';
             esc[n++] = hex[*p >> 4];
@@ -375,8 +398,9 @@ const char *bfp_io_quote_name(const char *name, char *buf, size_t len)
             o += 3;
             break;
         }
-        memcpy(buf + o, esc, n);
+        memcpy(buf + o, src, n);
         o += n;
+        p += take;
     }
     buf[o++] = '\'';
     buf[o] = '\0';
