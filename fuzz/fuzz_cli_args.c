@@ -31,6 +31,9 @@ static void format_case(const char *s)
         FZ_CHECK(bfp_format_get(id) != NULL, "format '%s' gave id %d", s, (int)id);
     if (cli_parse_format_list(s, list, &n) == 0) {
         FZ_CHECK(n >= 1 && n <= bfp_format_count(), "format list '%s': %d formats", s, n);
+        size_t len = strlen(s);
+        FZ_CHECK(len > 0 && s[0] != ',' && s[len - 1] != ',' && !strstr(s, ",,"),
+                 "format list '%s' with an empty entry accepted", s);
         for (int i = 0; i < n; i++)
             FZ_CHECK(bfp_format_get(list[i]) && (i == 0 || list[i] != list[i - 1]),
                      "format list '%s': entry %d", s, i);
