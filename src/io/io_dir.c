@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -176,6 +177,30 @@ static int exchange(const char *a, const char *b)
 #endif
 }
 
+/* mkdtemp() with mode 0755 under the umask, as mkdir makes a directory
+ * (mkdtemp's is 0700; changing the umask to chmod it is not thread-safe).
+ * path ends in XXXXXX, which this fills. */
+static int make_temp_dir(char *path)
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    static unsigned long counter;
+    char *x = path + strlen(path) - 6;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long seed = (unsigned long)ts.tv_nsec ^
+                         ((unsigned long)getpid() << 16) ^ (counter++ * 7919u);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        unsigned long v = seed + (unsigned long)attempt * 2654435761u;
+        for (int i = 0; i < 6; i++, v /= 36)
+            x[i] = digits[v % 36];
+        if (mkdir(path, 0755) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
 static void sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_CLOEXEC);
@@ -278,7 +303,7 @@ bfp_status bfp_io_write_dir_atomic(const char *dir, const bfp_io_file *files,
         st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
         goto out;
     }
-    if (!mkdtemp(tmp)) {
+    if (make_temp_dir(tmp) != 0) {
         int e = errno;
         st = what > 0 ? bfpio_fail(BFP_ERR_IO, err, errlen,
                                    "cannot replace %s: no new directory beside "
@@ -289,13 +314,6 @@ bfp_status bfp_io_write_dir_atomic(const char *dir, const bfp_io_file *files,
         goto out;
     }
     made = 1;
-    mode_t mask = umask(0);
-    umask(mask);
-    if (chmod(tmp, 0755 & ~mask) != 0) {
-        st = bfpio_fail(BFP_ERR_IO, err, errlen,
-                        "cannot create directory %s: %s", dir, strerror(errno));
-        goto out;
-    }
     for (size_t i = 0; i < n && st == BFP_OK; i++)
         st = write_member(tmp, dir, &files[i], err, errlen);
     if (st != BFP_OK)
