@@ -28,11 +28,12 @@
 
 #define TMP_NAME ".bfp-XXXXXX" /* short: fits NAME_MAX beside any name */
 
-static int is_owned(const char *name, const char *const *owned, size_t n)
+/* 1 + the index of name in owned[n], or 0 if absent. */
+static size_t is_owned(const char *name, const char *const *owned, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(owned[i], name) == 0)
-            return 1;
+            return i + 1;
     return 0;
 }
 
@@ -114,8 +115,9 @@ static int inspect(const char *dir, const char *const *owned, size_t nowned,
                        "there; not replacing the directory", dir,
                        BFPIO_Q(e->d_name));
             rc = -1;
-        } else if (!*nonempty) {
-            *nonempty = 1;
+        } else if (!*nonempty ||
+                   is_owned(e->d_name, owned, nowned) < is_owned(first, owned, nowned)) {
+            *nonempty = 1; /* name the first in owned order, whatever readdir's */
             snprintf(first, firstlen, "%s", e->d_name);
         }
     }
