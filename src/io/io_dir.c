@@ -105,11 +105,14 @@ static int inspect(const char *dir, const char *const *owned, size_t nowned,
     while (rc == 1 && (e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        char *p = join(dir, e->d_name);
+        /* Relative to the directory being read: a concurrent run may have
+         * swapped another set in under dir's name meanwhile. */
         struct stat es;
-        int reg = p && lstat(p, &es) == 0 && S_ISREG(es.st_mode);
-        free(p);
-        if (!is_owned(e->d_name, owned, nowned) || !reg) {
+        int r = fstatat(dirfd(d), e->d_name, &es, AT_SYMLINK_NOFOLLOW);
+        if (r != 0 && errno == ENOENT)
+            continue; /* removed meanwhile (an old set going away) */
+        if (!is_owned(e->d_name, owned, nowned) || r != 0 ||
+            !S_ISREG(es.st_mode)) {
             bfpio_fail(BFP_ERR_IO, err, errlen,
                        "%s holds %s, which is not one of the files written "
                        "there; not replacing the directory", dir,
