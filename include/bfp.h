@@ -174,12 +174,15 @@ typedef enum {
     BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
 } bfp_rounding;
 
-/* MX shared-exponent rule (MX family only; MX+ and MX++ need FLOOR). */
+/* MX shared-exponent rule. Only the MX family has a choice: every other
+ * family (MX+, MX++, NVFP4, NVFP4+, HiF4) has one scale rule and takes only
+ * DEFAULT. DEFAULT is FLOOR for MX. */
 typedef enum {
-    BFP_SCALE_FLOOR = 0, /* floor(log2 amax) - emax (OCP default) */
-    BFP_SCALE_CEIL = 1,  /* ceil(log2 amax) - emax */
-    BFP_SCALE_EVEN = 2,  /* amax rounded half-up to the element's mantissa first */
-    BFP_SCALE_RCEIL = 3  /* ceil(log2(amax / max_elem)) */
+    BFP_SCALE_DEFAULT = 0, /* the format's own rule */
+    BFP_SCALE_CEIL = 1,    /* ceil(log2 amax) - emax */
+    BFP_SCALE_EVEN = 2,    /* amax rounded half-up to the element's mantissa first */
+    BFP_SCALE_RCEIL = 3,   /* ceil(log2(amax / max_elem)) */
+    BFP_SCALE_FLOOR = 4    /* floor(log2 amax) - emax (OCP), asked for by name */
 } bfp_scale_mode;
 
 /* Quantization options. A zeroed struct means the defaults. */
@@ -188,7 +191,8 @@ typedef struct {
     uint64_t seed;             /* for BFP_ROUND_STOCHASTIC */
     bfp_scale_mode scale_mode;
     int nvfp4_no_tensor_scale; /* NVFP4(+): s_enc = 1 */
-    int nvfp4_2d;              /* NVFP4(+): 16x16 tiles share a block scale */
+    int nvfp4_2d;              /* NVFP4 only (NVFP4+ has no 2-D variant):
+                                  16x16 tiles share a block scale */
     int threads;               /* CPU threads for large tensors: 0 = automatic,
                                   1 = the calling thread only; results are
                                   identical for any count */
@@ -196,6 +200,31 @@ typedef struct {
 
 /** Fill *o with the defaults (same as zeroing it). */
 void bfp_options_init(bfp_options *o);
+
+/* A field of bfp_options, as bfp_options_check() names it. */
+typedef enum {
+    BFP_OPTION_NONE = 0,
+    BFP_OPTION_ROUNDING = 1,
+    BFP_OPTION_SCALE_MODE = 2,
+    BFP_OPTION_NO_TENSOR_SCALE = 3,
+    BFP_OPTION_2D = 4
+} bfp_option;
+
+/**
+ * Check options against a format: the check every quantize entry point
+ * (reference, CPU, GPU) makes first, and the one place the rules live.
+ * A field left at its default is always accepted.
+ * @param opts  options, or NULL for defaults
+ * @param bad   optional: the first field at fault, BFP_OPTION_NONE if none
+ * @param why   optional: a static clause to follow the option's name
+ *              ("applies only to the MX formats"), "" if none
+ * @return BFP_OK; BFP_ERR_FORMAT (unknown format); BFP_ERR_ARG (a value
+ *         out of range); BFP_ERR_UNSUPPORTED (a value the format does not
+ *         take: a scale mode outside MX, the tensor-scale option outside
+ *         NVFP4 / NVFP4+, 2-D outside NVFP4)
+ */
+bfp_status bfp_options_check(bfp_format fmt, const bfp_options *opts, bfp_option *bad,
+                             const char **why);
 
 /* The planes of a quantized tensor. Unused planes may be NULL. */
 typedef struct {

@@ -38,8 +38,8 @@ _ROUNDING = {
     "stochastic": 4,
 }
 _ROUNDING_NAMES = ["default", "nearest_even", "nearest_away", "toward_zero", "stochastic"]
-_SCALE_MODE = {None: 0, "floor": 0, "ceil": 1, "even": 2, "rceil": 3}
-_SCALE_MODE_NAMES = ["floor", "ceil", "even", "rceil"]
+_SCALE_MODE = {None: 0, "floor": 4, "ceil": 1, "even": 2, "rceil": 3}
+_SCALE_MODE_NAMES = ["floor", "ceil", "even", "rceil", "floor"]  # 0: the default rule
 
 _F32, _BF16, _F16 = _core.DTYPE_F32, _core.DTYPE_BF16, _core.DTYPE_F16
 _DTYPE_NAMES = {_F32: "float32", _BF16: "bfloat16", _F16: "float16"}
@@ -122,16 +122,15 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
     threads = int(threads)
     if threads < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
-    # The library answers BFP_ERR_UNSUPPORTED for these; say which option.
-    if _SCALE_MODE[skey] != 0 and fmt_info["family"] != "mx":
-        raise _unsupported(f"scale_mode={scale_mode!r} is for the MX family only; "
-                           f"{fmt_info['name']} is {fmt_info['family']} (it needs 'floor')")
-    for flag, val in (("nvfp4_no_tensor_scale", nvfp4_no_tensor_scale), ("nvfp4_2d", nvfp4_2d)):
-        if val and not fmt_info["has_tensor_scale"]:
-            raise _unsupported(f"{flag}=True is for nvfp4 and nvfp4+ only, not "
-                               f"{fmt_info['name']}")
-    return (_ROUNDING[key], seed, _SCALE_MODE[skey], int(bool(nvfp4_no_tensor_scale)),
+    opts = (_ROUNDING[key], seed, _SCALE_MODE[skey], int(bool(nvfp4_no_tensor_scale)),
             int(bool(nvfp4_2d)), threads)
+    # The library holds the rules (bfp_options_check); name the option it refuses.
+    status, bad, why = _core.options_check(fmt_info["id"], opts)
+    if status != _core.OK:
+        given = {1: f"rounding={rounding!r}", 2: f"scale_mode={scale_mode!r}",
+                 3: "nvfp4_no_tensor_scale=True", 4: "nvfp4_2d=True"}.get(bad, "options")
+        raise _unsupported(f"{given} {why}, not {fmt_info['name']}")
+    return opts
 
 
 def _unsupported(msg: str) -> BfpError:

@@ -147,6 +147,21 @@ static int parse_opts(PyObject *t, bfp_options *o)
     return 0;
 }
 
+/* options_check(fmt, opts) -> (status, field, why): bfp_options_check(). */
+static PyObject *py_options_check(PyObject *self, PyObject *args)
+{
+    int fmt;
+    PyObject *t;
+    bfp_options o;
+    bfp_option bad;
+    const char *why;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iO", &fmt, &t) || parse_opts(t, &o) < 0)
+        return NULL;
+    bfp_status st = bfp_options_check((bfp_format)fmt, &o, &bad, &why);
+    return Py_BuildValue("(iis)", (int)st, (int)bad, why);
+}
+
 static PyObject *stats_tuple(const bfp_stats *s)
 {
     return Py_BuildValue("(nnn)", (Py_ssize_t)s->blocks,
@@ -717,6 +732,8 @@ static PyMethodDef methods[] = {
      "format_id(name) -> int; case-insensitive; BfpError if unknown."},
     {"plane_sizes", py_plane_sizes, METH_VARARGS,
      "plane_sizes(fmt, rows, cols) -> dict of plane byte sizes."},
+    {"options_check", py_options_check, METH_VARARGS,
+     "options_check(fmt, opts) -> (status, field, why): bfp_options_check."},
     {"quantize", py_quantize, METH_VARARGS,
      "quantize(fmt, dtype, src, rows, cols, opts, codes, scales, meta, tscale) -> stats"},
     {"dequantize", py_dequantize, METH_VARARGS,

@@ -162,9 +162,20 @@ int cli_quant_opts_parse(cli_quant_opts *q, int c, const char *arg)
     }
 }
 
-static int is_nvfp4(const bfp_format_info *f)
+/* The option as the user spelled it, for messages. */
+static const char *option_spelling(const cli_quant_opts *q, bfp_option opt, char *buf,
+                                   size_t len)
 {
-    return f->family == BFP_FAMILY_NVFP4 || f->family == BFP_FAMILY_NVFP4_PLUS;
+    switch (opt) {
+    case BFP_OPTION_ROUNDING: return "--rounding";
+    case BFP_OPTION_SCALE_MODE:
+        snprintf(buf, len, "--scale-mode %s", cli_scale_mode_name(q->opts.scale_mode));
+        return buf;
+    case BFP_OPTION_NO_TENSOR_SCALE: return "--no-tensor-scale";
+    case BFP_OPTION_2D: return "--2d";
+    case BFP_OPTION_NONE: break;
+    }
+    return "an option";
 }
 
 int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f)
@@ -175,34 +186,38 @@ int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f)
     }
     if (!f)
         return 0;
-    if (q->opts.nvfp4_2d && !is_nvfp4(f)) {
-        cli_error("--2d applies only to nvfp4 and nvfp4+, not %s", f->name);
-        return -1;
-    }
-    if (q->opts.nvfp4_no_tensor_scale && !is_nvfp4(f)) {
-        cli_error("--no-tensor-scale applies only to nvfp4 and nvfp4+, not %s",
-                  f->name);
-        return -1;
-    }
-    if (q->opts.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX) {
-        cli_error("--scale-mode %s applies only to the MX formats, not %s "
-                  "(it uses its own scale rule)",
-                  cli_scale_mode_name(q->opts.scale_mode), f->name);
+    /* the library holds the rules (bfp_options_check); we only spell them */
+    bfp_option bad;
+    const char *why;
+    char buf[64];
+    if (bfp_options_check(f->id, &q->opts, &bad, &why) != BFP_OK) {
+        cli_error("%s %s, not %s", option_spelling(q, bad, buf, sizeof buf), why, f->name);
         return -1;
     }
     return 0;
+}
+
+static void option_reset(bfp_options *o, bfp_option opt)
+{
+    switch (opt) {
+    case BFP_OPTION_ROUNDING: o->rounding = BFP_ROUND_DEFAULT; break;
+    case BFP_OPTION_SCALE_MODE: o->scale_mode = BFP_SCALE_DEFAULT; break;
+    case BFP_OPTION_NO_TENSOR_SCALE: o->nvfp4_no_tensor_scale = 0; break;
+    case BFP_OPTION_2D: o->nvfp4_2d = 0; break;
+    case BFP_OPTION_NONE: break;
+    }
 }
 
 bfp_options cli_quant_opts_for(const cli_quant_opts *q,
                                const bfp_format_info *f)
 {
     bfp_options o = q->opts;
-    if (!is_nvfp4(f)) {
-        o.nvfp4_2d = 0;
-        o.nvfp4_no_tensor_scale = 0;
-    }
-    if (f->family != BFP_FAMILY_MX)
-        o.scale_mode = BFP_SCALE_FLOOR;
+    bfp_option bad;
+    /* each field the library refuses for f goes back to its default */
+    for (int i = 0; i < 8 && bfp_options_check(f->id, &o, &bad, NULL) != BFP_OK &&
+                    bad != BFP_OPTION_NONE;
+         i++)
+        option_reset(&o, bad);
     return o;
 }
 
@@ -219,6 +234,8 @@ const char *cli_rounding_name(bfp_rounding r, const bfp_format_info *f)
 
 const char *cli_scale_mode_name(bfp_scale_mode m)
 {
+    if (m == BFP_SCALE_DEFAULT) /* FLOOR is MX's default, the others' only rule */
+        m = BFP_SCALE_FLOOR;
     for (size_t i = 0; i < COUNT(scale_modes); i++)
         if (scale_modes[i].value == m)
             return scale_modes[i].name;

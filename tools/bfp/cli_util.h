@@ -76,9 +76,9 @@ void cli_quant_opts_init(cli_quant_opts *q);
 int cli_quant_opts_parse(cli_quant_opts *q, int c, const char *arg);
 
 /**
- * Check that every option given applies to the format (--2d and
- * --no-tensor-scale: NVFP4 family; --scale-mode other than floor: MX) and
- * that --seed comes with stochastic rounding. f NULL: only the latter.
+ * Check that every option given applies to the format (the library's
+ * bfp_options_check() decides) and that --seed comes with stochastic
+ * rounding. f NULL: only the latter.
  * @return 0 or -1 (reported)
  */
 int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f);

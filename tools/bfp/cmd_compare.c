@@ -42,7 +42,7 @@ const char cmd_compare_usage[] =
     "  --scale-mode MODE      floor, ceil, even, rceil (MX formats only;\n"
     "                         the others keep their own rule)\n"
     "  --no-tensor-scale      NVFP4(+) only: tensor scale 1\n"
-    "  --2d                   NVFP4(+) only: 16x16 tiles share a block scale\n"
+    "  --2d                   NVFP4 only: 16x16 tiles share a block scale\n"
     "  -h, --help             this text\n";
 
 typedef struct {

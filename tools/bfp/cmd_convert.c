@@ -31,7 +31,7 @@ const char cmd_quantize_usage[] =
     "  --scale-mode MODE    MX shared exponent: floor (default), ceil, even,\n"
     "                       rceil\n"
     "  --no-tensor-scale    NVFP4(+): tensor scale 1\n"
-    "  --2d                 NVFP4(+): 16x16 tiles share a block scale\n"
+    "  --2d                 NVFP4 only: 16x16 tiles share a block scale\n"
     "  --force              replace OUTPUT if it exists\n"
     "  -h, --help           this text\n";
 

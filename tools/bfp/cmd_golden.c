@@ -40,7 +40,7 @@ const char cmd_golden_usage[] =
     "  --scale-mode MODE      MX shared exponent: floor (default), ceil,\n"
     "                         even, rceil\n"
     "  --no-tensor-scale      NVFP4(+): tensor scale 1\n"
-    "  --2d                   NVFP4(+): 16x16 tiles share a block scale\n"
+    "  --2d                   NVFP4 only: 16x16 tiles share a block scale\n"
     "  --force                replace existing files in OUTDIR\n"
     "  -h, --help             this text\n";
 
