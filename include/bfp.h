@@ -332,24 +332,53 @@ bfp_status bfp_validate(bfp_format fmt, const bfp_const_planes *in,
                         size_t rows, size_t cols, size_t *bad_blocks,
                         size_t *first_bad);
 
-/* Error statistics of a reconstruction against its source (float64 sums). */
+/* Error statistics of a reconstruction against its source (float64 sums).
+ * Every value is either compared or counted in one skipped_* field:
+ * count + skipped_input + skipped_output = n. With nothing compared, every
+ * error measure is NaN (never 0 or inf, which would read as exact). */
 typedef struct {
-    size_t count;              /* values compared (both finite) */
+    size_t count;              /* values compared (x and y both finite) */
     size_t nonzero;            /* of those, with a nonzero reference */
-    double max_rel_err;        /* over nonzero reference values */
-    double mean_rel_err;
-    double rmse;
-    double sqnr_db;            /* 10 log10(sum x^2 / sum (x - y)^2); inf if exact */
-    double max_abs_err;
+    double max_rel_err;        /* over nonzero reference values; NaN if none */
+    double mean_rel_err;       /* NaN if none */
+    double rmse;               /* NaN if count is 0 */
+    double sqnr_db;            /* 10 log10(sum x^2 / sum (x - y)^2); inf if
+                                  exact; NaN if count is 0 */
+    double max_abs_err;        /* NaN if count is 0 */
+    size_t skipped_input;      /* not compared: x is NaN or +-Inf */
+    size_t skipped_output;     /* not compared: x finite but y not, because
+                                  its block decodes to NaN (the block held a
+                                  NaN or Inf, or its bytes are impossible) */
+    size_t saturated;          /* of the compared values, those beyond the
+                                  largest magnitude their position could
+                                  hold, so the quantizer clipped them; only
+                                  bfp_error_stats_quantized() counts them
+                                  (docs/formats.md, "Saturation") */
 } bfp_error_stats;
 
 /**
  * Compare a reconstruction y with the reference x (float32, n values).
- * Pairs where x or y is not finite are skipped (a block holding a NaN or Inf
- * decodes to NaN; quantize's stats count those blocks).
+ * Pairs where x or y is not finite are not compared but counted
+ * (skipped_input, skipped_output); saturated is 0 (it needs the planes).
  */
 void bfp_error_stats_f32(const float *x, const float *y, size_t n,
                          bfp_error_stats *out);
+
+/**
+ * bfp_error_stats_f32() of a quantized tensor, plus the saturated count:
+ * compared values with |x| greater than what the largest element code
+ * decodes to at their position (under the block's scale, the tensor scale,
+ * the MX+ block-max codec, the MX++ exponent, the HiF4 flags). Blocks that
+ * are flushed, zero-scaled or decode to NaN saturate nothing.
+ * @param q  the planes x was quantized into (rows x cols of format fmt)
+ * @param x  the reference values, float32
+ * @param y  the reconstruction of q as float32 (bfp_dequantize_to_f32)
+ * @return BFP_OK; BFP_ERR_FORMAT, BFP_ERR_SHAPE, BFP_ERR_ARG (NULL
+ *         pointers or planes), BFP_ERR_NOMEM, with *out untouched
+ */
+bfp_status bfp_error_stats_quantized(bfp_format fmt, const bfp_const_planes *q, size_t rows,
+                                     size_t cols, const float *x, const float *y,
+                                     bfp_error_stats *out);
 
 /**
  * HiF4 golden files (SPEC section 4) from a HiF4 scales plane of nblocks

@@ -496,26 +496,15 @@ float *cli_dequantize_f32(const bfp_qtensor *q)
     return y;
 }
 
-int cli_error_stats(const float *x, const float *y, size_t n,
+int cli_error_stats(const bfp_qtensor *q, const float *x, const float *y,
                     bfp_error_stats *out)
 {
-    size_t i = 0;
-    while (i < n && isfinite(y[i]))
-        i++;
-    if (i == n) {
-        bfp_error_stats_f32(x, y, n, out);
-    } else {
-        /* The core skips only non-finite x; hide x where y is NaN. */
-        float *masked = cli_alloc(n * sizeof(float), "the error statistics");
-        if (!masked)
-            return -1;
-        for (i = 0; i < n; i++)
-            masked[i] = isfinite(y[i]) ? x[i] : NAN;
-        bfp_error_stats_f32(masked, y, n, out);
-        free(masked);
+    bfp_const_planes p = bfp_qtensor_planes(q);
+    bfp_status st = bfp_error_stats_quantized(q->format, &p, q->rows, q->cols, x, y, out);
+    if (st != BFP_OK) {
+        cli_status_error("computing the error statistics", st);
+        return -1;
     }
-    if (out->count == 0) /* nothing compared: no statistic, not "exact" */
-        out->rmse = out->sqnr_db = out->max_abs_err = NAN;
     return 0;
 }
 

@@ -134,7 +134,7 @@ int cmd_quantize(int argc, char **argv)
     if (!(y = cli_dequantize_f32(&q)) || !(x = cli_to_f32(t.dtype, t.data, n)))
         goto out;
     bfp_error_stats es;
-    if (cli_error_stats(x, y, n, &es) != 0)
+    if (cli_error_stats(&q, x, y, &es) != 0)
         goto out;
 
     st = bfp_qtensor_save(out_path, name, &q, force, err, sizeof err);

@@ -261,7 +261,7 @@ int cmd_golden(int argc, char **argv)
     if (!(y = cli_dequantize_f32(&q)) || !(x = cli_to_f32(dtype, input, n)))
         goto out;
     bfp_error_stats es;
-    if (cli_error_stats(x, y, n, &es) != 0)
+    if (cli_error_stats(&q, x, y, &es) != 0)
         goto out;
 
     out_file files[MAX_FILES];
