@@ -63,7 +63,7 @@ static void options_case(char **argv, int argc)
     for (int i = 0; i < bfp_format_count(); i++)
         (void)cli_quant_opts_check(&q, bfp_format_at(i));
     FZ_CHECK((unsigned)q.opts.rounding <= BFP_ROUND_STOCHASTIC &&
-                 (unsigned)q.opts.scale_mode <= BFP_SCALE_RCEIL,
+                 (unsigned)q.opts.scale_mode <= BFP_SCALE_FLOOR,
              "options out of range");
 }
 

@@ -174,12 +174,15 @@ typedef enum {
     BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
 } bfp_rounding;
 
-/* MX shared-exponent rule (MX family only; MX+ and MX++ need FLOOR). */
+/* MX shared-exponent rule. Only the MX family has a choice: every other
+ * family (MX+, MX++, NVFP4, NVFP4+, HiF4) has one scale rule and takes only
+ * DEFAULT. DEFAULT is FLOOR for MX. */
 typedef enum {
-    BFP_SCALE_FLOOR = 0, /* floor(log2 amax) - emax (OCP default) */
-    BFP_SCALE_CEIL = 1,  /* ceil(log2 amax) - emax */
-    BFP_SCALE_EVEN = 2,  /* amax rounded half-up to the element's mantissa first */
-    BFP_SCALE_RCEIL = 3  /* ceil(log2(amax / max_elem)) */
+    BFP_SCALE_DEFAULT = 0, /* the format's own rule */
+    BFP_SCALE_CEIL = 1,    /* ceil(log2 amax) - emax */
+    BFP_SCALE_EVEN = 2,    /* amax rounded half-up to the element's mantissa first */
+    BFP_SCALE_RCEIL = 3,   /* ceil(log2(amax / max_elem)) */
+    BFP_SCALE_FLOOR = 4    /* floor(log2 amax) - emax (OCP), asked for by name */
 } bfp_scale_mode;
 
 /* Quantization options. A zeroed struct means the defaults. */
@@ -188,7 +191,8 @@ typedef struct {
     uint64_t seed;             /* for BFP_ROUND_STOCHASTIC */
     bfp_scale_mode scale_mode;
     int nvfp4_no_tensor_scale; /* NVFP4(+): s_enc = 1 */
-    int nvfp4_2d;              /* NVFP4(+): 16x16 tiles share a block scale */
+    int nvfp4_2d;              /* NVFP4 only (NVFP4+ has no 2-D variant):
+                                  16x16 tiles share a block scale */
     int threads;               /* CPU threads for large tensors: 0 = automatic,
                                   1 = the calling thread only; results are
                                   identical for any count */
@@ -196,6 +200,31 @@ typedef struct {
 
 /** Fill *o with the defaults (same as zeroing it). */
 void bfp_options_init(bfp_options *o);
+
+/* A field of bfp_options, as bfp_options_check() names it. */
+typedef enum {
+    BFP_OPTION_NONE = 0,
+    BFP_OPTION_ROUNDING = 1,
+    BFP_OPTION_SCALE_MODE = 2,
+    BFP_OPTION_NO_TENSOR_SCALE = 3,
+    BFP_OPTION_2D = 4
+} bfp_option;
+
+/**
+ * Check options against a format: the check every quantize entry point
+ * (reference, CPU, GPU) makes first, and the one place the rules live.
+ * A field left at its default is always accepted.
+ * @param opts  options, or NULL for defaults
+ * @param bad   optional: the first field at fault, BFP_OPTION_NONE if none
+ * @param why   optional: a static clause to follow the option's name
+ *              ("applies only to the MX formats"), "" if none
+ * @return BFP_OK; BFP_ERR_FORMAT (unknown format); BFP_ERR_ARG (a value
+ *         out of range); BFP_ERR_UNSUPPORTED (a value the format does not
+ *         take: a scale mode outside MX, the tensor-scale option outside
+ *         NVFP4 / NVFP4+, 2-D outside NVFP4)
+ */
+bfp_status bfp_options_check(bfp_format fmt, const bfp_options *opts, bfp_option *bad,
+                             const char **why);
 
 /* The planes of a quantized tensor. Unused planes may be NULL. */
 typedef struct {
@@ -303,24 +332,53 @@ bfp_status bfp_validate(bfp_format fmt, const bfp_const_planes *in,
                         size_t rows, size_t cols, size_t *bad_blocks,
                         size_t *first_bad);
 
-/* Error statistics of a reconstruction against its source (float64 sums). */
+/* Error statistics of a reconstruction against its source (float64 sums).
+ * Every value is either compared or counted in one skipped_* field:
+ * count + skipped_input + skipped_output = n. With nothing compared, every
+ * error measure is NaN (never 0 or inf, which would read as exact). */
 typedef struct {
-    size_t count;              /* values compared (both finite) */
+    size_t count;              /* values compared (x and y both finite) */
     size_t nonzero;            /* of those, with a nonzero reference */
-    double max_rel_err;        /* over nonzero reference values */
-    double mean_rel_err;
-    double rmse;
-    double sqnr_db;            /* 10 log10(sum x^2 / sum (x - y)^2); inf if exact */
-    double max_abs_err;
+    double max_rel_err;        /* over nonzero reference values; NaN if none */
+    double mean_rel_err;       /* NaN if none */
+    double rmse;               /* NaN if count is 0 */
+    double sqnr_db;            /* 10 log10(sum x^2 / sum (x - y)^2); inf if
+                                  exact; NaN if count is 0 */
+    double max_abs_err;        /* NaN if count is 0 */
+    size_t skipped_input;      /* not compared: x is NaN or +-Inf */
+    size_t skipped_output;     /* not compared: x finite but y not, because
+                                  its block decodes to NaN (the block held a
+                                  NaN or Inf, or its bytes are impossible) */
+    size_t saturated;          /* of the compared values, those beyond the
+                                  largest magnitude their position could
+                                  hold, so the quantizer clipped them; only
+                                  bfp_error_stats_quantized() counts them
+                                  (docs/formats.md, "Saturation") */
 } bfp_error_stats;
 
 /**
  * Compare a reconstruction y with the reference x (float32, n values).
- * Pairs where x or y is not finite are skipped (a block holding a NaN or Inf
- * decodes to NaN; quantize's stats count those blocks).
+ * Pairs where x or y is not finite are not compared but counted
+ * (skipped_input, skipped_output); saturated is 0 (it needs the planes).
  */
 void bfp_error_stats_f32(const float *x, const float *y, size_t n,
                          bfp_error_stats *out);
+
+/**
+ * bfp_error_stats_f32() of a quantized tensor, plus the saturated count:
+ * compared values with |x| greater than what the largest element code
+ * decodes to at their position (under the block's scale, the tensor scale,
+ * the MX+ block-max codec, the MX++ exponent, the HiF4 flags). Blocks that
+ * are flushed, zero-scaled or decode to NaN saturate nothing.
+ * @param q  the planes x was quantized into (rows x cols of format fmt)
+ * @param x  the reference values, float32
+ * @param y  the reconstruction of q as float32 (bfp_dequantize_to_f32)
+ * @return BFP_OK; BFP_ERR_FORMAT, BFP_ERR_SHAPE, BFP_ERR_ARG (NULL
+ *         pointers or planes), BFP_ERR_NOMEM, with *out untouched
+ */
+bfp_status bfp_error_stats_quantized(bfp_format fmt, const bfp_const_planes *q, size_t rows,
+                                     size_t cols, const float *x, const float *y,
+                                     bfp_error_stats *out);
 
 /**
  * HiF4 golden files (SPEC section 4) from a HiF4 scales plane of nblocks

@@ -493,7 +493,7 @@ static void big_tests(void)
         bfp_options_init(&o);
         run_big(fmt, BFP_DTYPE_BF16, &o, bf, NULL, R, C, amax, amax_at);
         if (bfp_format_at(i)->has_tensor_scale) {
-            o.nvfp4_2d = 1;
+            o.nvfp4_2d = fmt == BFP_NVFP4; /* NVFP4+ has no 2-D variant */
             run_big(fmt, BFP_DTYPE_BF16, &o, bf, NULL, R, C, amax, amax_at);
             o.nvfp4_2d = 0;
             o.rounding = BFP_ROUND_STOCHASTIC;
@@ -535,6 +535,10 @@ static void arg_tests(void)
     bfp_options_init(&o);
     o.nvfp4_2d = 1;
     CHECK(bfp_cuda_quantize(BFP_MXFP4, BFP_DTYPE_F32, d, 1, 32, &o, 0, &p, NULL, NULL) == BFP_ERR_UNSUPPORTED, "2d on mx");
+    CHECK(bfp_cuda_quantize(BFP_NVFP4_PLUS, BFP_DTYPE_F32, d, 1, 32, &o, 0, &p, NULL, NULL) == BFP_ERR_UNSUPPORTED, "2d on nvfp4+");
+    bfp_options_init(&o);
+    o.scale_mode = BFP_SCALE_FLOOR;
+    CHECK(bfp_cuda_quantize(BFP_NVFP4, BFP_DTYPE_F32, d, 1, 32, &o, 0, &p, NULL, NULL) == BFP_ERR_UNSUPPORTED, "floor on nvfp4");
     CHECK(bfp_cuda_quantize(BFP_HIF4, BFP_DTYPE_F32, d, 1, 64, NULL, 1, &p, NULL, NULL) == BFP_ERR_UNSUPPORTED, "hif4 swizzled");
     bfp_const_planes cp = {d, d + 1024, d + 2048, (float *)(d + 3072)};
     CHECK(bfp_cuda_dequantize(BFP_MXFP4, &cp, 1, 32, (bfp_dtype)0, d + 3500, NULL) == BFP_ERR_ARG, "dequant dtype");
@@ -601,7 +605,7 @@ static void small_tests(void)
             }
         if (f->has_tensor_scale)
             for (int d = 0; d < 3; d++)
-                for (int v = 1; v < 4; v++)
+                for (int v = 1; v < (f->id == BFP_NVFP4 ? 4 : 2); v++) /* 2-D: NVFP4 only */
                     for (int tame = 0; tame < 2; tame++) {
                         qcase c = {f->id, dts[d], 33, 257, {0}, 0, 0, 0, 0, tame, seed++};
                         c.o.nvfp4_no_tensor_scale = v & 1;
@@ -620,7 +624,7 @@ static void small_tests(void)
                 static const size_t ss[3][2] = {{130, 72}, {256, 256}, {1, 33}};
                 qcase c = {f->id, BFP_DTYPE_BF16, ss[s][0], ss[s][1], {0}, 1, 0, 0, 0, 1, seed++};
                 run_case(&c);
-                if (f->has_tensor_scale) {
+                if (f->id == BFP_NVFP4) {
                     c.o.nvfp4_2d = 1;
                     run_case(&c);
                 }

@@ -62,7 +62,7 @@ static void test_round_trips(void)
         fill_pattern(&q, 99);
         q.options.rounding = BFP_ROUND_STOCHASTIC;
         q.options.seed = UINT64_MAX;
-        q.options.scale_mode = fams[i] == BFP_MXFP4 ? BFP_SCALE_RCEIL : BFP_SCALE_FLOOR;
+        q.options.scale_mode = fams[i] == BFP_MXFP4 ? BFP_SCALE_RCEIL : BFP_SCALE_DEFAULT;
         q.options.nvfp4_2d = fams[i] == BFP_NVFP4;
         q.options.nvfp4_no_tensor_scale = fams[i] == BFP_NVFP4;
         OK(bfp_qtensor_save(tpath("q.safetensors"), NULL, &q, 0, err, sizeof err) == BFP_OK &&

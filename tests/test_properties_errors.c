@@ -269,11 +269,12 @@ static void test_bad_args(const fmodel *m, quantize_fn qf, dequantize_fn dq, con
         CHECK(qf(id, BFP_DTYPE_F32, x, 1, 64, &o, &out, NULL) == BFP_ERR_ARG, "%s: rounding %d", nm,
               bad_round[k]);
         bfp_options_init(&o);
-        o.scale_mode = (bfp_scale_mode)(bad_round[k] - 1);
+        o.scale_mode = (bfp_scale_mode)bad_round[k];
         CHECK(qf(id, BFP_DTYPE_F32, x, 1, 64, &o, &out, NULL) == BFP_ERR_ARG, "%s: scale_mode %d",
-              nm, bad_round[k] - 1);
+              nm, bad_round[k]);
     }
-    for (int mode = BFP_SCALE_CEIL; mode <= BFP_SCALE_RCEIL; mode++) {
+    /* only MX has a choice of scale rule: the others refuse even FLOOR by name */
+    for (int mode = BFP_SCALE_CEIL; mode <= BFP_SCALE_FLOOR; mode++) {
         bfp_options_init(&o);
         o.scale_mode = (bfp_scale_mode)mode;
         bfp_status want = m->f->family == BFP_FAMILY_MX ? BFP_OK : BFP_ERR_UNSUPPORTED;
@@ -281,9 +282,9 @@ static void test_bad_args(const fmodel *m, quantize_fn qf, dequantize_fn dq, con
               mode);
     }
     bfp_options_init(&o);
-    o.nvfp4_2d = 1;
+    o.nvfp4_2d = 1; /* NVFP4 only: NVFP4+ has no 2-D variant */
     CHECK(qf(id, BFP_DTYPE_F32, x, 1, 64, &o, &out, NULL) ==
-              (m->f->has_tensor_scale ? BFP_OK : BFP_ERR_UNSUPPORTED),
+              (m->f->family == BFP_FAMILY_NVFP4 ? BFP_OK : BFP_ERR_UNSUPPORTED),
           "%s: nvfp4_2d", nm);
     bfp_options_init(&o);
     o.nvfp4_no_tensor_scale = 1;
@@ -323,12 +324,62 @@ static void test_unknown_formats(void)
     CHECK(bfp_hif4_split_scales(NULL, 1, NULL, NULL, NULL, NULL) == BFP_ERR_ARG, "split NULL");
 }
 
+/* bfp_options_check() is the rule every entry point applies: for every
+ * combination of option values its status is quantize's, and it names the
+ * field at fault exactly when it refuses. */
+static void test_options_check(const fmodel *m)
+{
+    const bfp_format id = m->f->id;
+    const char *nm = m->f->name;
+    float x[64] = {1.0f, -2.0f, 3.0f};
+    uint8_t codes[64], scales[16], meta[16];
+    float ts = 0;
+    bfp_planes out = {codes, scales, meta, &ts};
+    for (int rnd = -1; rnd <= BFP_ROUND_STOCHASTIC + 1; rnd++)
+        for (int sm = -1; sm <= BFP_SCALE_FLOOR + 1; sm++)
+            for (int flags = 0; flags < 4; flags++) {
+                bfp_options o;
+                bfp_options_init(&o);
+                o.rounding = (bfp_rounding)rnd;
+                o.scale_mode = (bfp_scale_mode)sm;
+                o.nvfp4_no_tensor_scale = flags & 1;
+                o.nvfp4_2d = flags >> 1;
+                bfp_option bad = (bfp_option)99;
+                const char *why = NULL;
+                bfp_status st = bfp_options_check(id, &o, &bad, &why);
+                bfp_status sr = bfp_quantize_ref(id, BFP_DTYPE_F32, x, 1, 64, &o, &out, NULL);
+                bfp_status sd = bfp_quantize(id, BFP_DTYPE_F32, x, 1, 64, &o, &out, NULL);
+                CHECK(st == sr && st == sd, "%s: options check %d, ref %d, dispatch %d "
+                      "(rounding %d, scale mode %d, flags %d)", nm, st, sr, sd, rnd, sm, flags);
+                CHECK(why && (st == BFP_OK) == (bad == BFP_OPTION_NONE) &&
+                          (st == BFP_OK) == (*why == 0),
+                      "%s: check %d names field %d", nm, st, (int)bad);
+            }
+    bfp_options o;
+    bfp_options_init(&o);
+    o.nvfp4_2d = 1;
+    bfp_option bad;
+    CHECK(bfp_options_check(id, &o, &bad, NULL) ==
+              (m->f->family == BFP_FAMILY_NVFP4 ? BFP_OK : BFP_ERR_UNSUPPORTED) &&
+              bad == (m->f->family == BFP_FAMILY_NVFP4 ? BFP_OPTION_NONE : BFP_OPTION_2D),
+          "%s: 2-D", nm);
+    bfp_options_init(&o);
+    o.scale_mode = BFP_SCALE_FLOOR;
+    CHECK(bfp_options_check(id, &o, &bad, NULL) ==
+              (m->f->family == BFP_FAMILY_MX ? BFP_OK : BFP_ERR_UNSUPPORTED) &&
+              bad == (m->f->family == BFP_FAMILY_MX ? BFP_OPTION_NONE : BFP_OPTION_SCALE_MODE),
+          "%s: scale mode floor by name", nm);
+    CHECK(bfp_options_check(id, NULL, NULL, NULL) == BFP_OK, "%s: NULL options", nm);
+}
+
 int main(void)
 {
+    CHECK(bfp_options_check((bfp_format)0, NULL, NULL, NULL) == BFP_ERR_FORMAT, "format 0");
     for (int i = 0; i < bfp_format_count(); i++) {
         fmodel m;
         fmodel_init(&m, bfp_format_at(i));
         test_validate(&m);
+        test_options_check(&m);
         test_bad_args(&m, bfp_quantize_ref, bfp_dequantize_ref, "ref");
         test_bad_args(&m, bfp_quantize, bfp_dequantize, "dispatch");
     }

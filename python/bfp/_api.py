@@ -38,8 +38,8 @@ _ROUNDING = {
     "stochastic": 4,
 }
 _ROUNDING_NAMES = ["default", "nearest_even", "nearest_away", "toward_zero", "stochastic"]
-_SCALE_MODE = {None: 0, "floor": 0, "ceil": 1, "even": 2, "rceil": 3}
-_SCALE_MODE_NAMES = ["floor", "ceil", "even", "rceil"]
+_SCALE_MODE = {None: 0, "floor": 4, "ceil": 1, "even": 2, "rceil": 3}
+_SCALE_MODE_NAMES = ["floor", "ceil", "even", "rceil", "floor"]  # 0: the default rule
 
 _F32, _BF16, _F16 = _core.DTYPE_F32, _core.DTYPE_BF16, _core.DTYPE_F16
 _DTYPE_NAMES = {_F32: "float32", _BF16: "bfloat16", _F16: "float16"}
@@ -122,16 +122,15 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
     threads = int(threads)
     if threads < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
-    # The library answers BFP_ERR_UNSUPPORTED for these; say which option.
-    if _SCALE_MODE[skey] != 0 and fmt_info["family"] != "mx":
-        raise _unsupported(f"scale_mode={scale_mode!r} is for the MX family only; "
-                           f"{fmt_info['name']} is {fmt_info['family']} (it needs 'floor')")
-    for flag, val in (("nvfp4_no_tensor_scale", nvfp4_no_tensor_scale), ("nvfp4_2d", nvfp4_2d)):
-        if val and not fmt_info["has_tensor_scale"]:
-            raise _unsupported(f"{flag}=True is for nvfp4 and nvfp4+ only, not "
-                               f"{fmt_info['name']}")
-    return (_ROUNDING[key], seed, _SCALE_MODE[skey], int(bool(nvfp4_no_tensor_scale)),
+    opts = (_ROUNDING[key], seed, _SCALE_MODE[skey], int(bool(nvfp4_no_tensor_scale)),
             int(bool(nvfp4_2d)), threads)
+    # The library holds the rules (bfp_options_check); name the option it refuses.
+    status, bad, why = _core.options_check(fmt_info["id"], opts)
+    if status != _core.OK:
+        given = {1: f"rounding={rounding!r}", 2: f"scale_mode={scale_mode!r}",
+                 3: "nvfp4_no_tensor_scale=True", 4: "nvfp4_2d=True"}.get(bad, "options")
+        raise _unsupported(f"{given} {why}, not {fmt_info['name']}")
+    return opts
 
 
 def _unsupported(msg: str) -> BfpError:
@@ -539,9 +538,12 @@ def error(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optional
     energy; ``inf`` if exact), ``max_rel_err`` and ``mean_rel_err`` (over
     nonzero inputs; NaN if none), ``max_abs_err``, ``bm_share`` (the
     fraction of the squared error on each block's largest-magnitude element,
-    ties to the lowest index), ``count`` and ``nonzero`` (values compared:
-    non-finite inputs are left out), ``blocks``, ``nonfinite_blocks`` and
-    ``flushed_blocks``.
+    ties to the lowest index), ``count`` and ``nonzero`` (values compared),
+    ``skipped_input`` (non-finite inputs, not compared), ``skipped_output``
+    (finite inputs in blocks that decode to NaN, not compared), ``saturated``
+    (compared values beyond what their block can hold, clipped by the
+    quantizer: docs/formats.md), ``blocks``, ``nonfinite_blocks`` and
+    ``flushed_blocks``. With nothing compared every error measure is NaN.
     """
     info = _info(fmt)
     opts = _options(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)
@@ -549,8 +551,13 @@ def error(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optional
         x = x.cpu()
     inp = _prepare(x, axis, allow_copy)
     y = np.empty(inp.rows * inp.cols, dtype=np.float32)
-    blocks, nonfinite, flushed = _core.fake_quant(info["id"], inp.dtype, inp.data, inp.rows,
-                                                  inp.cols, opts, _F32, y)
+    sz = _core.plane_sizes(info["id"], inp.rows, inp.cols)
+    planes = (np.empty(sz["codes"], dtype=np.uint8), np.empty(sz["scales"], dtype=np.uint8),
+              np.empty(sz["meta"], dtype=np.uint8) if sz["meta"] else None,
+              np.ones(1, dtype=np.float32) if info["has_tensor_scale"] else None)
+    blocks, nonfinite, flushed = _core.quantize(info["id"], inp.dtype, inp.data, inp.rows,
+                                                inp.cols, opts, *planes)
+    _core.dequantize(info["id"], *planes, inp.rows, inp.cols, _F32, y)
     if inp.dtype == _F32:
         ref = inp.data
     elif inp.dtype == _F16:
@@ -558,7 +565,7 @@ def error(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optional
     else:  # bfloat16 bits -> float32 exactly
         ref = (inp.data.astype(np.uint32) << 16).view(np.float32)
     st = _core.error_stats(np.ascontiguousarray(ref, dtype=np.float32).reshape(-1), y,
-                           inp.rows, inp.cols, info["block"])
+                           inp.rows, inp.cols, info["block"], info["id"], *planes)
     out: Dict[str, Any] = {"format": info["name"], "bits_per_value": info["bits_per_value"]}
     out.update(st)
     out.update(blocks=blocks, nonfinite_blocks=nonfinite, flushed_blocks=flushed)

@@ -147,6 +147,21 @@ static int parse_opts(PyObject *t, bfp_options *o)
     return 0;
 }
 
+/* options_check(fmt, opts) -> (status, field, why): bfp_options_check(). */
+static PyObject *py_options_check(PyObject *self, PyObject *args)
+{
+    int fmt;
+    PyObject *t;
+    bfp_options o;
+    bfp_option bad;
+    const char *why;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iO", &fmt, &t) || parse_opts(t, &o) < 0)
+        return NULL;
+    bfp_status st = bfp_options_check((bfp_format)fmt, &o, &bad, &why);
+    return Py_BuildValue("(iis)", (int)st, (int)bad, why);
+}
+
 static PyObject *stats_tuple(const bfp_stats *s)
 {
     return Py_BuildValue("(nnn)", (Py_ssize_t)s->blocks,
@@ -432,37 +447,63 @@ static PyObject *py_validate(PyObject *self, PyObject *args)
  * rows*cols values; block 0 skips bm_share (NaN). */
 static PyObject *py_error_stats(PyObject *self, PyObject *args)
 {
-    PyObject *x_o, *y_o;
+    PyObject *x_o, *y_o, *codes_o = Py_None, *scales_o = Py_None, *meta_o = Py_None,
+             *ts_o = Py_None;
     Py_ssize_t rows, cols, block;
+    int fmt = 0;
     bufset s = {.n = 0};
-    void *x, *y;
+    void *x, *y, *codes = NULL, *scales = NULL, *meta = NULL, *ts = NULL;
     bfp_error_stats es;
+    bfp_plane_sizes sz;
     double share = NAN;
 
-    if (!PyArg_ParseTuple(args, "OOnnn", &x_o, &y_o, &rows, &cols, &block))
+    /* with the planes (fmt > 0): bfp_error_stats_quantized, saturated too */
+    if (!PyArg_ParseTuple(args, "OOnnn|iOOOO", &x_o, &y_o, &rows, &cols, &block, &fmt,
+                          &codes_o, &scales_o, &meta_o, &ts_o))
         return NULL;
     if (rows < 0 || cols < 0 || block < 0) {
         PyErr_SetString(PyExc_ValueError, "error_stats: negative size");
         return NULL;
     }
+    const bfp_format_info *f = fmt ? get_info(fmt) : NULL;
+    if (fmt && (!f || sizes_for(fmt, rows, cols, &sz, "error_stats") < 0))
+        return NULL;
     size_t n = (size_t)rows * (size_t)cols;
     if (get_buf(&s, x_o, 0, n * 4, "reference", 0, &x) < 0 ||
-        get_buf(&s, y_o, 0, n * 4, "reconstruction", 0, &y) < 0) {
+        get_buf(&s, y_o, 0, n * 4, "reconstruction", 0, &y) < 0 ||
+        (f && (get_buf(&s, codes_o, 0, sz.codes, "codes plane", 0, &codes) < 0 ||
+               get_buf(&s, scales_o, 0, sz.scales, "scales plane", 0, &scales) < 0 ||
+               get_buf(&s, meta_o, 0, sz.meta, "meta plane", sz.meta == 0, &meta) < 0 ||
+               get_buf(&s, ts_o, 0, 4, "tensor_scale", !f->has_tensor_scale, &ts) < 0))) {
         bufset_release(&s);
         return NULL;
     }
+    bfp_status st = BFP_OK;
+    bfp_const_planes in = {codes, scales, meta, ts};
     Py_BEGIN_ALLOW_THREADS
-    bfp_error_stats_f32(x, y, n, &es);
+    if (f)
+        st = bfp_error_stats_quantized(f->id, &in, (size_t)rows, (size_t)cols, x, y, &es);
+    else
+        bfp_error_stats_f32(x, y, n, &es);
     if (block > 0)
         share = bfp_block_max_error_share(x, y, (size_t)rows, (size_t)cols, (size_t)block);
     Py_END_ALLOW_THREADS
     bufset_release(&s);
-    return Py_BuildValue("{s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d}", "count",
-                         (Py_ssize_t)es.count, "nonzero", (Py_ssize_t)es.nonzero,
-                         "rmse", es.rmse, "sqnr_db", es.sqnr_db, "max_rel_err",
-                         es.nonzero ? es.max_rel_err : NAN, "mean_rel_err",
-                         es.nonzero ? es.mean_rel_err : NAN, "max_abs_err",
-                         es.max_abs_err, "bm_share", share);
+    if (st != BFP_OK)
+        return raise_status(st, "%s: error_stats %zd x %zd", f->name, rows, cols);
+    PyObject *d = Py_BuildValue(
+        "{s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:n,s:n}", "count", (Py_ssize_t)es.count, "nonzero",
+        (Py_ssize_t)es.nonzero, "rmse", es.rmse, "sqnr_db", es.sqnr_db, "max_rel_err",
+        es.max_rel_err, "mean_rel_err", es.mean_rel_err, "max_abs_err", es.max_abs_err,
+        "bm_share", share, "skipped_input", (Py_ssize_t)es.skipped_input, "skipped_output",
+        (Py_ssize_t)es.skipped_output);
+    if (d && f) {
+        PyObject *v = PyLong_FromSize_t(es.saturated);
+        if (!v || PyDict_SetItemString(d, "saturated", v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
 }
 
 /* ------------------------------------------------------------- verify */
@@ -717,6 +758,8 @@ static PyMethodDef methods[] = {
      "format_id(name) -> int; case-insensitive; BfpError if unknown."},
     {"plane_sizes", py_plane_sizes, METH_VARARGS,
      "plane_sizes(fmt, rows, cols) -> dict of plane byte sizes."},
+    {"options_check", py_options_check, METH_VARARGS,
+     "options_check(fmt, opts) -> (status, field, why): bfp_options_check."},
     {"quantize", py_quantize, METH_VARARGS,
      "quantize(fmt, dtype, src, rows, cols, opts, codes, scales, meta, tscale) -> stats"},
     {"dequantize", py_dequantize, METH_VARARGS,

@@ -78,8 +78,12 @@ void bfp_error_stats_f32(const float *x, const float *y, size_t n,
     bfp_error_stats s = {0};
     double sig = 0, err = 0, rel_sum = 0;
     for (size_t i = 0; x && y && i < n; i++) {
-        if (!isfinite(x[i]) || !isfinite(y[i])) /* NaN blocks are reported apart */
+        if (!isfinite(x[i]) || !isfinite(y[i])) {
+            /* a finite x with a non-finite y: its block decoded to NaN */
+            s.skipped_input += !isfinite(x[i]);
+            s.skipped_output += isfinite(x[i]) != 0;
             continue;
+        }
         double xv = x[i], yv = y[i], d = fabs(xv - yv);
         s.count++;
         sig += xv * xv;
@@ -94,9 +98,13 @@ void bfp_error_stats_f32(const float *x, const float *y, size_t n,
                 s.max_rel_err = rel;
         }
     }
-    s.mean_rel_err = s.nonzero ? rel_sum / (double)s.nonzero : 0;
-    s.rmse = s.count ? sqrt(err / (double)s.count) : 0;
-    s.sqnr_db = err > 0 ? 10 * log10(sig / err) : INFINITY;
+    if (!s.nonzero)
+        s.max_rel_err = NAN;
+    s.mean_rel_err = s.nonzero ? rel_sum / (double)s.nonzero : NAN;
+    s.rmse = s.count ? sqrt(err / (double)s.count) : NAN;
+    s.sqnr_db = !s.count ? NAN : err > 0 ? 10 * log10(sig / err) : INFINITY;
+    if (!s.count)
+        s.max_abs_err = NAN;
     if (out)
         *out = s;
 }

@@ -11,7 +11,7 @@
 /* One quantization call, as the driver validated it. */
 typedef struct {
     const bfp_format_info *f;
-    bfp_options o;             /* rounding resolved: never BFP_ROUND_DEFAULT */
+    bfp_options o;             /* resolved: rounding and scale_mode never DEFAULT */
     bfp_dtype dtype;
     const void *src;
     size_t rows, cols;
@@ -38,7 +38,7 @@ typedef struct bfp_format_impl {
 
 const bfp_format_impl *bfp_impl_get(bfp_format id);
 
-/* Check options against the format and resolve DEFAULT rounding; the one
+/* bfp_options_check(), then DEFAULT rounding and scale mode resolved; the one
  * rule every path (reference, CPU kernels, CUDA) applies. */
 bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
                                bfp_options *out);

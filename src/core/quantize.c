@@ -11,23 +11,76 @@ void bfp_options_init(bfp_options *o)
         memset(o, 0, sizeof *o);
 }
 
+/* Which fields a family takes, first fault first. Only MX has a choice of
+ * scale rule (MX+ relies on the BM having exponent emax); NVFP4+ has no 2-D
+ * variant (a tile's shared scale puts most row blocks' maxima below the
+ * binade its BM code assumes: SPEC section 5). */
+static bfp_status options_fault(const bfp_format_info *f, const bfp_options *o,
+                                bfp_option *bad, const char **why)
+{
+    *bad = BFP_OPTION_NONE;
+    *why = "";
+    if ((unsigned)o->rounding > BFP_ROUND_STOCHASTIC) {
+        *bad = BFP_OPTION_ROUNDING;
+        *why = "is not a known rounding";
+        return BFP_ERR_ARG;
+    }
+    if ((unsigned)o->scale_mode > BFP_SCALE_FLOOR) {
+        *bad = BFP_OPTION_SCALE_MODE;
+        *why = "is not a known scale mode";
+        return BFP_ERR_ARG;
+    }
+    if (o->scale_mode != BFP_SCALE_DEFAULT && f->family != BFP_FAMILY_MX) {
+        *bad = BFP_OPTION_SCALE_MODE;
+        *why = "applies only to the MX formats";
+    } else if (o->nvfp4_no_tensor_scale && !f->has_tensor_scale) {
+        *bad = BFP_OPTION_NO_TENSOR_SCALE;
+        *why = "applies only to nvfp4 and nvfp4+";
+    } else if (o->nvfp4_2d && f->family != BFP_FAMILY_NVFP4) {
+        *bad = BFP_OPTION_2D;
+        *why = f->family == BFP_FAMILY_NVFP4_PLUS
+                   ? "applies only to nvfp4 (nvfp4+ has no 2-D variant)"
+                   : "applies only to nvfp4";
+    }
+    return *bad == BFP_OPTION_NONE ? BFP_OK : BFP_ERR_UNSUPPORTED;
+}
+
+bfp_status bfp_options_check(bfp_format fmt, const bfp_options *opts, bfp_option *bad,
+                             const char **why)
+{
+    bfp_option b = BFP_OPTION_NONE;
+    const char *w = "";
+    bfp_options o;
+    bfp_options_init(&o);
+    if (opts)
+        o = *opts;
+    const bfp_format_info *f = bfp_format_get(fmt);
+    bfp_status st = f ? options_fault(f, &o, &b, &w) : BFP_ERR_FORMAT;
+    if (bad)
+        *bad = b;
+    if (why)
+        *why = w;
+    return st;
+}
+
 bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
                                bfp_options *out)
 {
+    bfp_option bad;
+    const char *why;
     bfp_options o;
     bfp_options_init(&o);
     if (in)
         o = *in;
-    if ((unsigned)o.rounding > BFP_ROUND_STOCHASTIC || (unsigned)o.scale_mode > BFP_SCALE_RCEIL)
-        return BFP_ERR_ARG;
+    bfp_status st = options_fault(f, &o, &bad, &why);
+    if (st != BFP_OK)
+        return st;
     if (o.rounding == BFP_ROUND_DEFAULT)
         o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
                                                   : BFP_ROUND_NEAREST_EVEN;
-    /* scale modes move the shared exponent; MX+ relies on BM having exponent emax */
-    if (o.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX)
-        return BFP_ERR_UNSUPPORTED;
-    if ((o.nvfp4_no_tensor_scale || o.nvfp4_2d) && !f->has_tensor_scale)
-        return BFP_ERR_UNSUPPORTED;
+    /* every family's own rule computes the shared exponent as FLOOR does */
+    if (o.scale_mode == BFP_SCALE_DEFAULT)
+        o.scale_mode = BFP_SCALE_FLOOR;
     *out = o;
     return BFP_OK;
 }

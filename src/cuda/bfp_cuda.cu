@@ -22,8 +22,7 @@ using namespace bfpcuda;
 X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)
 X(18) X(19) X(20) X(21) X(22)
 #undef X
-BFP_NV2D_LAUNCHER(extern, 8)
-BFP_NV2D_LAUNCHER(extern, 22)
+BFP_NV2D_LAUNCHER(extern, 8) /* NVFP4 only: NVFP4+ has no 2-D variant */
 
 namespace {
 
@@ -282,8 +281,8 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
             BFP_LAUNCH(tscale_kernel, 1, 1, s, d_out->tensor_scale);
             CUDA_OK(cudaGetLastError());
         }
-        if (o.nvfp4_2d)
-            return fmt == BFP_NVFP4 ? launch_nv2d<BFP_NVFP4>(P, s) : launch_nv2d<BFP_NVFP4_PLUS>(P, s);
+        if (o.nvfp4_2d) /* NVFP4 only: bfp_check_quantize_args refuses NVFP4+ 2-D */
+            return launch_nv2d<BFP_NVFP4>(P, s);
     }
     return dispatch_quant((int)fmt, P, t, s);
 }

@@ -13,7 +13,9 @@
 
 static const char *const rounding_names[] = {
     "default", "nearest_even", "nearest_away", "toward_zero", "stochastic"};
-static const char *const scale_mode_names[] = {"floor", "ceil", "even", "rceil"};
+/* by bfp_scale_mode value: DEFAULT is written "floor" (MX's default, every
+ * other family's one rule), and "floor" reads back as DEFAULT */
+static const char *const scale_mode_names[] = {"floor", "ceil", "even", "rceil", "floor"};
 #define NROUND (sizeof rounding_names / sizeof rounding_names[0])
 #define NSCALE (sizeof scale_mode_names / sizeof scale_mode_names[0])
 

@@ -34,7 +34,7 @@ else
         test "$(grep -Ec '^  mxfp4 +4\.250 +[0-9.e-]+ +[0-9.]+ ' "$W/table")" -eq ${#data[@]}
     check "compare (data/*.npy): 22 format rows per file" \
         test "$(grep -Ec '^  [a-z0-9_+]+ +[0-9]\.[0-9]{3} ' "$W/table")" -eq $((22 * ${#data[@]}))
-    check "compare (data/*.npy): column header" grep -q '^  format  *bits/val  *RMSE  *SQNR dB  *max rel err  *mean rel err  *BM share$' "$W/table"
+    check "compare (data/*.npy): column header" grep -q '^  format  *bits/val  *RMSE  *SQNR dB  *max rel err  *mean rel err  *BM share  *saturated$' "$W/table"
     (cd "$ROOT" && "$BFP" compare --json -f mxfp4,nvfp4 >"$W/json")
     check "compare --json (data/*.npy): one object per file" python3 - "$W/json" ${#data[@]} <<'PY'
 import json, sys
@@ -60,8 +60,8 @@ check "compare raw -s 2x32: exit 0" test $? -eq 0
 check "title names the raw file and its shape" grep -q "bm.bin: f32 2x32, 64 values$" "$W/bm"
 check "rows in format-table order (mxfp4 before mxfp4+)" \
     test "$(grep -Eo '^  mxfp4\+? ' "$W/bm" | tr -d ' ' | tr '\n' ' ')" = "mxfp4 mxfp4+ "
-check "mxfp4 BM share 86.2%" grep -Eq '^  mxfp4 +4\.250 .* 86\.2%$' "$W/bm"
-check "mxfp4+ BM share 0.0%" grep -Eq '^  mxfp4\+ +4\.500 .* 0\.0%$' "$W/bm"
+check "mxfp4 BM share 86.2%" grep -Eq '^  mxfp4 +4\.250 .* 86\.2% +[0-9]+$' "$W/bm"
+check "mxfp4+ BM share 0.0%" grep -Eq '^  mxfp4\+ +4\.500 .* 0\.0% +[0-9]+$' "$W/bm"
 "$BFP" compare -s 2x32 -f mxfp4 --json "$W/bm.bin" >"$W/bm.json"
 check "--json: bm_share and rmse of the hand example" python3 - "$W/bm.json" <<'PY'
 import json, math, struct, sys
@@ -96,6 +96,34 @@ check "non-finite: exit 0" test $? -eq 0
 check "non-finite: count in the title" grep -q "nan.bin: f32 1x64, 64 values, 2 non-finite (left out of the statistics)" "$W/nan"
 check "non-finite: stats stay finite" grep -Eq '^  mxfp4 +4\.250 +[0-9.e-]+ +[0-9]+\.[0-9]+ ' "$W/nan"
 check "non-finite: NaN blocks listed" grep -q "NaN blocks, all their values left out: mxfp4 1, nvfp4 2" "$W/nan"
+"$BFP" compare -s 1x64 -f mxfp4,nvfp4 --json "$W/nan.bin" >"$W/nan.json"
+check "non-finite --json: values not compared, by reason" python3 - "$W/nan.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))[0]["results"]:
+    # 2 non-finite inputs; the other 30 values of their NaN block(s) decode to NaN
+    assert (r["compared"], r["skipped_input"], r["skipped_output"]) == (32, 2, 30), r
+PY
+python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<64f", float("nan"), *[float("inf")] * 63))' "$W/allnan.bin"
+"$BFP" compare -s 1x64 -f mxfp4 --json "$W/allnan.bin" >"$W/allnan.json"
+check "all non-finite: nothing compared, no statistic (null), not exact" python3 - "$W/allnan.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))[0]["results"][0]
+assert r["compared"] == 0 and r["skipped_input"] == 64 and r["sqnr_db"] is None and r["rmse"] is None, r
+PY
+
+# Saturation: 7 in an mxfp4 block of max 7 (shared exponent 0, largest element 6) is clipped,
+# and 3e38 (shared exponent 125: 7.05 > 6) too; mxfp4+'s block max reaches 7.5 and keeps both;
+# hif4 clips 3e38 to 344064 (its largest scale times 7); nvfp4's tensor scale keeps 3e38 in range.
+python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<64f", 7.0, *[1.0] * 31, 3e38, *[1.0] * 31))' "$W/sat.bin"
+"$BFP" compare -s 1x64 -f mxfp4,mxfp4+,nvfp4,hif4 "$W/sat.bin" >"$W/sat"
+check "saturated column: mxfp4 2" grep -Eq '^  mxfp4 .* 2$' "$W/sat"
+check "saturated column: mxfp4+ 0" grep -Eq '^  mxfp4\+ .* 0$' "$W/sat"
+"$BFP" compare -s 1x64 -f mxfp4,mxfp4+,nvfp4,hif4 --json "$W/sat.bin" >"$W/sat.json"
+check "--json saturated per format" python3 - "$W/sat.json" <<'PY'
+import json, sys
+got = {r["format"]: r["saturated"] for r in json.load(open(sys.argv[1]))[0]["results"]}
+assert got == {"mxfp4": 2, "mxfp4+": 0, "nvfp4": 0, "hif4": 1}, got
+PY
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -240,11 +240,20 @@ def test_error_messages():
     with pytest.raises(bfp.BfpError, match="invalid shape") as ei:
         bfp.quantize(np.zeros((0, 32), np.float32), "mxfp4")
     assert ei.value.status == 3
-    with pytest.raises(bfp.BfpError, match="MX family only.*option not supported") as ei:
+    with pytest.raises(bfp.BfpError, match="only to the MX formats.*option not supported") as ei:
         bfp.quantize(x, "mxfp4+", scale_mode="ceil")
     assert ei.value.status == 4
-    with pytest.raises(bfp.BfpError, match="nvfp4_2d=True is for nvfp4.*not supported"):
+    with pytest.raises(bfp.BfpError, match="nvfp4_2d=True applies only to nvfp4.*not supported"):
         bfp.quantize(x, "mxfp4", nvfp4_2d=True)
+    # NVFP4+ has no 2-D variant; formats without a choice of scale rule refuse even 'floor'
+    with pytest.raises(bfp.BfpError, match="nvfp4_2d=True applies only to nvfp4 .*not nvfp4\\+"):
+        bfp.quantize(x, "nvfp4+", nvfp4_2d=True)
+    for fmt in ("nvfp4", "hif4", "mxfp4+", "mxfp4++"):
+        with pytest.raises(bfp.BfpError,
+                           match=f"scale_mode='floor' applies only to the MX formats, not {fmt}"):
+            bfp.quantize(x, fmt, scale_mode="floor")
+    qa, qb = bfp.quantize(x, "mxfp4", scale_mode="floor"), bfp.quantize(x, "mxfp4")
+    assert np.array_equal(qa.codes, qb.codes) and np.array_equal(qa.scales, qb.scales)
     with pytest.raises(ValueError, match="rounding 'up' is not one of"):
         bfp.quantize(x, "mxfp4", rounding="up")
     with pytest.raises(ValueError, match="scale_mode 'x'"):

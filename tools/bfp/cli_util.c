@@ -170,9 +170,20 @@ int cli_quant_opts_parse(cli_quant_opts *q, int c, const char *arg)
     }
 }
 
-static int is_nvfp4(const bfp_format_info *f)
+/* The option as the user spelled it, for messages. */
+static const char *option_spelling(const cli_quant_opts *q, bfp_option opt, char *buf,
+                                   size_t len)
 {
-    return f->family == BFP_FAMILY_NVFP4 || f->family == BFP_FAMILY_NVFP4_PLUS;
+    switch (opt) {
+    case BFP_OPTION_ROUNDING: return "--rounding";
+    case BFP_OPTION_SCALE_MODE:
+        snprintf(buf, len, "--scale-mode %s", cli_scale_mode_name(q->opts.scale_mode));
+        return buf;
+    case BFP_OPTION_NO_TENSOR_SCALE: return "--no-tensor-scale";
+    case BFP_OPTION_2D: return "--2d";
+    case BFP_OPTION_NONE: break;
+    }
+    return "an option";
 }
 
 int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f)
@@ -183,34 +194,38 @@ int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f)
     }
     if (!f)
         return 0;
-    if (q->opts.nvfp4_2d && !is_nvfp4(f)) {
-        cli_error("--2d applies only to nvfp4 and nvfp4+, not %s", f->name);
-        return -1;
-    }
-    if (q->opts.nvfp4_no_tensor_scale && !is_nvfp4(f)) {
-        cli_error("--no-tensor-scale applies only to nvfp4 and nvfp4+, not %s",
-                  f->name);
-        return -1;
-    }
-    if (q->opts.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX) {
-        cli_error("--scale-mode %s applies only to the MX formats, not %s "
-                  "(it uses its own scale rule)",
-                  cli_scale_mode_name(q->opts.scale_mode), f->name);
+    /* the library holds the rules (bfp_options_check); we only spell them */
+    bfp_option bad;
+    const char *why;
+    char buf[64];
+    if (bfp_options_check(f->id, &q->opts, &bad, &why) != BFP_OK) {
+        cli_error("%s %s, not %s", option_spelling(q, bad, buf, sizeof buf), why, f->name);
         return -1;
     }
     return 0;
+}
+
+static void option_reset(bfp_options *o, bfp_option opt)
+{
+    switch (opt) {
+    case BFP_OPTION_ROUNDING: o->rounding = BFP_ROUND_DEFAULT; break;
+    case BFP_OPTION_SCALE_MODE: o->scale_mode = BFP_SCALE_DEFAULT; break;
+    case BFP_OPTION_NO_TENSOR_SCALE: o->nvfp4_no_tensor_scale = 0; break;
+    case BFP_OPTION_2D: o->nvfp4_2d = 0; break;
+    case BFP_OPTION_NONE: break;
+    }
 }
 
 bfp_options cli_quant_opts_for(const cli_quant_opts *q,
                                const bfp_format_info *f)
 {
     bfp_options o = q->opts;
-    if (!is_nvfp4(f)) {
-        o.nvfp4_2d = 0;
-        o.nvfp4_no_tensor_scale = 0;
-    }
-    if (f->family != BFP_FAMILY_MX)
-        o.scale_mode = BFP_SCALE_FLOOR;
+    bfp_option bad;
+    /* each field the library refuses for f goes back to its default */
+    for (int i = 0; i < 8 && bfp_options_check(f->id, &o, &bad, NULL) != BFP_OK &&
+                    bad != BFP_OPTION_NONE;
+         i++)
+        option_reset(&o, bad);
     return o;
 }
 
@@ -227,6 +242,8 @@ const char *cli_rounding_name(bfp_rounding r, const bfp_format_info *f)
 
 const char *cli_scale_mode_name(bfp_scale_mode m)
 {
+    if (m == BFP_SCALE_DEFAULT) /* FLOOR is MX's default, the others' only rule */
+        m = BFP_SCALE_FLOOR;
     for (size_t i = 0; i < COUNT(scale_modes); i++)
         if (scale_modes[i].value == m)
             return scale_modes[i].name;
@@ -494,26 +511,15 @@ float *cli_dequantize_f32(const bfp_qtensor *q)
     return y;
 }
 
-int cli_error_stats(const float *x, const float *y, size_t n,
+int cli_error_stats(const bfp_qtensor *q, const float *x, const float *y,
                     bfp_error_stats *out)
 {
-    size_t i = 0;
-    while (i < n && isfinite(y[i]))
-        i++;
-    if (i == n) {
-        bfp_error_stats_f32(x, y, n, out);
-    } else {
-        /* The core skips only non-finite x; hide x where y is NaN. */
-        float *masked = cli_alloc(n * sizeof(float), "the error statistics");
-        if (!masked)
-            return -1;
-        for (i = 0; i < n; i++)
-            masked[i] = isfinite(y[i]) ? x[i] : NAN;
-        bfp_error_stats_f32(masked, y, n, out);
-        free(masked);
+    bfp_const_planes p = bfp_qtensor_planes(q);
+    bfp_status st = bfp_error_stats_quantized(q->format, &p, q->rows, q->cols, x, y, out);
+    if (st != BFP_OK) {
+        cli_status_error("computing the error statistics", st);
+        return -1;
     }
-    if (out->count == 0) /* nothing compared: no statistic, not "exact" */
-        out->rmse = out->sqnr_db = out->max_abs_err = NAN;
     return 0;
 }
 

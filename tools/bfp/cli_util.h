@@ -76,9 +76,9 @@ void cli_quant_opts_init(cli_quant_opts *q);
 int cli_quant_opts_parse(cli_quant_opts *q, int c, const char *arg);
 
 /**
- * Check that every option given applies to the format (--2d and
- * --no-tensor-scale: NVFP4 family; --scale-mode other than floor: MX) and
- * that --seed comes with stochastic rounding. f NULL: only the latter.
+ * Check that every option given applies to the format (the library's
+ * bfp_options_check() decides) and that --seed comes with stochastic
+ * rounding. f NULL: only the latter.
  * @return 0 or -1 (reported)
  */
 int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f);
@@ -138,12 +138,12 @@ int cli_quantize(bfp_format fmt, const bfp_options *opts, bfp_dtype dtype,
 float *cli_dequantize_f32(const bfp_qtensor *q);
 
 /**
- * bfp_error_stats_f32() over the pairs where both x and y are finite: the
- * other values of a NaN block are left out, as the non-finite inputs are.
- * With no pair left, rmse, sqnr_db and max_abs_err are NaN.
- * @return 0, or -1 (reported) when out of memory
+ * bfp_error_stats_quantized() of q against its input x and reconstruction
+ * y: the pairs where both are finite, the skipped ones counted by reason,
+ * and the saturated values. With no pair left every error measure is NaN.
+ * @return 0, or -1 (reported)
  */
-int cli_error_stats(const float *x, const float *y, size_t n,
+int cli_error_stats(const bfp_qtensor *q, const float *x, const float *y,
                     bfp_error_stats *out);
 
 /** A malloc'd float32 copy of n values of dtype, or NULL (reported). */

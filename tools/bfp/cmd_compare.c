@@ -21,9 +21,10 @@ const char cmd_compare_usage[] =
     "Quantize a float tensor with every format (or those of -f), dequantize\n"
     "it, and print one row per format in format-table order: bits per\n"
     "value, RMSE, SQNR, max and mean relative error (over nonzero inputs),\n"
-    "and BM share, the fraction of the total squared error that comes from\n"
+    "BM share, the fraction of the total squared error that comes from\n"
     "the block maxima (per block of the format's size along the last axis,\n"
-    "the element of largest magnitude, ties to the lowest index).\n"
+    "the element of largest magnitude, ties to the lowest index), and the\n"
+    "number of saturated values (beyond what their block can hold: clipped).\n"
     "Non-finite inputs are counted and left out of every statistic.\n"
     "\n"
     "FILE is .npy, .safetensors, .gguf (F32/F16/BF16 tensors), or raw\n"
@@ -42,7 +43,7 @@ const char cmd_compare_usage[] =
     "  --scale-mode MODE      floor, ceil, even, rceil (MX formats only;\n"
     "                         the others keep their own rule)\n"
     "  --no-tensor-scale      NVFP4(+) only: tensor scale 1\n"
-    "  --2d                   NVFP4(+) only: 16x16 tiles share a block scale\n"
+    "  --2d                   NVFP4 only: 16x16 tiles share a block scale\n"
     "  -h, --help             this text\n";
 
 typedef struct {
@@ -120,7 +121,7 @@ static int run_formats(const bfp_tensor *t, const float *x,
         int ok = cli_quantize(f->id, &o, t->dtype, t->data, t->ndim, t->shape,
                               &q, &res[k].qs) == 0 &&
                  (y = cli_dequantize_f32(&q)) != NULL;
-        ok = ok && cli_error_stats(x, y, rows * cols, &res[k].es) == 0;
+        ok = ok && cli_error_stats(&q, x, y, &res[k].es) == 0;
         if (ok)
             res[k].bm_share = bfp_block_max_error_share(x, y, rows, cols, (size_t)f->block);
         free(y);
@@ -163,9 +164,9 @@ static void print_table(const char *path, const bfp_tensor *t,
         int len = (int)strlen(res[k].f->name);
         w = len > w ? len : w;
     }
-    printf("  %-*s  %8s  %10s  %8s  %11s  %12s  %8s\n", w, "format",
+    printf("  %-*s  %8s  %10s  %8s  %11s  %12s  %8s  %9s\n", w, "format",
            "bits/val", "RMSE", "SQNR dB", "max rel err", "mean rel err",
-           "BM share");
+           "BM share", "saturated");
     for (int k = 0; k < a->nformats; k++) {
         const result *r = &res[k];
         int has_rel = r->es.nonzero > 0;
@@ -173,11 +174,12 @@ static void print_table(const char *path, const bfp_tensor *t,
             snprintf(b[5], sizeof b[5], "-");
         else
             snprintf(b[5], sizeof b[5], "%.1f%%", 100.0 * r->bm_share);
-        printf("  %-*s  %8.3f  %10s  %8s  %11s  %12s  %8s\n", w, r->f->name,
+        printf("  %-*s  %8.3f  %10s  %8s  %11s  %12s  %8s  %9zu\n", w, r->f->name,
                r->f->bits_per_value, num(b[0], 32, r->es.rmse, 6),
                num(b[1], 32, r->es.sqnr_db, 2),
                num(b[2], 32, has_rel ? r->es.max_rel_err : NAN, 4),
-               num(b[3], 32, has_rel ? r->es.mean_rel_err : NAN, 4), b[5]);
+               num(b[3], 32, has_rel ? r->es.mean_rel_err : NAN, 4), b[5],
+               r->es.saturated);
     }
     const char *sep = "  NaN blocks, all their values left out:";
     for (int k = 0; k < a->nformats; k++)
@@ -236,7 +238,13 @@ static int add_json(cJSON *arr, const char *path, const bfp_tensor *t,
               !cJSON_AddNumberToObject(e, "nonfinite_blocks",
                                        (double)r->qs.nonfinite_blocks) ||
               !cJSON_AddNumberToObject(e, "flushed_blocks",
-                                       (double)r->qs.flushed_blocks);
+                                       (double)r->qs.flushed_blocks) ||
+              !cJSON_AddNumberToObject(e, "compared", (double)r->es.count) ||
+              !cJSON_AddNumberToObject(e, "skipped_input",
+                                       (double)r->es.skipped_input) ||
+              !cJSON_AddNumberToObject(e, "skipped_output",
+                                       (double)r->es.skipped_output) ||
+              !cJSON_AddNumberToObject(e, "saturated", (double)r->es.saturated);
     }
     return bad ? -1 : 0;
 }

@@ -31,7 +31,7 @@ const char cmd_quantize_usage[] =
     "  --scale-mode MODE    MX shared exponent: floor (default), ceil, even,\n"
     "                       rceil\n"
     "  --no-tensor-scale    NVFP4(+): tensor scale 1\n"
-    "  --2d                 NVFP4(+): 16x16 tiles share a block scale\n"
+    "  --2d                 NVFP4 only: 16x16 tiles share a block scale\n"
     "  --force              replace OUTPUT if it exists\n"
     "  -h, --help           this text\n";
 
@@ -135,7 +135,7 @@ int cmd_quantize(int argc, char **argv)
     if (!(y = cli_dequantize_f32(&q)) || !(x = cli_to_f32(t.dtype, t.data, n)))
         goto out;
     bfp_error_stats es;
-    if (cli_error_stats(x, y, n, &es) != 0)
+    if (cli_error_stats(&q, x, y, &es) != 0)
         goto out;
 
     st = bfp_qtensor_save(out_path, name, &q, force, err, sizeof err);

@@ -37,7 +37,7 @@ const char cmd_golden_usage[] =
     "  --scale-mode MODE      MX shared exponent: floor (default), ceil,\n"
     "                         even, rceil\n"
     "  --no-tensor-scale      NVFP4(+): tensor scale 1\n"
-    "  --2d                   NVFP4(+): 16x16 tiles share a block scale\n"
+    "  --2d                   NVFP4 only: 16x16 tiles share a block scale\n"
     "  --force                replace OUTDIR's files from an earlier run\n"
     "  -h, --help             this text\n";
 
@@ -232,7 +232,7 @@ int cmd_golden(int argc, char **argv)
     if (!(y = cli_dequantize_f32(&q)) || !(x = cli_to_f32(dtype, input, n)))
         goto out;
     bfp_error_stats es;
-    if (cli_error_stats(x, y, n, &es) != 0)
+    if (cli_error_stats(&q, x, y, &es) != 0)
         goto out;
 
     out_file files[MAX_FILES];

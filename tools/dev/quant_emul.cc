@@ -60,7 +60,7 @@ static long run_fmt(const std::vector<uint16_t> &src, size_t rows, size_t cols, 
     QParams P;
     emul_qparams_bf16(P, sz, rows, cols, src.data(), gc.data(), gs.data(),
                       sz.meta ? gm.data() : NULL, &nonfinite, RM_RNE);
-    P.scale_mode = smode;
+    P.scale_mode = smode ? smode : BFP_SCALE_FLOOR; /* resolved, as bfp_cuda_quantize passes it */
     P.swz = swz;
     P.swz_ncol = (sz.blocks_per_row + 3) / 4;
     size_t nblocks = rows * (cols / 32);
