@@ -113,6 +113,17 @@ static const char *parse_entry(const cJSON *j, uint64_t data_len,
     return NULL;
 }
 
+/* Why a file whose first 8 bytes are no header length is something else:
+ * the start of the message for the files people pass by mistake. */
+static const char *other_kind(const uint8_t *head)
+{
+    if (memcmp(head, "\x93NUMPY", 6) == 0)
+        return "it starts like a .npy file; its header length ";
+    if (memcmp(head, "GGUF", 4) == 0)
+        return "it starts like a GGUF file; its header length ";
+    return "header length ";
+}
+
 /* Parse the header of the file already open in f->rd. */
 static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
 {
@@ -131,9 +142,9 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
     uint64_t n = bfpio_get_le(lenbuf, 8);
     if (n < 2 || n > f->rd.size - 8 || n > ST_MAX_HEADER) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: safetensors header length %llu is impossible for "
-                        "a %llu-byte file", path, (unsigned long long)n,
-                        (unsigned long long)f->rd.size);
+                        "%s: not a safetensors file (%s%llu is impossible for "
+                        "a %llu-byte file)", path, other_kind(lenbuf),
+                        (unsigned long long)n, (unsigned long long)f->rd.size);
         goto fail;
     }
     f->data_start = 8 + n;
