@@ -16,7 +16,7 @@ See docs/python.md in the repository.
 """
 from ._api import (BfpError, QTensor, cuda_available, error, fake_quant, format_info,
                    formats, isa, library_version, quantize)
-from ._container import load, save
+from ._files import load, load_qtensor, save
 from ._verify import VerifyResult, verify
 
 __version__ = "0.1.0"
@@ -33,6 +33,7 @@ __all__ = [
     "format_info",
     "save",
     "load",
+    "load_qtensor",
     "cuda_available",
     "isa",
     "library_version",

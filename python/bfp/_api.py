@@ -116,6 +116,10 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
     skey = scale_mode.lower() if isinstance(scale_mode, str) else None
     if skey not in _SCALE_MODE:
         raise ValueError(f"scale_mode {scale_mode!r} is not one of floor, ceil, even, rceil")
+    # int() would take 1.5 or "7": a seed that is not the one asked for
+    for what, val in (("seed", seed), ("threads", threads)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+            raise TypeError(f"{what} must be an int, not {type(val).__name__} ({val!r})")
     seed = int(seed)
     if not 0 <= seed < 1 << 64:
         raise ValueError(f"seed must be in [0, 2**64), got {seed}")
@@ -132,6 +136,10 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
                                f"{fmt_info['name']}")
     return (_ROUNDING[key], seed, _SCALE_MODE[skey], int(bool(nvfp4_no_tensor_scale)),
             int(bool(nvfp4_2d)), threads)
+
+
+_DEFAULT_OPTIONS: Dict[str, Any] = {"rounding": "default", "seed": "0", "scale_mode": "floor",
+                                    "nvfp4_no_tensor_scale": False, "nvfp4_2d": False}
 
 
 def _unsupported(msg: str) -> BfpError:
@@ -320,7 +328,7 @@ def _no_cuda(x: Any) -> NotImplementedError:
 # --------------------------------------------------------------------------
 # QTensor
 
-@dataclass
+@dataclass(eq=False)
 class QTensor:
     """A quantized tensor: the planes of docs/formats.md plus its shape.
 
@@ -330,6 +338,11 @@ class QTensor:
     ``meta`` (one byte per block, MX+/MX++/NVFP4+ only, else ``None``) and
     ``tensor_scale`` (the NVFP4/NVFP4+ float32 encode scale, else ``None``).
     Rows and blocks are those of the tensor with ``axis`` moved last.
+
+    ``q1 == q2`` when both hold the same format, shape, blocked axis,
+    options, plane bytes, tensor scale (as float32 bits), stats and source
+    dtype: what :func:`bfp.save` records, so a saved and loaded QTensor
+    equals the original. QTensors are mutable and so not hashable.
     """
 
     format: str
@@ -424,6 +437,31 @@ class QTensor:
         the first such block or -1) -- for planes that came from elsewhere."""
         info, codes, scales, meta, ts = self._planes()
         return _core.validate(info["id"], codes, scales, meta, ts, self.rows, self.cols)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QTensor):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def _key(self) -> Tuple[Any, ...]:
+        """What equality compares, in comparable (hashable-free) form."""
+        def raw(p: Optional[np.ndarray]) -> Optional[Tuple[str, bytes]]:
+            if p is None:
+                return None
+            a = np.ascontiguousarray(p)
+            return a.dtype.str, a.tobytes()
+
+        nd = len(self.shape)
+        opts = dict(_DEFAULT_OPTIONS)
+        opts.update(self.options or {})
+        opts["seed"] = str(opts["seed"])
+        ts = None if self.tensor_scale is None else np.float32(self.tensor_scale).tobytes()
+        return (self.format, tuple(int(s) for s in self.shape),
+                self.axis % nd if nd else -1, sorted(opts.items()), raw(self.codes),
+                raw(self.scales), raw(self.meta), ts, sorted((self.stats or {}).items()),
+                self.source_dtype)
 
     def __repr__(self) -> str:
         ts = f", tensor_scale={self.tensor_scale!r}" if self.tensor_scale is not None else ""
