@@ -285,9 +285,21 @@ def load(path: PathLike, name: Optional[str] = None) -> Any:
 
 
 def load_qtensor(path: PathLike, name: Optional[str] = None) -> QTensor:
-    """:func:`load` of one container file, typed: returns a :class:`QTensor`.
+    """:func:`load` of one container file, for code that wants the static type.
 
-    ``name`` as in :func:`load`; a directory raises IsADirectoryError.
+    Parameters
+    ----------
+    path, name:
+        as in :func:`load`; ``path`` must be a file.
+
+    Returns
+    -------
+    The :class:`QTensor` the file holds.
+
+    Raises
+    ------
+    IsADirectoryError for a directory (a state dict: use :func:`load`);
+    otherwise as :func:`load`.
     """
     path = os.fspath(path)
     if os.path.isdir(path):
