@@ -324,7 +324,7 @@ def _no_cuda(x: Any) -> NotImplementedError:
         f"x is a CUDA tensor ({x.device}), but this libbfp has no usable CUDA "
         "(bfp.cuda_available() is False: the package was built without the CUDA "
         "kernels, or no GPU is visible). Use x.cpu(), or rebuild with "
-        "pip install ./python -C cmake.define.BFP_CUDA=ON")
+        "pip install ./python --config-settings=cmake.define.BFP_CUDA=ON")
 
 
 # --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """CUDA tensors through libbfp's GPU kernels (bfp_cuda_quantize/dequantize).
 
 Used only when :func:`bfp.cuda_available` is True, i.e. the package was built
-with ``-C cmake.define.BFP_CUDA=ON`` against a libbfp that has the kernels
+with ``--config-settings=cmake.define.BFP_CUDA=ON`` against a libbfp that has the kernels
 and a GPU is visible. Plane buffers are torch tensors on the input's device;
 the library gets their device pointers and the current stream, and never
 synchronizes or allocates.
