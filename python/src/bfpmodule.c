@@ -28,7 +28,7 @@ static PyObject *BfpError; /* bfp._core.BfpError(ValueError) */
 
 /* Raise for a library status with a formatted prefix:
  * "<prefix>: <status string>". Returns NULL. */
-PyObject *bfpmod_raise_status(bfp_status st, const char *fmt, ...)
+static PyObject *raise_status(bfp_status st, const char *fmt, ...)
 {
     char prefix[512], msg[640];
     va_list ap;
@@ -63,14 +63,14 @@ static const bfp_format_info *get_info(int fmt)
 {
     const bfp_format_info *f = bfp_format_get((bfp_format)fmt);
     if (!f)
-        bfpmod_raise_status(BFP_ERR_FORMAT, "format id %d", fmt);
+        raise_status(BFP_ERR_FORMAT, "format id %d", fmt);
     return f;
 }
 
 static int check_dtype(int dtype)
 {
     if (bfp_dtype_size((bfp_dtype)dtype) == 0) {
-        bfpmod_raise_status(BFP_ERR_ARG, "dtype code %d", dtype);
+        raise_status(BFP_ERR_ARG, "dtype code %d", dtype);
         return -1;
     }
     return 0;
@@ -126,7 +126,7 @@ static int get_buf(bufset *s, PyObject *obj, int writable, size_t need,
 /* ------------------------------------------------------------- options */
 
 /* opts: (rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads) */
-int bfpmod_parse_opts(PyObject *t, bfp_options *o)
+static int parse_opts(PyObject *t, bfp_options *o)
 {
     int rounding, scale_mode, nots, twod, threads;
     unsigned long long seed;
@@ -161,12 +161,12 @@ static int sizes_for(int fmt, Py_ssize_t rows, Py_ssize_t cols,
     if (!f)
         return -1;
     if (rows < 0 || cols < 0) {
-        bfpmod_raise_status(BFP_ERR_SHAPE, "%s: %s of %zd x %zd", f->name, what, rows, cols);
+        raise_status(BFP_ERR_SHAPE, "%s: %s of %zd x %zd", f->name, what, rows, cols);
         return -1;
     }
     bfp_status st = bfp_plane_sizes_for(f->id, (size_t)rows, (size_t)cols, sz);
     if (st != BFP_OK) {
-        bfpmod_raise_status(st, "%s: %s of %zd x %zd", f->name, what, rows, cols);
+        raise_status(st, "%s: %s of %zd x %zd", f->name, what, rows, cols);
         return -1;
     }
     return 0;
@@ -229,7 +229,7 @@ static PyObject *py_format_id(PyObject *self, PyObject *arg)
         for (int i = 0; i < bfp_format_count() && len < sizeof known; i++)
             len += (size_t)snprintf(known + len, sizeof known - len, "%s%s",
                                     i ? ", " : "", bfp_format_at(i)->name);
-        return bfpmod_raise_status(BFP_ERR_FORMAT, "format '%.100s' is not one of %s",
+        return raise_status(BFP_ERR_FORMAT, "format '%.100s' is not one of %s",
                             name, known);
     }
     return PyLong_FromLong((long)id);
@@ -272,7 +272,7 @@ static PyObject *py_quantize(PyObject *self, PyObject *args)
                           &opts_o, &codes_o, &scales_o, &meta_o, &ts_o))
         return NULL;
     const bfp_format_info *f = get_info(fmt);
-    if (!f || check_dtype(dtype) < 0 || bfpmod_parse_opts(opts_o, &o) < 0 ||
+    if (!f || check_dtype(dtype) < 0 || parse_opts(opts_o, &o) < 0 ||
         sizes_for(fmt, rows, cols, &sz, "quantize") < 0)
         return NULL;
     size_t nsrc = (size_t)rows * (size_t)cols * bfp_dtype_size((bfp_dtype)dtype);
@@ -292,7 +292,7 @@ static PyObject *py_quantize(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     bufset_release(&s);
     if (st != BFP_OK)
-        return bfpmod_raise_status(st, "%s: quantize %zd x %zd %s", f->name, rows, cols,
+        return raise_status(st, "%s: quantize %zd x %zd %s", f->name, rows, cols,
                             bfp_dtype_name((bfp_dtype)dtype));
     return stats_tuple(&stats);
 }
@@ -329,7 +329,7 @@ static PyObject *py_dequantize(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     bufset_release(&s);
     if (st != BFP_OK)
-        return bfpmod_raise_status(st, "%s: dequantize %zd x %zd", f->name, rows, cols);
+        return raise_status(st, "%s: dequantize %zd x %zd", f->name, rows, cols);
     Py_RETURN_NONE;
 }
 
@@ -351,7 +351,7 @@ static PyObject *py_fake_quant(PyObject *self, PyObject *args)
         return NULL;
     const bfp_format_info *f = get_info(fmt);
     if (!f || check_dtype(dtype) < 0 || check_dtype(out_dtype) < 0 ||
-        bfpmod_parse_opts(opts_o, &o) < 0 || sizes_for(fmt, rows, cols, &sz, "fake_quant") < 0)
+        parse_opts(opts_o, &o) < 0 || sizes_for(fmt, rows, cols, &sz, "fake_quant") < 0)
         return NULL;
     size_t n = (size_t)rows * (size_t)cols;
     if (get_buf(&s, src_o, 0, n * bfp_dtype_size((bfp_dtype)dtype), "source", 0, &src) < 0 ||
@@ -384,7 +384,7 @@ static PyObject *py_fake_quant(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     bufset_release(&s);
     if (st != BFP_OK)
-        return bfpmod_raise_status(st, "%s: fake_quant %zd x %zd %s", f->name, rows, cols,
+        return raise_status(st, "%s: fake_quant %zd x %zd %s", f->name, rows, cols,
                             bfp_dtype_name((bfp_dtype)dtype));
     return stats_tuple(&stats);
 }
@@ -420,7 +420,7 @@ static PyObject *py_validate(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     bufset_release(&s);
     if (st != BFP_OK && st != BFP_ERR_DATA)
-        return bfpmod_raise_status(st, "%s: validate %zd x %zd", f->name, rows, cols);
+        return raise_status(st, "%s: validate %zd x %zd", f->name, rows, cols);
     return Py_BuildValue("(nn)", (Py_ssize_t)bad,
                          first == SIZE_MAX ? (Py_ssize_t)-1 : (Py_ssize_t)first);
 }
@@ -568,7 +568,7 @@ static PyObject *py_verify(PyObject *self, PyObject *args)
                           &opts_o, &codes_o, &scales_o, &meta_o, &ts_o, &maxm))
         return NULL;
     const bfp_format_info *f = get_info(fmt);
-    if (!f || check_dtype(dtype) < 0 || bfpmod_parse_opts(opts_o, &o) < 0 ||
+    if (!f || check_dtype(dtype) < 0 || parse_opts(opts_o, &o) < 0 ||
         sizes_for(fmt, rows, cols, &sz, "verify") < 0)
         return NULL;
     if (maxm < 0) {
@@ -618,7 +618,7 @@ static PyObject *py_verify(PyObject *self, PyObject *args)
     bufset_release(&s);
     if (st != BFP_OK) {
         free(mm);
-        return bfpmod_raise_status(st, "%s: verify %zd x %zd %s", f->name, rows, cols,
+        return raise_status(st, "%s: verify %zd x %zd %s", f->name, rows, cols,
                             bfp_dtype_name((bfp_dtype)dtype));
     }
     PyObject *res = verify_result(&rep, mm);
@@ -642,7 +642,7 @@ static PyObject *py_cuda_quantize(PyObject *self, PyObject *args)
                           &opts_o, &codes, &scales, &meta, &ts, &stream))
         return NULL;
     const bfp_format_info *f = get_info(fmt);
-    if (!f || check_dtype(dtype) < 0 || bfpmod_parse_opts(opts_o, &o) < 0 ||
+    if (!f || check_dtype(dtype) < 0 || parse_opts(opts_o, &o) < 0 ||
         sizes_for(fmt, rows, cols, &sz, "cuda_quantize") < 0)
         return NULL;
     bfp_planes out = {(uint8_t *)(uintptr_t)codes, (uint8_t *)(uintptr_t)scales,
@@ -654,7 +654,7 @@ static PyObject *py_cuda_quantize(PyObject *self, PyObject *args)
                            (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     if (st != BFP_OK)
-        return bfpmod_raise_status(st, "%s: cuda_quantize %zd x %zd", f->name, rows, cols);
+        return raise_status(st, "%s: cuda_quantize %zd x %zd", f->name, rows, cols);
     Py_RETURN_NONE;
 }
 
@@ -682,8 +682,21 @@ static PyObject *py_cuda_dequantize(PyObject *self, PyObject *args)
                              (void *)(uintptr_t)dst, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     if (st != BFP_OK)
-        return bfpmod_raise_status(st, "%s: cuda_dequantize %zd x %zd", f->name, rows, cols);
+        return raise_status(st, "%s: cuda_dequantize %zd x %zd", f->name, rows, cols);
     Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- shared */
+
+/* For bfpmodule_io.c (declared in bfpmodule.h). */
+PyObject *bfpmod_raise(bfp_status st, const char *msg)
+{
+    return raise_status(st, "%s", msg);
+}
+
+int bfpmod_parse_opts(PyObject *t, bfp_options *o)
+{
+    return parse_opts(t, o);
 }
 
 /* ------------------------------------------------------------- misc */

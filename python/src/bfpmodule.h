@@ -10,8 +10,8 @@
 #include "bfp.h"
 
 /* Raise bfp._core.BfpError (MemoryError for BFP_ERR_NOMEM) with the message
- * "<prefix>: <status string>" and .status / .status_str. Returns NULL. */
-PyObject *bfpmod_raise_status(bfp_status st, const char *fmt, ...);
+ * "<msg>: <status string>" and .status / .status_str. Returns NULL. */
+PyObject *bfpmod_raise(bfp_status st, const char *msg);
 
 /* (rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)
  * into *o; -1 with a Python error set. */

@@ -11,6 +11,7 @@
 
 #include "bfp_io.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@
 
 static PyObject *io_fail(bfp_status st, const char *err)
 {
-    return bfpmod_raise_status(st, "%s", err[0] ? err : "bfp io");
+    return bfpmod_raise(st, err[0] ? err : "bfp io");
 }
 
 /* A shape from a sequence of non-negative ints; -1 with an error set. */
@@ -142,7 +143,8 @@ static PyObject *py_qtensor_save(PyObject *self, PyObject *args)
         return NULL;
     const bfp_format_info *f = bfp_format_get((bfp_format)fmt);
     if (!f) {
-        bfpmod_raise_status(BFP_ERR_FORMAT, "format id %d", fmt);
+        snprintf(err, sizeof err, "format id %d", fmt);
+        bfpmod_raise(BFP_ERR_FORMAT, err);
         goto out;
     }
     if (get_shape(shape_o, q.shape, &q.ndim) < 0 || bfpmod_parse_opts(opts_o, &q.options) < 0)
@@ -155,8 +157,9 @@ static PyObject *py_qtensor_save(PyObject *self, PyObject *args)
     bfp_tensor_rows_cols(&t, &q.rows, &q.cols);
     bfp_status st = bfp_plane_sizes_for(f->id, q.rows, q.cols, &q.sizes);
     if (st != BFP_OK) {
-        bfpmod_raise_status(st, "%s: %s of %zu x %zu", PyBytes_AS_STRING(path_b), f->name,
-                            q.rows, q.cols);
+        snprintf(err, sizeof err, "%s: %s of %zu x %zu", PyBytes_AS_STRING(path_b), f->name,
+                 q.rows, q.cols);
+        bfpmod_raise(st, err);
         goto out;
     }
     if (read_buf(codes_o, &b[nb], q.sizes.codes, "codes") < 0)
