@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -185,8 +184,9 @@ def test_public_functions_document_every_parameter(fn):
 # ---------------------------------------------------------------- static types
 
 def _mypy(*args: str, cwd: Path) -> None:
-    if shutil.which("mypy") is None and not _has_mypy():
-        pytest.fail("mypy is not installed: pip install -r requirements-test.txt")
+    if not _has_mypy():
+        pytest.fail(f"mypy is not installed for {sys.executable}: "
+                    "pip install -r requirements-test.txt")
     env = dict(os.environ, MYPYPATH=str(ROOT / "python"))
     r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental",
                         "--cache-dir", os.devnull, *args], cwd=cwd, env=env,
