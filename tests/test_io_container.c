@@ -423,8 +423,12 @@ static void test_tensor_sets(void)
     fwrite(npy, 1, sizeof npy, fp);
     fclose(fp);
     OK(bfp_qtensor_load(tpath("x.npy"), NULL, &q, err, sizeof err) == BFP_ERR_DATA &&
-           strstr(err, "not a safetensors file (it starts like a .npy file") != NULL,
+           strstr(err, "not a safetensors file (it starts like a .npy file)") != NULL,
        "a .npy file: 'not a safetensors file': %s", err);
+    bfp_tensor t;
+    OK(bfp_safetensors_parse("GGUF\3\0\0\0\0\0\0\0\0\0\0\0", 16, NULL, &t, err, sizeof err) ==
+           BFP_ERR_DATA && strstr(err, "not a safetensors file (it starts like a GGUF file)"),
+       "a GGUF file: 'not a safetensors file': %s", err);
     unlink(tpath("s.safetensors"));
     unlink(tpath("q.safetensors"));
     unlink(tpath("x.npy"));

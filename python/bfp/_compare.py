@@ -18,8 +18,8 @@ __all__ = ["compare", "plot_compare"]
 # The leading columns, in the order bfp compare prints them; any other key
 # bfp.error returns follows.
 _COLUMNS = ("format", "bits_per_value", "rmse", "sqnr_db", "max_rel_err", "mean_rel_err",
-            "bm_share", "saturated", "max_abs_err", "count", "nonzero", "blocks",
-            "nonfinite_blocks", "flushed_blocks")
+            "bm_share", "saturated", "max_abs_err", "count", "nonzero", "skipped_input",
+            "skipped_output", "blocks", "nonfinite_blocks", "flushed_blocks")
 
 _LABELS = {"bits_per_value": "bits per value", "sqnr_db": "SQNR (dB)", "rmse": "RMSE",
            "max_rel_err": "max relative error", "mean_rel_err": "mean relative error",

@@ -113,15 +113,15 @@ static const char *parse_entry(const cJSON *j, uint64_t data_len,
     return NULL;
 }
 
-/* Why a file whose first 8 bytes are no header length is something else:
- * the start of the message for the files people pass by mistake. */
+/* The kind of file whose first 8 bytes are its magic, not a safetensors
+ * header length (both would read as lengths of terabytes), or NULL. */
 static const char *other_kind(const uint8_t *head)
 {
     if (memcmp(head, "\x93NUMPY", 6) == 0)
-        return "it starts like a .npy file; its header length ";
+        return ".npy";
     if (memcmp(head, "GGUF", 4) == 0)
-        return "it starts like a GGUF file; its header length ";
-    return "header length ";
+        return "GGUF";
+    return NULL;
 }
 
 /* Parse the header of the file already open in f->rd. */
@@ -139,11 +139,19 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
     }
     if ((st = bfpio_read_at(&f->rd, 0, lenbuf, 8, err, errlen)) != BFP_OK)
         goto fail;
+    /* files people pass by mistake: say what they are, not a header length */
+    const char *other = other_kind(lenbuf);
+    if (other) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: not a safetensors file (it starts like a %s file)",
+                        path, other);
+        goto fail;
+    }
     uint64_t n = bfpio_get_le(lenbuf, 8);
     if (n < 2 || n > f->rd.size - 8 || n > ST_MAX_HEADER) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: not a safetensors file (%s%llu is impossible for "
-                        "a %llu-byte file)", path, other_kind(lenbuf),
+                        "%s: not a safetensors file (header length %llu is "
+                        "impossible for a %llu-byte file)", path,
                         (unsigned long long)n, (unsigned long long)f->rd.size);
         goto fail;
     }

@@ -291,7 +291,7 @@ def test_cli_container_loads_equal_to_quantize(tmp_path):
 def test_load_of_a_npy_file_says_what_it_is(tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((4, 64), np.float32))
     with pytest.raises(bfp.BfpError, match=r"x\.npy: not a safetensors file \(it starts like a "
-                                           r"\.npy file; .*\): malformed data") as ei:
+                                           r"\.npy file\): malformed data") as ei:
         bfp.load(tmp_path / "x.npy")
     assert ei.value.status == bfp._core.ERR_DATA
     # a plain float safetensors file is not a container either
