@@ -326,6 +326,133 @@ static void test_alloc_and_save_args(void)
     unlink(tpath("a.safetensors"));
 }
 
+/* The optional keys: bfp.axis, bfp.source_dtype, bfp.stats (round trip,
+ * absent when not set, malformed values refused). */
+static void test_optional_keys(void)
+{
+    char err[256] = "";
+    bfp_qtensor q, r;
+    bfpio_st_file f;
+    const size_t shape[2] = {3, 64};
+    bfp_qtensor_alloc(&q, BFP_MXFP4, 2, shape, err, sizeof err);
+    fill_pattern(&q, 5);
+    OK(bfp_qtensor_save(tpath("o.safetensors"), "w", &q, 1, err, sizeof err) == BFP_OK &&
+           bfp_qtensor_load(tpath("o.safetensors"), NULL, &r, err, sizeof err) == BFP_OK &&
+           !r.has_axis && !r.has_stats && !r.has_source_dtype,
+       "optional facts not set: none recorded or restored");
+    bfp_qtensor_free(&r);
+    q.has_axis = 1;
+    q.axis = 0;
+    q.has_source_dtype = 1;
+    q.source_dtype = BFP_DTYPE_BF16;
+    q.has_stats = 1;
+    q.stats.blocks = 6;
+    q.stats.nonfinite_blocks = 2;
+    q.stats.flushed_blocks = (size_t)1 << 52;
+    OK(bfp_qtensor_save(tpath("o.safetensors"), "w", &q, 1, err, sizeof err) == BFP_OK &&
+           bfp_qtensor_load(tpath("o.safetensors"), NULL, &r, err, sizeof err) == BFP_OK &&
+           same_q(&q, &r) && r.has_axis && r.axis == 0 && r.has_source_dtype &&
+           r.source_dtype == BFP_DTYPE_BF16 && r.has_stats &&
+           memcmp(&r.stats, &q.stats, sizeof q.stats) == 0,
+       "axis, source dtype and stats survive a round trip: %s", err);
+    bfp_qtensor_free(&r);
+    OK(bfpio_st_open(&f, tpath("o.safetensors"), err, sizeof err) == BFP_OK, "reopen");
+    const char *ax = bfpio_st_meta(&f, "bfp.axis"), *dt = bfpio_st_meta(&f, "bfp.source_dtype");
+    const char *st = bfpio_st_meta(&f, "bfp.stats");
+    OK(ax && strcmp(ax, "0") == 0 && dt && strcmp(dt, "bf16") == 0 && st &&
+           strcmp(st, "{\"blocks\":6,\"nonfinite_blocks\":2,\"flushed_blocks\":4503599627370496}") == 0,
+       "metadata: bfp.axis \"0\", bfp.source_dtype \"bf16\", bfp.stats %s", st ? st : "(none)");
+    bfpio_st_close(&f);
+    q.axis = 2;
+    OK(bfp_qtensor_save(tpath("o2.safetensors"), "w", &q, 1, err, sizeof err) == BFP_ERR_ARG &&
+           strstr(err, "axis 2 is out of range") != NULL,
+       "save refuses an axis past the shape: %s", err);
+    q.axis = 0;
+
+    /* Forged values: the same planes, one bad key at a time. */
+    const char *bad[][2] = {
+        {"bfp.axis", "2"},         {"bfp.axis", ""},           {"bfp.axis", "-1"},
+        {"bfp.axis", "1x"},        {"bfp.axis", "99999999999999999999"},
+        {"bfp.source_dtype", "f64"}, {"bfp.stats", "[1]"},     {"bfp.stats", "{\"blocks\":-1}"},
+        {"bfp.stats", "{\"blocks\":1.5}"}, {"bfp.stats", "{\"blocks\":\"1\"}"},
+        {"bfp.stats", "{}x"},
+    };
+    char codes_name[] = "w.codes", scales_name[] = "w.scales";
+    size_t dc = q.sizes.codes, ds = q.sizes.scales;
+    bfpio_st_out out[2] = {{codes_name, "U8", 1, 1, &dc, q.codes, dc},
+                           {scales_name, "U8", 1, 1, &ds, q.scales, ds}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *keys[5] = {"bfp.format", "bfp.shape", "bfp.name", "bfp.layout", bad[i][0]};
+        const char *vals[5] = {"mxfp4", "[3, 64]", "w", "planar-v1", bad[i][1]};
+        bfpio_st_write(tpath("f.safetensors"), out, 2, keys, vals, 5, 1, err, sizeof err);
+        err[0] = '\0';
+        OK(bfp_qtensor_load(tpath("f.safetensors"), NULL, &r, err, sizeof err) == BFP_ERR_DATA &&
+               strstr(err, bad[i][0]) != NULL && r.codes == NULL,
+           "%s '%s' is refused, naming the key: %s", bad[i][0], bad[i][1], err);
+        bfp_qtensor_free(&r);
+    }
+    bfp_qtensor_free(&q);
+    unlink(tpath("o.safetensors"));
+    unlink(tpath("f.safetensors"));
+}
+
+/* Several float tensors in one file, and what is not one. */
+static void test_tensor_sets(void)
+{
+    char err[256] = "";
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    uint16_t b[4] = {0x3c00, 0x4000, 0x4200, 0x4400}, c = 0x3f80;
+    bfp_tensor ts[3] = {{BFP_DTYPE_F32, 2, {2, 3}, a, sizeof a},
+                        {BFP_DTYPE_F16, 1, {4}, b, sizeof b},
+                        {BFP_DTYPE_BF16, 0, {0}, &c, 2}};
+    const char *names[3] = {"w", "emb", "bias"};
+    bfp_tensor_set s;
+    OK(bfp_safetensors_save_set(tpath("s.safetensors"), names, ts, 3, 0, err, sizeof err) ==
+           BFP_OK && bfp_safetensors_load_set(tpath("s.safetensors"), &s, err, sizeof err) ==
+           BFP_OK && s.count == 3,
+       "three float tensors saved and loaded as a set: %s", err);
+    /* header order: the F32 first, then the 2-byte ones by name */
+    const int want[3] = {0, 2, 1};
+    for (size_t i = 0; i < s.count && i < 3; i++) {
+        const bfp_tensor *t = &s.tensors[i], *w = &ts[want[i]];
+        OK(strcmp(s.names[i], names[want[i]]) == 0 && t->dtype == w->dtype &&
+               t->ndim == w->ndim && t->nbytes == w->nbytes &&
+               memcmp(t->data, w->data, w->nbytes) == 0 &&
+               memcmp(t->shape, w->shape, w->ndim * sizeof w->shape[0]) == 0,
+           "set entry %zu is '%s' with its dtype, shape and bytes", i, names[want[i]]);
+    }
+    bfp_tensor_set_free(&s);
+    bfp_tensor_set_free(NULL);
+    const char *twice[2] = {"w", "w"};
+    OK(bfp_safetensors_save_set(tpath("d.safetensors"), twice, ts, 2, 0, err, sizeof err) ==
+           BFP_ERR_ARG && tdir_count() == 1,
+       "a name given twice is refused, nothing written: %s", err);
+    /* a quantized container holds U8 planes: not a set of float tensors */
+    bfp_qtensor q;
+    const size_t shape[1] = {32};
+    bfp_qtensor_alloc(&q, BFP_MXFP4, 1, shape, err, sizeof err);
+    bfp_qtensor_save(tpath("q.safetensors"), "w", &q, 0, err, sizeof err);
+    OK(bfp_safetensors_load_set(tpath("q.safetensors"), &s, err, sizeof err) == BFP_ERR_DATA &&
+           strstr(err, "has dtype U8") != NULL && s.count == 0 && s.names == NULL,
+       "a U8 tensor is refused by name: %s", err);
+    bfp_qtensor_free(&q);
+    /* a .npy file given as safetensors says so */
+    static const uint8_t npy[16] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 118, 0};
+    FILE *fp = fopen(tpath("x.npy"), "wb");
+    fwrite(npy, 1, sizeof npy, fp);
+    fclose(fp);
+    OK(bfp_qtensor_load(tpath("x.npy"), NULL, &q, err, sizeof err) == BFP_ERR_DATA &&
+           strstr(err, "not a safetensors file (it starts like a .npy file)") != NULL,
+       "a .npy file: 'not a safetensors file': %s", err);
+    bfp_tensor t;
+    OK(bfp_safetensors_parse("GGUF\3\0\0\0\0\0\0\0\0\0\0\0", 16, NULL, &t, err, sizeof err) ==
+           BFP_ERR_DATA && strstr(err, "not a safetensors file (it starts like a GGUF file)"),
+       "a GGUF file: 'not a safetensors file': %s", err);
+    unlink(tpath("s.safetensors"));
+    unlink(tpath("q.safetensors"));
+    unlink(tpath("x.npy"));
+}
+
 int main(void)
 {
     tdir_make();
@@ -334,5 +461,7 @@ int main(void)
     test_metadata();
     test_forged();
     test_alloc_and_save_args();
+    test_optional_keys();
+    test_tensor_sets();
     return check_summary("test_io_container");
 }

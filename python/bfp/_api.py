@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, overload
 
 import numpy as np
 
@@ -116,6 +116,10 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
     skey = scale_mode.lower() if isinstance(scale_mode, str) else None
     if skey not in _SCALE_MODE:
         raise ValueError(f"scale_mode {scale_mode!r} is not one of floor, ceil, even, rceil")
+    # int() would take 1.5 or "7": a seed that is not the one asked for
+    for what, val in (("seed", seed), ("threads", threads)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+            raise TypeError(f"{what} must be an int, not {type(val).__name__} ({val!r})")
     seed = int(seed)
     if not 0 <= seed < 1 << 64:
         raise ValueError(f"seed must be in [0, 2**64), got {seed}")
@@ -131,6 +135,10 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
                  3: "nvfp4_no_tensor_scale=True", 4: "nvfp4_2d=True"}.get(bad, "options")
         raise _unsupported(f"{given} {why}, not {fmt_info['name']}")
     return opts
+
+
+_DEFAULT_OPTIONS: Dict[str, Any] = {"rounding": "default", "seed": "0", "scale_mode": "floor",
+                                    "nvfp4_no_tensor_scale": False, "nvfp4_2d": False}
 
 
 def _unsupported(msg: str) -> BfpError:
@@ -167,17 +175,18 @@ class _Input:
     torch_dtype: Any = None
 
 
-def _torch():
+def _torch() -> Any:
+    """torch if the program imported it (bfp never imports it itself)."""
     return sys.modules.get("torch")
 
 
 def _is_torch(x: Any) -> bool:
     t = _torch()
-    return t is not None and isinstance(x, t.Tensor)
+    return t is not None and bool(isinstance(x, t.Tensor))
 
 
 def _is_bf16(dt: np.dtype) -> bool:
-    return dt.name == "bfloat16"
+    return bool(dt.name == "bfloat16")
 
 
 def _to_numpy(x: ArrayLike) -> Tuple[np.ndarray, str, Any]:
@@ -289,7 +298,8 @@ def _bf16_dtype() -> np.dtype:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("bfloat16 results need the ml_dtypes package "
                           "(pip install ml_dtypes)") from exc
-    return np.dtype(ml_dtypes.bfloat16)
+    dt: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+    return dt
 
 
 def _restore(out2d: np.ndarray, inp: _Input) -> np.ndarray:
@@ -313,13 +323,13 @@ def _no_cuda(x: Any) -> NotImplementedError:
         f"x is a CUDA tensor ({x.device}), but this libbfp has no usable CUDA "
         "(bfp.cuda_available() is False: the package was built without the CUDA "
         "kernels, or no GPU is visible). Use x.cpu(), or rebuild with "
-        "pip install ./python -C cmake.define.BFP_CUDA=ON")
+        "pip install ./python --config-settings=cmake.define.BFP_CUDA=ON")
 
 
 # --------------------------------------------------------------------------
 # QTensor
 
-@dataclass
+@dataclass(eq=False)
 class QTensor:
     """A quantized tensor: the planes of docs/formats.md plus its shape.
 
@@ -329,6 +339,11 @@ class QTensor:
     ``meta`` (one byte per block, MX+/MX++/NVFP4+ only, else ``None``) and
     ``tensor_scale`` (the NVFP4/NVFP4+ float32 encode scale, else ``None``).
     Rows and blocks are those of the tensor with ``axis`` moved last.
+
+    ``q1 == q2`` when both hold the same format, shape, blocked axis,
+    options, plane bytes, tensor scale (as float32 bits), stats and source
+    dtype: what :func:`bfp.save` records, so a saved and loaded QTensor
+    equals the original. QTensors are mutable and so not hashable.
     """
 
     format: str
@@ -375,7 +390,9 @@ class QTensor:
         n += self.meta.nbytes if self.meta is not None else 0
         return n + (4 if self.tensor_scale is not None else 0)
 
-    def _planes(self):
+    def _planes(self) -> Tuple[Dict[str, Any], np.ndarray, np.ndarray, Optional[np.ndarray],
+                               Optional[np.ndarray]]:
+        """(format row, codes, scales, meta, tensor scale) checked for the library."""
         info = _info(self.format)
         ts = (np.asarray([self.tensor_scale], dtype="<f4")
               if info["has_tensor_scale"] else None)
@@ -384,7 +401,7 @@ class QTensor:
         meta = self.meta if info["meta_bytes"] else None
         if info["meta_bytes"] and meta is None:
             raise ValueError(f"{self.format} needs a meta plane")
-        planes = []
+        planes: List[Optional[np.ndarray]] = []
         for name, p in (("codes", self.codes), ("scales", self.scales), ("meta", meta)):
             if p is None:
                 planes.append(None)
@@ -393,7 +410,9 @@ class QTensor:
             if a.dtype != np.uint8:
                 raise TypeError(f"{name} plane must be uint8, not {a.dtype}")
             planes.append(np.ascontiguousarray(a))
-        return info, planes[0], planes[1], planes[2], ts
+        codes, scales = planes[0], planes[1]
+        assert codes is not None and scales is not None
+        return info, codes, scales, planes[2], ts
 
     # -- decoding ---------------------------------------------------------
     def dequantize(self, dtype: Any = np.float32) -> np.ndarray:
@@ -424,6 +443,31 @@ class QTensor:
         info, codes, scales, meta, ts = self._planes()
         return _core.validate(info["id"], codes, scales, meta, ts, self.rows, self.cols)
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QTensor):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def _key(self) -> Tuple[Any, ...]:
+        """What equality compares, in comparable (hashable-free) form."""
+        def raw(p: Optional[np.ndarray]) -> Optional[Tuple[str, bytes]]:
+            if p is None:
+                return None
+            a = np.ascontiguousarray(p)
+            return a.dtype.str, a.tobytes()
+
+        nd = len(self.shape)
+        opts = dict(_DEFAULT_OPTIONS)
+        opts.update(self.options or {})
+        opts["seed"] = str(opts["seed"])
+        ts = None if self.tensor_scale is None else np.float32(self.tensor_scale).tobytes()
+        return (self.format, tuple(int(s) for s in self.shape),
+                self.axis % nd if nd else -1, sorted(opts.items()), raw(self.codes),
+                raw(self.scales), raw(self.meta), ts, sorted((self.stats or {}).items()),
+                self.source_dtype)
+
     def __repr__(self) -> str:
         ts = f", tensor_scale={self.tensor_scale!r}" if self.tensor_scale is not None else ""
         return (f"QTensor(format={self.format!r}, shape={self.shape}, axis={self.axis}, "
@@ -442,9 +486,10 @@ def quantize(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optio
     Parameters
     ----------
     x:
-        numpy array (float32, float16, or ``ml_dtypes.bfloat16``) or a CPU
-        torch tensor of those dtypes. Read in place when it is C-contiguous
-        and ``axis`` is its last axis; otherwise copied (if ``allow_copy``).
+        numpy array (float32, float16, or ``ml_dtypes.bfloat16``) or a torch
+        tensor of those dtypes (CPU; CUDA when :func:`bfp.cuda_available`).
+        Read in place when it is C-contiguous and ``axis`` is its last axis;
+        otherwise copied (if ``allow_copy``).
     fmt:
         format name as ``bfp formats`` lists it (``"mxfp4+"``, ``"nvfp4"``,
         ...), case-insensitive, or a format id.
@@ -454,21 +499,35 @@ def quantize(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optio
         ``None``/``"default"`` (the format's own rule: RNE, HiF4 away from
         zero), ``"nearest_even"``, ``"nearest_away"``, ``"toward_zero"`` or
         ``"stochastic"`` (reproducible from ``seed``).
+    seed:
+        the stochastic-rounding seed, an int in ``[0, 2**64)`` (a float, a
+        string or a bool is a TypeError); the same seed gives the same planes.
     scale_mode:
         MX shared-exponent rule: ``"floor"`` (default), ``"ceil"``,
         ``"even"``, ``"rceil"`` (MX family only).
     nvfp4_no_tensor_scale, nvfp4_2d:
         NVFP4/NVFP4+ only: tensor scale 1; 16x16 tiles share a block scale.
     threads:
-        CPU threads for large tensors (0 = automatic); the result does not
-        depend on it.
+        CPU threads for large tensors, an int (0 = automatic); the result
+        does not depend on it.
+    allow_copy:
+        False raises ValueError instead of copying an input that is not
+        C-contiguous along ``axis`` (strided, another axis, byte-swapped).
+
+    Returns
+    -------
+    A :class:`QTensor`: the planes, the shape, ``axis`` (normalized, so
+    ``axis=-1`` on a 2-D input gives 1), the options as recorded in files,
+    ``stats`` (``blocks``, ``nonfinite_blocks``, ``flushed_blocks``) and
+    ``source_dtype``.
 
     Raises
     ------
-    TypeError for an unsupported dtype; ValueError (:class:`bfp.BfpError`
-    for what the library rejects, with its status string) for an unknown
-    format, an option the format does not define or a bad shape;
-    NotImplementedError for a CUDA tensor when the library has no CUDA.
+    TypeError for an unsupported dtype or a non-int seed / threads;
+    ValueError (:class:`bfp.BfpError` for what the library rejects, with
+    its status string) for an unknown format, an option the format does not
+    define or a bad shape; NotImplementedError for a CUDA tensor when the
+    library has no CUDA.
     """
     info = _info(fmt)
     opts = _options(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)
@@ -493,14 +552,41 @@ def quantize(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optio
         source_dtype=_DTYPE_NAMES[inp.dtype])
 
 
+@overload
+def fake_quant(x: np.ndarray, fmt: Union[str, int], axis: int = -1,
+               rounding: Optional[str] = None, seed: int = 0, scale_mode: Optional[str] = None,
+               nvfp4_no_tensor_scale: bool = False, nvfp4_2d: bool = False, *,
+               threads: int = 0, allow_copy: bool = True) -> np.ndarray: ...
+
+
+@overload
+def fake_quant(x: ArrayLike, fmt: Union[str, int], axis: int = -1,
+               rounding: Optional[str] = None, seed: int = 0, scale_mode: Optional[str] = None,
+               nvfp4_no_tensor_scale: bool = False, nvfp4_2d: bool = False, *,
+               threads: int = 0, allow_copy: bool = True) -> Any: ...
+
+
 def fake_quant(x: ArrayLike, fmt: Union[str, int], axis: int = -1,
                rounding: Optional[str] = None, seed: int = 0, scale_mode: Optional[str] = None,
                nvfp4_no_tensor_scale: bool = False, nvfp4_2d: bool = False, *,
                threads: int = 0, allow_copy: bool = True) -> Any:
     """Quantize and dequantize in one call: the values ``fmt`` can represent.
 
-    Returns the same kind of object as ``x`` (numpy array or torch tensor),
-    with the same shape and dtype. Options as in :func:`quantize`.
+    Parameters
+    ----------
+    x, fmt, axis, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads, allow_copy:
+        as in :func:`quantize`.
+
+    Returns
+    -------
+    The same kind of object as ``x`` (numpy array, or a torch tensor on the
+    same device), with the same shape and dtype, C-contiguous. For the MX
+    formats it is idempotent: ``fake_quant(fake_quant(x, f), f)`` equals
+    ``fake_quant(x, f)``.
+
+    Raises
+    ------
+    As :func:`quantize`.
     """
     info = _info(fmt)
     opts = _options(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)
@@ -533,17 +619,31 @@ def error(x: ArrayLike, fmt: Union[str, int], axis: int = -1, rounding: Optional
     """Quantization error of ``x`` in ``fmt``: the statistics of ``bfp compare``.
 
     ``x`` is quantized in its own dtype and decoded to float32; the
-    reference is ``x`` as float32. Returns a dict with ``format``,
-    ``bits_per_value``, ``rmse``, ``sqnr_db`` (10 log10 of signal over error
-    energy; ``inf`` if exact), ``max_rel_err`` and ``mean_rel_err`` (over
-    nonzero inputs; NaN if none), ``max_abs_err``, ``bm_share`` (the
-    fraction of the squared error on each block's largest-magnitude element,
-    ties to the lowest index), ``count`` and ``nonzero`` (values compared),
-    ``skipped_input`` (non-finite inputs, not compared), ``skipped_output``
-    (finite inputs in blocks that decode to NaN, not compared), ``saturated``
-    (compared values beyond what their block can hold, clipped by the
-    quantizer: docs/formats.md), ``blocks``, ``nonfinite_blocks`` and
+    reference is ``x`` as float32. :func:`bfp.compare` runs this for many
+    formats at once.
+
+    Parameters
+    ----------
+    x, fmt, axis, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads, allow_copy:
+        as in :func:`quantize` (a CUDA tensor is copied to the CPU).
+
+    Returns
+    -------
+    A dict with ``format``, ``bits_per_value``, ``rmse``, ``sqnr_db`` (10
+    log10 of signal over error energy; ``inf`` if exact), ``max_rel_err``
+    and ``mean_rel_err`` (over nonzero inputs; NaN if none),
+    ``max_abs_err``, ``bm_share`` (the fraction of the squared error on
+    each block's largest-magnitude element, ties to the lowest index),
+    ``count`` and ``nonzero`` (values compared), ``skipped_input``
+    (non-finite inputs, not compared), ``skipped_output`` (finite inputs in
+    blocks that decode to NaN, not compared), ``saturated`` (compared values
+    beyond what their block can hold, clipped by the quantizer:
+    docs/formats.md), ``blocks``, ``nonfinite_blocks`` and
     ``flushed_blocks``. With nothing compared every error measure is NaN.
+
+    Raises
+    ------
+    As :func:`quantize`.
     """
     info = _info(fmt)
     opts = _options(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)

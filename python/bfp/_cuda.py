@@ -1,20 +1,32 @@
 """CUDA tensors through libbfp's GPU kernels (bfp_cuda_quantize/dequantize).
 
 Used only when :func:`bfp.cuda_available` is True, i.e. the package was built
-with ``-C cmake.define.BFP_CUDA=ON`` against a libbfp that has the kernels
+with ``--config-settings=cmake.define.BFP_CUDA=ON`` against a libbfp that has the kernels
 and a GPU is visible. Plane buffers are torch tensors on the input's device;
 the library gets their device pointers and the current stream, and never
 synchronizes or allocates.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from . import _core
 
+if TYPE_CHECKING:
+    from ._api import QTensor
+
+_Opts = Tuple[int, int, int, int, int, int]
+_Planes = Tuple[Any, Any, Optional[Any], Optional[Any]]
+
+
+def _torch() -> Any:
+    """torch, untyped: bfp type-checks without torch installed."""
+    return importlib.import_module("torch")
+
 
 def _layout(x: Any, axis: int) -> Tuple[Any, int, Tuple[int, ...], int, int, int]:
-    import torch  # noqa: PLC0415
+    torch = _torch()
 
     codes = {torch.float32: _core.DTYPE_F32, torch.float16: _core.DTYPE_F16,
              torch.bfloat16: _core.DTYPE_BF16}
@@ -33,8 +45,8 @@ def _layout(x: Any, axis: int) -> Tuple[Any, int, Tuple[int, ...], int, int, int
     return t, codes[x.dtype], shape, ax, rows, cols
 
 
-def _planes(info: Dict[str, Any], rows: int, cols: int, device: Any):
-    import torch  # noqa: PLC0415
+def _planes(info: Dict[str, Any], rows: int, cols: int, device: Any) -> _Planes:
+    torch = _torch()
 
     sz = _core.plane_sizes(info["id"], rows, cols)
     codes = torch.empty(sz["codes"], dtype=torch.uint8, device=device)
@@ -48,8 +60,9 @@ def _ptr(t: Any) -> int:
     return 0 if t is None else int(t.data_ptr())
 
 
-def _run_quantize(x: Any, info: Dict[str, Any], axis: int, opts):
-    import torch  # noqa: PLC0415
+def _run_quantize(x: Any, info: Dict[str, Any], axis: int, opts: _Opts
+                  ) -> Tuple[Any, int, Tuple[int, ...], int, int, int, _Planes]:
+    torch = _torch()
 
     t, dtype, shape, ax, rows, cols = _layout(x, axis)
     codes, scales, meta, ts = _planes(info, rows, cols, t.device)
@@ -60,7 +73,7 @@ def _run_quantize(x: Any, info: Dict[str, Any], axis: int, opts):
     return t, dtype, shape, ax, rows, cols, (codes, scales, meta, ts)
 
 
-def quantize(x: Any, info: Dict[str, Any], axis: int, opts):
+def quantize(x: Any, info: Dict[str, Any], axis: int, opts: _Opts) -> QTensor:
     """Quantize on the GPU; the planes come back to host numpy arrays."""
     from ._api import _DTYPE_NAMES, QTensor, _options_dict  # noqa: PLC0415
 
@@ -74,9 +87,9 @@ def quantize(x: Any, info: Dict[str, Any], axis: int, opts):
         source_dtype=_DTYPE_NAMES[dtype])
 
 
-def fake_quant(x: Any, info: Dict[str, Any], axis: int, opts):
+def fake_quant(x: Any, info: Dict[str, Any], axis: int, opts: _Opts) -> Any:
     """Quantize and dequantize on the GPU; returns a CUDA tensor like x."""
-    import torch  # noqa: PLC0415
+    torch = _torch()
 
     t, dtype, shape, ax, rows, cols, planes = _run_quantize(x, info, axis, opts)
     codes, scales, meta, ts = planes

@@ -117,7 +117,8 @@ def _tensor_scale(v: Any) -> np.ndarray:
                     f"4 little-endian bytes (uint8), not {a.dtype} of {a.size} elements")
 
 
-def _dut_planes(dut: Any, info: Mapping[str, Any], rows: int, cols: int):
+def _dut_planes(dut: Any, info: Mapping[str, Any], rows: int, cols: int
+                ) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
     name = info["name"]
     if isinstance(dut, QTensor):
         if dut.format.lower() != name.lower():
@@ -165,14 +166,29 @@ def verify(x: ArrayLike, fmt: Union[str, int], dut: Union[QTensor, Mapping[str, 
            allow_copy: bool = True) -> VerifyResult:
     """Compare the planes a kernel under test wrote for ``x`` with the reference.
 
-    ``x`` and the quantization options are as in :func:`bfp.quantize` (the
-    reference quantizer, ``bfp_quantize_ref``, runs with them). ``dut`` is a
-    :class:`bfp.QTensor` or a dict of planar planes as docs/formats.md lays
-    them out: ``codes``, ``scales`` and (where the format has it) ``meta``
-    as uint8 arrays, and ``tensor_scale`` (NVFP4/NVFP4+) as a float or its
-    4 bytes. At most ``max_mismatches`` differences are listed; all are
-    counted. Raises TypeError / ValueError (:class:`bfp.BfpError` for what
-    the library rejects) for a bad dtype, format, shape or plane size.
+    Parameters
+    ----------
+    x, fmt, axis, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads, allow_copy:
+        as in :func:`bfp.quantize`; the reference quantizer
+        (``bfp_quantize_ref``) runs with them.
+    dut:
+        a :class:`bfp.QTensor` or a dict of planar planes as docs/formats.md
+        lays them out: ``codes``, ``scales`` and (where the format has it)
+        ``meta`` as uint8 arrays, and ``tensor_scale`` (NVFP4/NVFP4+) as a
+        float or its 4 bytes.
+    max_mismatches:
+        how many differences to list (all are counted).
+
+    Returns
+    -------
+    A :class:`VerifyResult`, true when every entry is identical: counts per
+    plane, the first mismatches with their likely causes, and both
+    reconstructions' error against ``x``.
+
+    Raises
+    ------
+    TypeError / ValueError (:class:`bfp.BfpError` for what the library
+    rejects) for a bad dtype, format, shape or plane size.
     """
     info = _info(fmt)
     opts = _options(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)

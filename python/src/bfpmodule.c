@@ -8,14 +8,14 @@
  * torch handling; nothing here needs numpy's C API, so the extension builds
  * without numpy installed.
  *
+ * The file functions (bfp.save / bfp.load through libbfp's io layer) are in
+ * bfpmodule_io.c.
+ *
  * Every library failure raises bfp._core.BfpError (a ValueError) whose
  * message ends with the library's status string and whose .status attribute
  * is the bfp_status code; BFP_ERR_NOMEM raises MemoryError.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "bfp.h"
+#include "bfpmodule.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -727,6 +727,19 @@ static PyObject *py_cuda_dequantize(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------- shared */
+
+/* For bfpmodule_io.c (declared in bfpmodule.h). */
+PyObject *bfpmod_raise(bfp_status st, const char *msg)
+{
+    return raise_status(st, "%s", msg);
+}
+
+int bfpmod_parse_opts(PyObject *t, bfp_options *o)
+{
+    return parse_opts(t, o);
+}
+
 /* ------------------------------------------------------------- misc */
 
 static PyObject *py_version(PyObject *self, PyObject *noargs)
@@ -802,7 +815,8 @@ PyMODINIT_FUNC PyInit__core(void)
         "A libbfp call failed. .status is the bfp_status code, .status_str its "
         "description; a ValueError subclass.",
         PyExc_ValueError, NULL);
-    if (!BfpError || PyModule_AddObjectRef(m, "BfpError", BfpError) < 0) {
+    if (!BfpError || PyModule_AddObjectRef(m, "BfpError", BfpError) < 0 ||
+        PyModule_AddFunctions(m, bfpmod_io_methods) < 0) {
         Py_DECREF(m);
         return NULL;
     }

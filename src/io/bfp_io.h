@@ -118,6 +118,37 @@ bfp_status bfp_safetensors_save(const char *path, const char *name,
                                 const bfp_tensor *t, int force, char *err,
                                 size_t errlen);
 
+/* Several named float tensors (owned: bfp_tensor_set_free()). */
+typedef struct {
+    size_t count;
+    char **names;
+    bfp_tensor *tensors;
+} bfp_tensor_set;
+
+/** Free every name and tensor of *s and zero it. NULL-safe. */
+void bfp_tensor_set_free(bfp_tensor_set *s);
+
+/**
+ * Save n float tensors (distinct names) to one safetensors file, laid out as
+ * bfp_safetensors_save() lays out one.
+ */
+bfp_status bfp_safetensors_save_set(const char *path, const char *const *names,
+                                    const bfp_tensor *tensors, size_t n,
+                                    int force, char *err, size_t errlen);
+
+/**
+ * Load every tensor of a safetensors file, in header order. Each must be
+ * F32, F16 or BF16 with at most BFP_IO_MAX_DIMS dimensions; anything else is
+ * BFP_ERR_DATA naming the tensor.
+ */
+bfp_status bfp_safetensors_load_set(const char *path, bfp_tensor_set *out,
+                                    char *err, size_t errlen);
+
+/** bfp_safetensors_load_set() of a file already in memory. */
+bfp_status bfp_safetensors_parse_set(const void *buf, size_t len,
+                                     bfp_tensor_set *out, char *err,
+                                     size_t errlen);
+
 /** Load a float tensor by extension: .npy, .safetensors, .gguf (name may be
  * NULL). */
 bfp_status bfp_tensor_load(const char *path, const char *name, bfp_tensor *out,
@@ -135,7 +166,25 @@ typedef struct {
     uint8_t *meta;                 /* NULL when the format has none */
     float tensor_scale;            /* NVFP4 / NVFP4+; 1 otherwise */
     bfp_plane_sizes sizes;
+    /* Optional facts: bfp_qtensor_save() records each one whose has_ flag is
+     * set as an extra metadata key, the loaders restore it (docs/container.md).
+     * Zero (as bfp_qtensor_alloc() leaves them) means not recorded. */
+    int has_axis;                  /* bfp.axis: the source tensor's blocked */
+    size_t axis;                   /* axis, < ndim; shape has it moved last */
+    int has_stats;                 /* bfp.stats: what quantization observed */
+    bfp_stats stats;
+    int has_source_dtype;          /* bfp.source_dtype: the quantized input's */
+    bfp_dtype source_dtype;        /* dtype (bfp_dtype_name spelling) */
 } bfp_qtensor;
+
+/* The bfp_stats fields bfp.stats records, by name and offset (size_t each). */
+typedef struct {
+    const char *name;
+    size_t offset;
+} bfp_stats_field;
+
+/** The fields of bfp.stats; *count gets their number. */
+const bfp_stats_field *bfp_stats_fields(size_t *count);
 
 /** Free the planes of *q and zero it. NULL-safe. */
 void bfp_qtensor_free(bfp_qtensor *q);
@@ -150,8 +199,9 @@ bfp_const_planes bfp_qtensor_planes(const bfp_qtensor *q);
 /**
  * Save a quantized tensor as safetensors: U8 tensors "<name>.codes",
  * "<name>.scales", "<name>.meta" (if any), F32 "<name>.tensor_scale" (NVFP4),
- * and __metadata__ keys bfp.format, bfp.shape, bfp.version, bfp.options
- * (docs/container.md). name NULL means "tensor".
+ * and __metadata__ keys bfp.format, bfp.shape, bfp.name, bfp.version,
+ * bfp.options, bfp.layout, then bfp.axis, bfp.source_dtype and bfp.stats for
+ * the optional facts q has (docs/container.md). name NULL means "tensor".
  */
 bfp_status bfp_qtensor_save(const char *path, const char *name,
                             const bfp_qtensor *q, int force, char *err,

@@ -5,6 +5,7 @@
 #include "io_internal.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,70 @@ static char *options_text(const bfp_options *o)
     return text;
 }
 
+static const bfp_stats_field stats_fields[] = {
+    {"blocks", offsetof(bfp_stats, blocks)},
+    {"nonfinite_blocks", offsetof(bfp_stats, nonfinite_blocks)},
+    {"flushed_blocks", offsetof(bfp_stats, flushed_blocks)},
+};
+#define NSTATS (sizeof stats_fields / sizeof stats_fields[0])
+
+const bfp_stats_field *bfp_stats_fields(size_t *count)
+{
+    if (count)
+        *count = NSTATS;
+    return stats_fields;
+}
+
+static size_t *stats_at(bfp_stats *s, size_t i)
+{
+    return (size_t *)(void *)((char *)s + stats_fields[i].offset);
+}
+
+/* The bfp.stats JSON text (malloc'd): {"blocks":12,...}, integers. */
+static char *stats_text(const bfp_stats *s)
+{
+    bfp_stats c = *s;
+    char num[24];
+    cJSON *j = cJSON_CreateObject(), *v;
+    char *text = NULL;
+    int ok = j != NULL;
+    for (size_t i = 0; ok && i < NSTATS; i++) {
+        snprintf(num, sizeof num, "%zu", *stats_at(&c, i));
+        v = cJSON_CreateRaw(num);
+        ok = v && cJSON_AddItemToObject(j, stats_fields[i].name, v);
+        if (!ok)
+            cJSON_Delete(v);
+    }
+    if (ok)
+        text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return text;
+}
+
+/* Parse bfp.stats: a JSON object of non-negative integers (below 2^53);
+ * missing fields are 0, unknown ones ignored. */
+static const char *parse_stats(const char *text, bfp_stats *s)
+{
+    const char *why = NULL;
+    cJSON *j = cJSON_ParseWithOpts(text, NULL, 1); /* nothing after the object */
+    memset(s, 0, sizeof *s);
+    if (!cJSON_IsObject(j))
+        why = "bfp.stats is not a JSON object";
+    for (size_t i = 0; !why && i < NSTATS; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, stats_fields[i].name);
+        double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+        if (!v)
+            continue;
+        if (!(d >= 0.0 && d <= 9007199254740992.0) || (double)(uint64_t)d != d ||
+            (uint64_t)d > SIZE_MAX)
+            why = "bfp.stats has a count that is not a non-negative integer";
+        else
+            *stats_at(s, i) = (size_t)d;
+    }
+    cJSON_Delete(j);
+    return why;
+}
+
 static int find_name(const char *const *names, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
@@ -223,8 +288,8 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
     size_t rows, cols;
     bfp_plane_sizes sz;
     char *names[4] = {NULL, NULL, NULL, NULL};
-    char *opts = NULL;
-    char stxt[8 * 24 + 4];
+    char *opts = NULL, *stats = NULL;
+    char stxt[8 * 24 + 4], axis[24];
     uint8_t ts[4];
     bfpio_st_out out[4];
     size_t n = 0, dims[4];
@@ -248,6 +313,13 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
     if (!q->codes || !q->scales || (sz.meta > 0 && !q->meta))
         return bfpio_fail(BFP_ERR_ARG, err, errlen,
                           "%s: quantized tensor is missing a plane", path);
+    if (q->has_axis && q->axis >= q->ndim)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "%s: axis %zu is out of range for %zu dimensions",
+                          path, q->axis, q->ndim);
+    if (q->has_source_dtype && bfp_dtype_size(q->source_dtype) == 0)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: invalid source dtype %d",
+                          path, (int)q->source_dtype);
     if (!(opts = options_text(&q->options)))
         return bfpio_fail(BFP_ERR_ARG, err, errlen,
                           "%s: invalid rounding or scale_mode in options", path);
@@ -276,14 +348,33 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
         n++;
     }
     shape_text(stxt, sizeof stxt, q->shape, q->ndim);
-    const char *keys[6] = {"bfp.format", "bfp.shape",   "bfp.name",
+    const char *keys[9] = {"bfp.format", "bfp.shape",   "bfp.name",
                            "bfp.version", "bfp.options", "bfp.layout"};
-    const char *vals[6] = {info->name, stxt, name, bfp_version(), opts, LAYOUT};
-    st = bfpio_st_write(path, out, n, keys, vals, 6, force, err, errlen);
+    const char *vals[9] = {info->name, stxt, name, bfp_version(), opts, LAYOUT};
+    size_t nmeta = 6;
+    if (q->has_axis) {
+        snprintf(axis, sizeof axis, "%zu", q->axis);
+        keys[nmeta] = "bfp.axis";
+        vals[nmeta++] = axis;
+    }
+    if (q->has_source_dtype) {
+        keys[nmeta] = "bfp.source_dtype";
+        vals[nmeta++] = bfp_dtype_name(q->source_dtype);
+    }
+    if (q->has_stats) {
+        if (!(stats = stats_text(&q->stats))) {
+            st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+            goto done;
+        }
+        keys[nmeta] = "bfp.stats";
+        vals[nmeta++] = stats;
+    }
+    st = bfpio_st_write(path, out, n, keys, vals, nmeta, force, err, errlen);
 done:
     for (int p = 0; p < 4; p++)
         free(names[p]);
     free(opts);
+    free(stats);
     return st;
 }
 
@@ -364,6 +455,43 @@ done:
     return st;
 }
 
+/* The optional keys bfp.axis, bfp.source_dtype and bfp.stats into q (after
+ * its shape); returns why one is malformed, or NULL. */
+static const char *parse_extras(const bfpio_st_file *f, bfp_qtensor *q)
+{
+    const char *ax = bfpio_st_meta(f, "bfp.axis");
+    const char *dt = bfpio_st_meta(f, "bfp.source_dtype");
+    const char *stats = bfpio_st_meta(f, "bfp.stats");
+    if (ax) {
+        size_t v = 0;
+        const char *p = ax;
+        for (; *p >= '0' && *p <= '9' && v <= BFP_IO_MAX_DIMS; p++)
+            v = v * 10 + (size_t)(*p - '0');
+        if (p == ax || *p || v >= q->ndim)
+            return "bfp.axis is not a dimension of bfp.shape (a decimal below "
+                   "its length)";
+        q->has_axis = 1;
+        q->axis = v;
+    }
+    if (dt) {
+        static const bfp_dtype dtypes[] = {BFP_DTYPE_F32, BFP_DTYPE_BF16, BFP_DTYPE_F16};
+        for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+            if (strcmp(dt, bfp_dtype_name(dtypes[i])) == 0) {
+                q->has_source_dtype = 1;
+                q->source_dtype = dtypes[i];
+            }
+        if (!q->has_source_dtype)
+            return "bfp.source_dtype is not f32, bf16 or f16";
+    }
+    if (stats) {
+        const char *why = parse_stats(stats, &q->stats);
+        if (why)
+            return why;
+        q->has_stats = 1;
+    }
+    return NULL;
+}
+
 /* The quantized tensor of the open file f0, which this closes. */
 static bfp_status qtensor_read(bfpio_st_file *f0, const char *name, bfp_qtensor *q,
                                char *err, size_t errlen)
@@ -415,6 +543,10 @@ static bfp_status qtensor_read(bfpio_st_file *f0, const char *name, bfp_qtensor 
         goto done;
     if ((why = parse_options(bfpio_st_meta(&f, "bfp.options"), &q->options))) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: bfp.options %s", path, why);
+        goto done;
+    }
+    if ((why = parse_extras(&f, q))) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: %s", path, why);
         goto done;
     }
     shape_text(stxt, sizeof stxt, q->shape, q->ndim);

@@ -133,6 +133,17 @@ static int has_escaped_nul(const char *text, size_t n)
     return 0;
 }
 
+/* The kind of file whose first 8 bytes are its magic, not a safetensors
+ * header length (both would read as lengths of terabytes), or NULL. */
+static const char *other_kind(const uint8_t *head)
+{
+    if (memcmp(head, "\x93NUMPY", 6) == 0)
+        return ".npy";
+    if (memcmp(head, "GGUF", 4) == 0)
+        return "GGUF";
+    return NULL;
+}
+
 /* Parse the header of the file already open in f->rd. */
 static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
 {
@@ -148,6 +159,14 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
     }
     if ((st = bfpio_read_at(&f->rd, 0, lenbuf, 8, err, errlen)) != BFP_OK)
         goto fail;
+    /* files people pass by mistake: say what they are, not a header length */
+    const char *other = other_kind(lenbuf);
+    if (other) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: not a safetensors file (it starts like a %s file)",
+                        path, other);
+        goto fail;
+    }
     uint64_t n = bfpio_get_le(lenbuf, 8);
     if (n > ST_MAX_HEADER) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
@@ -158,9 +177,9 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
     }
     if (n < 2 || n > f->rd.size - 8) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: safetensors header length %llu is impossible for "
-                        "a %llu-byte file", path, (unsigned long long)n,
-                        (unsigned long long)f->rd.size);
+                        "%s: not a safetensors file (header length %llu is "
+                        "impossible for a %llu-byte file)", path,
+                        (unsigned long long)n, (unsigned long long)f->rd.size);
         goto fail;
     }
     f->data_start = 8 + n;

@@ -165,7 +165,8 @@ def test_no_clobber_and_name(tmp_path):
     assert p.read_bytes() == before
     assert [f for f in os.listdir(tmp_path)] == ["q.safetensors"]  # no temporary left
     bfp.save(q, p, force=True)
-    with pytest.raises(bfp.BfpError, match="holds tensor 'tensor', not 'w': invalid argument"):
+    with pytest.raises(bfp.BfpError,
+                       match="no quantized tensor 'w' \\(the file holds 'tensor'\\): invalid arg"):
         bfp.load(p, name="w")
     with pytest.raises(TypeError):
         bfp.save([q], tmp_path / "x")
@@ -204,26 +205,115 @@ def test_malformed_files(tmp_path):
     variant("shape", lambda hh: hh["__metadata__"].update({"bfp.shape": "[2, 0]"}),
             "bfp.shape")
     variant("shape2", lambda hh: hh["__metadata__"].update({"bfp.shape": "[2, 65]"}),
-            r"tensor.codes is U8 \[64\], expected U8 \[66\]")
+            r"plane 'tensor.codes' has 64 bytes, but mxfp4\+ with shape \[2, 65\] needs 66")
     variant("opts", lambda hh: hh["__metadata__"].update({"bfp.options": '{"rounding":"up"}'}),
-            "bad rounding")
-    variant("nometa", lambda hh: hh.pop("tensor.meta"), "tensor.meta is missing")
+            "bfp.options has an unknown rounding")
+    variant("nometa", lambda hh: hh.pop("tensor.meta"), "plane 'tensor.meta' is missing")
     variant("noname", lambda hh: hh["__metadata__"].pop("bfp.name"), "not a bfp quantized")
     variant("offs", lambda hh: hh["tensor.scales"].update({"data_offsets": [0, 999]}),
-            "outside the")
-    variant("trunc", lambda hh: data[:-3], "outside the")
+            "data_offsets out of range")
+    variant("trunc", lambda hh: data[:-3], "data_offsets out of range")
+    variant("axis", lambda hh: hh["__metadata__"].update({"bfp.axis": "2"}),
+            "bfp.axis is not a dimension of bfp.shape")
+    variant("stats", lambda hh: hh["__metadata__"].update({"bfp.stats": '{"blocks":-1}'}),
+            "bfp.stats has a count that is not a non-negative integer")
+    variant("sdt", lambda hh: hh["__metadata__"].update({"bfp.source_dtype": "f64"}),
+            "bfp.source_dtype is not f32, bf16 or f16")
     p = tmp_path / "short.safetensors"
     p.write_bytes(raw[:5])
-    with pytest.raises(bfp.BfpError, match="too short"):
+    with pytest.raises(bfp.BfpError, match="not a safetensors file \\(too short\\)"):
         bfp.load(p)
     p.write_bytes(struct.pack("<Q", 1 << 40) + raw[8:])
-    with pytest.raises(bfp.BfpError, match="header length"):
+    with pytest.raises(bfp.BfpError, match="not a safetensors file \\(header length 1099511627776"):
         bfp.load(p)
     p.write_bytes(raw[:8] + b"[" + raw[9:])
-    with pytest.raises(bfp.BfpError, match="bad safetensors header"):
+    with pytest.raises(bfp.BfpError, match="safetensors header is not valid JSON"):
         bfp.load(p)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        bfp.load(tmp_path / "missing.safetensors")
     # and the C loader refuses the same files
     if os.environ.get("BFP_CLI"):
         r = subprocess.run([cli(), "dequantize", tmp_path / "layout.safetensors",
                             tmp_path / "o.npy"], capture_output=True, text=True)
         assert r.returncode != 0 and "planar-v1" in r.stderr
+
+
+# ---------------------------------------------------------------- issue 18 / 19
+
+@pytest.mark.parametrize("fmt", ALL)
+def test_load_gives_back_an_equal_qtensor(tmp_path, fmt):
+    """bfp.load(bfp.save(q)) == q: axis, stats, source dtype and options too."""
+    for dtype, axis, opts in ((np.float32, -1, {}), (BF16, 0, {"rounding": "stochastic",
+                                                               "seed": 2**64 - 1}),
+                              (np.float16, 1, {})):
+        x = heavy((3, 40, 5), dtype, seed=21)
+        x.reshape(-1)[7] = np.nan
+        q = bfp.quantize(x, fmt, axis=axis, **opts)
+        p = tmp_path / f"{fmt}.{axis}.safetensors"
+        bfp.save(q, p)
+        r = bfp.load(p)
+        assert r == q and not (r != q)
+        assert r.axis == axis % 3 and r.stats == q.stats and r.stats["nonfinite_blocks"] == 1
+        assert r.source_dtype == {np.float32: "float32", BF16: "bfloat16",
+                                  np.float16: "float16"}[dtype]
+        assert np.array_equal(r.dequantize(), q.dequantize(), equal_nan=True)
+
+
+def test_qtensor_equality():
+    x = heavy((4, 64), seed=22)
+    q = bfp.quantize(x, "nvfp4+")
+    assert q == bfp.quantize(x, "nvfp4+") and q != "nvfp4+"
+    assert q != bfp.quantize(x, "nvfp4+", nvfp4_no_tensor_scale=True)
+    assert q != bfp.quantize(x, "nvfp4")
+    assert q != bfp.quantize(x.astype(BF16), "nvfp4+")  # another source dtype
+    assert bfp.quantize(x, "mxfp4") != bfp.quantize(x.T.copy(), "mxfp4", axis=0)  # shape
+    r = bfp.quantize(x, "nvfp4+")
+    r.codes = r.codes.copy()
+    r.codes[5] ^= 1
+    assert q != r
+    r = bfp.quantize(x, "nvfp4+")
+    r.stats = {}
+    assert q != r
+    with pytest.raises(TypeError):
+        hash(q)
+
+
+def test_cli_container_loads_equal_to_quantize(tmp_path):
+    """A file from `bfp quantize` carries the stats and source dtype too."""
+    exe = cli()
+    for dtype, fmt in ((np.float32, "mxfp4+"), (BF16, "nvfp4"), (np.float16, "hif4")):
+        x = heavy((6, 96), dtype, seed=23)
+        np.save(tmp_path / "x.npy", x)
+        run(exe, "quantize", "--force", "-f", fmt, tmp_path / "x.npy", tmp_path / "c.safetensors")
+        assert bfp.load(tmp_path / "c.safetensors") == bfp.quantize(x, fmt)
+
+
+def test_load_of_a_npy_file_says_what_it_is(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((4, 64), np.float32))
+    with pytest.raises(bfp.BfpError, match=r"x\.npy: not a safetensors file \(it starts like a "
+                                           r"\.npy file\): malformed data") as ei:
+        bfp.load(tmp_path / "x.npy")
+    assert ei.value.status == bfp._core.ERR_DATA
+    # a plain float safetensors file is not a container either
+    safetensors = pytest.importorskip("safetensors.numpy")
+    safetensors.save_file({"w": np.zeros(4, np.float32)}, str(tmp_path / "f.safetensors"))
+    with pytest.raises(bfp.BfpError, match="not a bfp quantized container"):
+        bfp.load(tmp_path / "f.safetensors")
+
+
+def test_load_qtensor_is_typed_load(tmp_path):
+    q = bfp.quantize(heavy((2, 64)), "mxfp4")
+    bfp.save(q, tmp_path / "q.safetensors")
+    assert bfp.load_qtensor(tmp_path / "q.safetensors") == q
+    bfp.save({"q": q}, tmp_path / "d")
+    with pytest.raises(IsADirectoryError, match="use bfp.load"):
+        bfp.load_qtensor(tmp_path / "d")
+    assert bfp.load(tmp_path / "d")["q"] == q
+
+
+def test_float_file_errors_come_from_the_library(tmp_path):
+    """A state dict's float file is read by libbfp too: its message, not a Python one."""
+    bfp.save({"a": np.ones(3, np.float32)}, tmp_path / "d")
+    (tmp_path / "d" / "float.safetensors").write_bytes(b"\x93NUMPY\x01\x00" + b"x" * 64)
+    with pytest.raises(bfp.BfpError, match="float.safetensors: not a safetensors file"):
+        bfp.load(tmp_path / "d")

@@ -492,6 +492,13 @@ int cli_quantize(bfp_format fmt, const bfp_options *opts, bfp_dtype dtype,
                   bfp_status_str(st));
         return -1;
     }
+    /* recorded in the container, as bfp.save() records them */
+    q->has_source_dtype = 1;
+    q->source_dtype = dtype;
+    if (stats) {
+        q->has_stats = 1;
+        q->stats = *stats;
+    }
     return 0;
 }
 

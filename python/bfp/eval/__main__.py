@@ -6,6 +6,7 @@ See docs/accuracy.md for what it measures and why.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import pickle
 import platform
@@ -151,10 +152,8 @@ def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) ->
     if bad:
         raise SystemExit(f"bfp-eval: unknown model(s) {', '.join(sorted(bad))}")
     try:
-        import matplotlib  # noqa: F401
-        import tokenizers  # noqa: F401
-        if "smollm2" in models:
-            import gguf  # noqa: F401
+        for mod in ("matplotlib", "tokenizers") + (("gguf",) if "smollm2" in models else ()):
+            importlib.import_module(mod)
     except ImportError as exc:
         raise SystemExit(f"bfp-eval needs {exc.name}: pip install -r requirements-eval.txt")
 
@@ -242,7 +241,7 @@ def compute(args: argparse.Namespace, argv: Optional[List[str]], cache: Path) ->
             paras = [p for p in paras if p]
             got: Dict[str, np.ndarray] = {}
 
-            def stop(name, h):
+            def stop(name: str, h: np.ndarray) -> bool:
                 if name == "encoder.layer.3.intermediate.dense":
                     got["h"] = h
                     return True

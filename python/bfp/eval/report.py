@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+import importlib
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -22,11 +23,16 @@ COLORS = {
 }
 
 
-def _plt():
-    import matplotlib  # noqa: PLC0415
+Res = Dict[str, Any]  # one model's results (study.py)
+Row = Dict[str, Any]  # one row of them
+Score = Callable[[Row], float]
 
+
+def _plt() -> Any:
+    """matplotlib.pyplot with the Agg backend (an optional dependency, untyped here)."""
+    matplotlib: Any = importlib.import_module("matplotlib")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    plt: Any = importlib.import_module("matplotlib.pyplot")
 
     plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
                          "savefig.dpi": 110, "figure.dpi": 110})
@@ -41,7 +47,7 @@ def _color(label: str) -> str:
 # plots
 
 
-def plot_scores(path: Path, smol: Optional[Dict], mini: Optional[Dict]) -> None:
+def plot_scores(path: Path, smol: Optional[Res], mini: Optional[Res]) -> None:
     """Score per format: SmolLM2 perplexity increase and KL, MiniLM 1 - cosine
     and nearest-neighbour agreement; bars in run order."""
     plt = _plt()
@@ -53,6 +59,7 @@ def plot_scores(path: Path, smol: Optional[Dict], mini: Optional[Dict]) -> None:
     fig, axes = plt.subplots(len(panels), 1, figsize=(8.5, 2.6 * len(panels)), squeeze=False)
     for ax, (model, what) in zip(axes[:, 0], panels):
         res = smol if model == "smol" else mini
+        assert res is not None
         rows = [r for r in res["rows"] if r["kind"] != "ref"]
         labels = [r["label"] for r in rows]
         x = np.arange(len(rows))
@@ -98,9 +105,11 @@ def plot_scores(path: Path, smol: Optional[Dict], mini: Optional[Dict]) -> None:
     plt.close(fig)
 
 
-def _binned(x: np.ndarray, y: np.ndarray, edges: np.ndarray, min_count: int = 20):
+def _binned(x: np.ndarray, y: np.ndarray, edges: np.ndarray,
+            min_count: int = 20) -> Tuple[np.ndarray, np.ndarray]:
     idx = np.digitize(x, edges) - 1
-    cx, cy = [], []
+    cx: List[float] = []
+    cy: List[float] = []
     for i in range(len(edges) - 1):
         m = idx == i
         if m.sum() >= min_count:
@@ -148,7 +157,7 @@ def plot_block_errors(path: Path, be: Dict[str, Any], title: str) -> None:
     plt.close(fig)
 
 
-def plot_layer_sqnr(path: Path, parts: List[tuple]) -> None:
+def plot_layer_sqnr(path: Path, parts: List[Tuple[Any, ...]]) -> None:
     """Activation and weight SQNR per layer for each format, one panel each."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(parts), figsize=(4.3 * len(parts), 3.6), squeeze=False)
@@ -188,7 +197,7 @@ def block_text(be: Dict[str, Any], standout: float = 4.0) -> str:
             "25%; MX+ gives it three more mantissa bits).")
 
 
-def recovery(res: Dict, score) -> Optional[float]:
+def recovery(res: Res, score: Score) -> Optional[float]:
     """Share of MXFP4's loss (score minus the fp32 score) that MXFP4+ removes."""
     a, b, ref = _row(res, "mxfp4"), _row(res, "mxfp4+"), res["rows"][0]
     if a is None or b is None:
@@ -209,7 +218,7 @@ def _table(header: List[str], rows: List[List[str]], align: Optional[str] = None
     return "\n".join(out)
 
 
-def _f(v: float, nd: int = 2) -> str:
+def _f(v: Optional[float], nd: int = 2) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if isinstance(v, float) and math.isinf(v):
@@ -217,10 +226,11 @@ def _f(v: float, nd: int = 2) -> str:
     return f"{v:.{nd}f}"
 
 
-def _row(res: Dict, label: str) -> Optional[Dict]:
+def _row(res: Res, label: str) -> Optional[Row]:
     for r in res["rows"]:
         if r["label"] == label:
-            return r
+            found: Row = r
+            return found
     return None
 
 
@@ -250,19 +260,20 @@ MXFP8_NOTE = (
     "`'even'` avoid this saturation; the study uses the default.)")
 
 
-def paper_checks(smol: Optional[Dict], mini: Optional[Dict]) -> List[str]:
+def paper_checks(smol: Optional[Res], mini: Optional[Res]) -> List[str]:
     """One bullet per expectation drawn from the paper, with our verdict for
     each model. 'worse' compares the primary score of each model: perplexity
     for SmolLM2, 1 - mean cosine for MiniLM (lower is better for both)."""
-    models = []
+    models: List[Tuple[str, Res, Score, str, int]] = []
     if smol:
         models.append(("SmolLM2", smol, lambda r: r["ppl"], "PPL", 3))
     if mini:
         models.append(("MiniLM", mini, lambda r: 1.0 - r["cos_mean"], "1−cos", 5))
 
-    def cmp(label_a, label_b, want):
+    def cmp(label_a: str, label_b: str, want: str) -> Tuple[List[bool], str]:
         """want: 'lt' (a better than b)."""
-        parts, oks = [], []
+        parts: List[str] = []
+        oks: List[bool] = []
         for name, res, score, unit, nd in models:
             a, b = _row(res, label_a), _row(res, label_b)
             if a is None or b is None:
@@ -274,7 +285,7 @@ def paper_checks(smol: Optional[Dict], mini: Optional[Dict]) -> List[str]:
                          f"({'agrees' if ok else '**does not agree**'})")
         return oks, "; ".join(parts)
 
-    def verdict(oks):
+    def verdict(oks: List[bool]) -> str:
         if not oks:
             return "not measured"
         if all(oks):
@@ -311,7 +322,7 @@ def paper_checks(smol: Optional[Dict], mini: Optional[Dict]) -> List[str]:
     return out
 
 
-def format_ranking(res: Dict, key, formats: List[str]) -> str:
+def format_ranking(res: Res, key: Score, formats: List[str]) -> str:
     rows = [r for r in res["rows"] if r["kind"] == "W+A" and r["label"] in formats]
     rows.sort(key=key)
     return " < ".join(r["label"] for r in rows)
@@ -366,12 +377,12 @@ def write_report(path: Path, img_dir: Path, ctx: Dict[str, Any]) -> None:
     a("")
     if smol:
         r1, r2 = recovery(smol, lambda r: r["ppl"]), recovery(smol, lambda r: r["kl"])
+        r3 = recovery(mini, lambda r: 1 - r["cos_mean"]) if mini else None
         if r1 is not None and r2 is not None:
             a(f"- **Does MX+ recover what MXFP4 loses?** On SmolLM2, MXFP4+ removes "
               f"{100 * r1:.0f}% of MXFP4's perplexity increase and {100 * r2:.0f}% of its KL "
               "divergence from fp32" + (
-                  f"; on MiniLM, {100 * recovery(mini, lambda r: 1 - r['cos_mean']):.0f}% of its "
-                  "1 − cosine." if mini and recovery(mini, lambda r: 1 - r["cos_mean"]) is not None
+                  f"; on MiniLM, {100 * r3:.0f}% of its 1 − cosine." if r3 is not None
                   else "."))
     if smol:
         a(f"- SmolLM2-135M, formats by perplexity (best first): "

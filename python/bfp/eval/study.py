@@ -23,7 +23,8 @@ def configs(formats: List[str]) -> List[Dict[str, Any]]:
     """(label, weight format, activation format, kind) of every run after
     the float32 reference: BF16, each format on weights and activations,
     then weight-only and activation-only for MXFP4 and MXFP4+."""
-    out = [{"label": "bf16", "w": "bf16", "a": "bf16", "kind": "W+A", "fmt": "bf16"}]
+    out: List[Dict[str, Any]] = [
+        {"label": "bf16", "w": "bf16", "a": "bf16", "kind": "W+A", "fmt": "bf16"}]
     out += [{"label": f, "w": f, "a": f, "kind": "W+A", "fmt": f} for f in formats]
     for f in ("mxfp4", "mxfp4+"):
         if f in formats:
@@ -34,7 +35,8 @@ def configs(formats: List[str]) -> List[Dict[str, Any]]:
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+    out: np.ndarray = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -154,10 +156,10 @@ def layer_sqnr(tensors: Dict[str, np.ndarray], layer_of: Callable[[str], int],
     kind of tensor (error energies added, then 10 log10 signal / error), and
     over everything together with the BM share (fraction of the squared
     error on the block maxima)."""
-    acc: Dict[str, Dict[Any, List[float]]] = {}
+    acc: Dict[Tuple[str, str, Any], List[float]] = {}
     per_tensor: Dict[str, Dict[str, float]] = {f: {} for f in formats}
 
-    def add(key, s, e, b):
+    def add(key: Tuple[str, str, Any], s: float, e: float, b: float) -> None:
         a = acc.setdefault(key, [0.0, 0.0, 0.0])
         a[0] += s
         a[1] += e
