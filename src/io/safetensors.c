@@ -169,9 +169,13 @@ static bfp_status st_parse(bfpio_st_file *f, char *err, size_t errlen)
     }
     uint64_t n = bfpio_get_le(lenbuf, 8);
     if (n > ST_MAX_HEADER) {
+        /* a length past the file's end too: likely not safetensors at all */
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                        "%s: safetensors header length %llu exceeds the cap of "
-                        "%llu bytes", path, (unsigned long long)n,
+                        n > f->rd.size - 8
+                            ? "%s: not a safetensors file (header length %llu exceeds "
+                              "the cap of %llu bytes and the file)"
+                            : "%s: safetensors header length %llu exceeds the cap of "
+                              "%llu bytes", path, (unsigned long long)n,
                         (unsigned long long)ST_MAX_HEADER);
         goto fail;
     }
