@@ -49,7 +49,7 @@ else
             -c "$f" -o "$D/core/$(basename "$f" .c).o" &
     done
     for f in src/cuda/*.cu; do
-        nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Isrc/core -Isrc/cuda \
+        nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Isrc/core -Isrc/cuda \
             -c "$f" -o "$D/cuda/$(basename "$f" .cu).o" &
     done
     wait
@@ -78,7 +78,7 @@ build_gpu_gemm() { nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinc
     bench/gpu_gemm.cu "$@" -lcublas; }
 # one translation unit of libbfp_cuda with the library's flags, plus the
 # -D options, -c and -o given (for the rebuilt variants below)
-lib_tu() { nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90,code=[compute_90,sm_90] \
+lib_tu() { nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90a,code=[compute_90a,sm_90a] \
     -Xcompiler=-fPIC -Iinclude -Isrc/core -Isrc/cuda -x cu "$@"; }
 # dir/libbfp_cuda.a: the library with dir's objects (named as cmake names them) in place
 lib_variant() { # dir objects...

@@ -1,4 +1,4 @@
-/* test_cuda_matmul.c - the GPU matmul (fused, skinny and mid kernels and
+/* test_cuda_matmul.c - the GPU matmul (fused, skinny, mid and wgmma kernels and
  * the dequantize + cuBLAS path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
  * 300 and 4096, n and k that are not multiples of the tiles, random and
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
@@ -136,6 +136,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
         if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_MID ||
+            path == BFP_MATMUL_WGMMA ||
             (path == BFP_MATMUL_AUTO &&
              bfp_cuda_matmul_auto_path(dw, m) != BFP_MATMUL_DEQUANT_CUBLAS)) {
             uint8_t *h = malloc(wsb);
@@ -388,7 +389,12 @@ int main(void)
             if (m <= 32)
                 run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 0), 0, BFP_MATMUL_SKINNY);
             run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 1), 0, BFP_MATMUL_MID);
+            run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 2), 0, BFP_MATMUL_WGMMA);
         }
+        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_WGMMA);    /* unaligned x */
+        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_WGMMA);  /* unaligned, 128 rows of x */
+        run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_WGMMA);  /* huge rows, split K */
+        run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* m 64, split K, pad column */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         /* MX+ at m = 1 adds the block max after the mma; bench/gpu.sh also runs
@@ -408,6 +414,10 @@ int main(void)
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
         nan_case(f, BFP_MATMUL_FUSED);
         nan_case(f, BFP_MATMUL_MID);
+        nan_case(f, BFP_MATMUL_WGMMA);
+        run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_WGMMA);  /* 32 m chunks */
+        run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* odd m, split K */
+        run_case(f, 129, 1000, 130, 0, 0, 1, BFP_MATMUL_WGMMA); /* unaligned, odd k, 2 chunks */
         nan_case(f, BFP_MATMUL_SKINNY);
         run_case(f, 1, 4096, 4096, 1, 1, 0, BFP_MATMUL_SKINNY); /* warps' runs cross bands */
         shared_ws_case(f);

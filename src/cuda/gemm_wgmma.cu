@@ -1,0 +1,369 @@
+/* gemm_wgmma.cu - the Hopper matmul (BFP_MATMUL_WGMMA): y^T = W . x^T on
+ * wgmma, W decoded in registers as the A operand, x from shared memory as
+ * the B operand, fed by TMA through a ring of mbarrier-guarded stages.
+ *
+ * Pieces (each its own function, for the later variants to reuse):
+ *  - weight traits: decode_tile<F> (gemm_fused.cuh) turns one prepacked
+ *    16 x 64 tile into the A fragments of its four k16 steps, scales and the
+ *    MX+ / NVFP4+ block-max correction applied in the operands. wgmma's
+ *    register A fragment per warp is mma.m16n8k16's, so the prepacked layout
+ *    serves as it is;
+ *  - the tile scheduler (WgSched): blockIdx -> (W row tiles, x rows, K
+ *    split);
+ *  - the mainloop: warpgroup 0 is the producer (one thread issues the TMA
+ *    copies of a k tile: x's 64 columns for BN rows, 128-byte swizzled, and
+ *    the CTA's 8 W tiles' codes, scale and correction records), warpgroups
+ *    1 and 2 the consumers, 64 rows of W (4 row tiles) each by BN rows of x.
+ *    A consumer issues k tile i's four wgmma, then decodes k tile i + 1
+ *    while they run, then waits for them and frees the stage;
+ *  - the epilogue (wg_epilogue): bias, tensor scale and split K through
+ *    per-split fp32 slices in the workspace, the last CTA of an output tile
+ *    adding them in split order (as the mid kernel does).
+ * x that TMA cannot read (not 16-byte aligned, or k % 8 != 0) is staged by
+ * the producer warpgroup's plain loads into the same swizzled layout.
+ */
+#include "gemm_fused.cuh"
+#include "gemm_internal.h"
+#include "gemm_wgmma_mma.cuh"
+
+namespace bfpgemm {
+namespace wg {
+
+constexpr int CONSUMERS = 2;                   /* consumer warpgroups */
+constexpr int THREADS = 128 * (1 + CONSUMERS); /* + the producer warpgroup */
+constexpr int STAGES = 6;
+constexpr int ALIGN = 1024; /* the 128-byte swizzle's atom */
+
+template <int F, int BN>
+struct Stage {
+    static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
+    static constexpr int X = 0;                    /* [BN][128 bytes], swizzled */
+    static constexpr int CODES = BN * 128;         /* [8 tiles][512] */
+    static constexpr int SCALES = CODES + WG_ROW_TILES * 512;
+    static constexpr int CORR = SCALES + WG_ROW_TILES * SCB;
+    static constexpr int BYTES = (CORR + WG_ROW_TILES * CRB + ALIGN - 1) / ALIGN * ALIGN;
+    static constexpr uint32_t W_TX = WG_ROW_TILES * (512 + SCB + CRB);
+    static constexpr uint32_t X_TX = BN * 128;
+};
+
+template <int F, int BN>
+constexpr int smem_bytes() { return STAGES * Stage<F, BN>::BYTES + ALIGN; }
+
+__device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(uint32_t bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+__device__ __forceinline__ void tma3(uint32_t dst, const CUtensorMap &map, int c0, int c1, int c2,
+                                     uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void tma2(uint32_t dst, const CUtensorMap &map, int c0, int c1,
+                                     uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+/* named barrier id among n threads (0 is __syncthreads') */
+__device__ __forceinline__ void named_sync(int id, int n)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+/* wgmma descriptor of a K-major, 128-byte swizzled B tile at shared address
+ * a (rows of 128 bytes, 8-row atoms 1024 bytes apart); a k16 step j of the
+ * 64-column tile starts 32 j bytes in */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t a)
+{
+    return (uint64_t)((a >> 4) & 0x3FFFu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 |
+           (uint64_t)1 << 62;
+}
+
+/* Tile scheduler: the CTA's first W row tile, first x row and K range */
+struct WgSched {
+    int nt0, m0, kt0, nkt, split;
+    __device__ WgSched(const Params &p, int bn)
+    {
+        nt0 = blockIdx.x * WG_ROW_TILES;
+        m0 = blockIdx.z * bn;
+        split = blockIdx.y;
+        kt0 = split * p.tiles_per_split;
+        nkt = min(kt0 + p.tiles_per_split, p.tiles_k) - kt0;
+    }
+};
+
+/* Producer: k tiles kt0.. into the ring. One thread with TMA when x is
+ * TMA-readable; else all 128 threads of the warpgroup stage x by loads. */
+template <int F, int BN>
+__device__ void produce(const Params &p, const WgmmaMaps &mp, const WgSched &sc,
+                        unsigned char *ring, uint32_t full, uint32_t empty, int tid)
+{
+    using S = Stage<F, BN>;
+    const uint32_t ring_a = saddr(ring);
+    if (p.x_vec && tid != 0)
+        return;
+    for (int i = 0; i < sc.nkt; i++) {
+        const int s = i % STAGES, kt = sc.kt0 + i;
+        const uint32_t sb = ring_a + s * S::BYTES, fb = full + 8 * s;
+        if (i >= STAGES)
+            bar_wait(empty + 8 * s, (uint32_t)(i / STAGES - 1) & 1u);
+        if (p.x_vec) {
+            bar_expect(fb, S::X_TX + S::W_TX);
+            tma2(sb + S::X, mp.x, kt * 64, sc.m0, fb);
+        } else {
+            /* BN rows x 8 chunks of 16 bytes; chunk c of row r at the
+             * swizzled place c ^ (r & 7), as TMA puts it */
+            unsigned char *st = ring + s * S::BYTES;
+            const uint16_t *xs = reinterpret_cast<const uint16_t *>(p.x);
+            for (int e = tid; e < BN * 8; e += 128) {
+                const int r = e >> 3, c = e & 7, gm = sc.m0 + r, gk = kt * 64 + c * 8;
+                uint32_t h[8];
+#pragma unroll
+                for (int q = 0; q < 8; q++)
+                    h[q] = gm < p.m && gk + q < p.k ? __ldg(xs + (size_t)gm * p.k + gk + q) : 0u;
+                *reinterpret_cast<uint4 *>(st + S::X + r * 128 + ((c ^ (r & 7)) << 4)) =
+                    make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
+                               h[6] | h[7] << 16);
+            }
+            /* the stores reach wgmma (the async proxy) through this fence,
+             * and the consumers through the barrier's arrival */
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            named_sync(1, 128);
+            if (tid != 0)
+                continue;
+            bar_expect(fb, S::W_TX);
+        }
+        tma3(sb + S::CODES, mp.codes, 0, kt, sc.nt0, fb);
+        tma3(sb + S::SCALES, mp.scales, 0, kt, sc.nt0, fb);
+        if (S::CRB)
+            tma3(sb + S::CORR, mp.corr, 0, kt, sc.nt0, fb);
+    }
+}
+
+/* Weight traits: the A fragments of this warp's row tile u in stage st */
+template <int F, int SCB, int CRB>
+__device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_off, int scales_off,
+                                             int corr_off, int u, int lane, int mx_fold,
+                                             uint32_t (&a)[4][4])
+{
+    const int g = lane >> 2, t = lane & 3;
+    const uint4 wc = reinterpret_cast<const uint4 *>(st + codes_off + u * 512)[lane];
+    uint2 sc = make_uint2(0, 0), cr = make_uint2(0, 0);
+    if (SCB == 64)
+        sc = reinterpret_cast<const uint2 *>(st + scales_off + u * SCB)[g];
+    else
+        sc.x = reinterpret_cast<const uint32_t *>(st + scales_off + u * SCB)[g];
+    if (F == FMT_MXPLUS)
+        cr.x = reinterpret_cast<const uint32_t *>(st + corr_off + u * CRB)[g];
+    if (F == FMT_NVPLUS)
+        cr = reinterpret_cast<const uint2 *>(st + corr_off + u * CRB)[g];
+    decode_tile<F>(wc, sc, cr, t, mx_fold, a);
+}
+
+/* Epilogue: acc[4q + e] is W row n = 16 u + g + 8 (e / 2) and x row
+ * m0 + 8 q + 2 t + e % 2. Without a split it writes y; with splits each CTA
+ * stores its partials in its slice [split][m][n] of the workspace and the
+ * CTA that completes the output tile's count adds the slices in split
+ * order, writes y and zeroes the slices and the counter again. Consumer
+ * threads only (named barrier 2). */
+template <int BN>
+__device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN / 2], int u,
+                            int lane, int ctid, unsigned *last)
+{
+    const int g = lane >> 2, t = lane & 3;
+    const int nr = (sc.nt0 + u) * 16 + g, mq = sc.m0 + 2 * t;
+    auto each = [&](auto out) {
+#pragma unroll
+        for (int q = 0; q < BN / 8; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int n = nr + 8 * (e >> 1), mm = mq + 8 * q + (e & 1);
+                if (n < p.n && mm < p.m)
+                    out(acc[4 * q + e] * p.post, n, mm);
+            }
+    };
+    if (p.splits == 1) {
+        each([&](float v, int n, int mm) { p.y[(size_t)mm * p.n + n] = finish(p, v, n); });
+        return;
+    }
+    const size_t mn = (size_t)p.m * (size_t)p.n;
+    float *slice = p.ws + (size_t)sc.split * mn;
+    each([&](float v, int n, int mm) { __stcg(slice + (size_t)mm * p.n + n, v); });
+    __threadfence();
+    named_sync(2, 128 * CONSUMERS);
+    unsigned *ctr = p.counters + (size_t)blockIdx.z * gridDim.x + blockIdx.x;
+    if (ctid == 0)
+        *last = atomicAdd(ctr, 1u) == (unsigned)p.splits - 1;
+    named_sync(2, 128 * CONSUMERS);
+    if (!*last)
+        return;
+    __threadfence();
+    /* in sections of QS n8 chunks: 4 QS loads in flight per split; the sum
+     * in split order whichever CTA is last (its own slice from registers) */
+    constexpr int QS = 4;
+#pragma unroll
+    for (int q0 = 0; q0 < BN / 8; q0 += QS) {
+        float tot[QS][4];
+#pragma unroll
+        for (int q = 0; q < QS; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                tot[q][e] = 0.0f;
+        for (int sp = 0; sp < p.splits; sp++) {
+            const float *sl = p.ws + (size_t)sp * mn;
+#pragma unroll
+            for (int q = 0; q < QS; q++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int n = nr + 8 * (e >> 1), mm = mq + 8 * (q0 + q) + (e & 1);
+                    float v = acc[4 * (q0 + q) + e] * p.post;
+                    if (sp != sc.split && n < p.n && mm < p.m)
+                        v = __ldcg(sl + (size_t)mm * p.n + n);
+                    tot[q][e] += v;
+                }
+        }
+#pragma unroll
+        for (int q = 0; q < QS; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int n = nr + 8 * (e >> 1), mm = mq + 8 * (q0 + q) + (e & 1);
+                if (n >= p.n || mm >= p.m)
+                    continue;
+                for (int sp = 0; sp < p.splits; sp++)
+                    __stcg(p.ws + (size_t)sp * mn + (size_t)mm * p.n + n, 0.0f);
+                p.y[(size_t)mm * p.n + n] = finish(p, tot[q][e], n);
+            }
+    }
+    named_sync(2, 128 * CONSUMERS);
+    if (ctid == 0)
+        *ctr = 0u;
+}
+
+template <int F, int BN>
+__global__ void __launch_bounds__(THREADS, 1)
+    gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using S = Stage<F, BN>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
+    __shared__ unsigned last_cta;
+    unsigned char *ring = smem + ((ALIGN - (saddr(smem) & (ALIGN - 1))) & (ALIGN - 1));
+    const uint32_t full = saddr(full_bar), empty = saddr(empty_bar);
+    const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
+    const WgSched sc(p, BN);
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            bar_init(full + 8 * s, 1);
+            bar_init(empty + 8 * s, 4 * CONSUMERS); /* one arrival per consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wgi == 0) {
+        produce<F, BN>(p, mp, sc, ring, full, empty, tid);
+        return;
+    }
+
+    const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        acc[i] = 0.0f;
+    uint32_t a[4][4], an[4][4];
+    const uint32_t ring_a = saddr(ring);
+    if (sc.nkt > 0) {
+        bar_wait(full, 0u);
+        decode_stage<F, S::SCB, S::CRB>(ring, S::CODES, S::SCALES, S::CORR, u, lane, p.mx_fold, a);
+    }
+    for (int i = 0; i < sc.nkt; i++) {
+        const int s = i % STAGES;
+        const uint64_t d0 = desc_sw128(ring_a + s * S::BYTES + S::X);
+        wg::fence_regs(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            wgmma_bn<BN>(acc, a[j], d0 + (uint64_t)(2 * j)); /* + 32 j bytes */
+        wgmma_commit();
+        wg::fence_regs(acc);
+        if (i + 1 < sc.nkt) {
+            const int s1 = (i + 1) % STAGES;
+            bar_wait(full + 8 * s1, (uint32_t)((i + 1) / STAGES) & 1u);
+            decode_stage<F, S::SCB, S::CRB>(ring + s1 * S::BYTES, S::CODES, S::SCALES, S::CORR, u, lane,
+                            p.mx_fold, an);
+        }
+        wgmma_wait0();
+        wg::fence_regs(acc);
+        __syncwarp();
+        if (lane == 0)
+            bar_arrive(empty + 8 * s);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                a[j][e] = an[j][e];
+    }
+    wg_epilogue<BN>(p, sc, acc, u, lane, threadIdx.x - 128, &last_cta);
+#elif defined(__CUDA_ARCH__)
+    __trap(); /* built without sm_90a: never a silent wrong answer */
+#endif
+}
+
+template <int F, int BN>
+cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStream_t s)
+{
+    constexpr int smem = smem_bytes<F, BN>();
+    static bool raised; /* the same value every time: a race is harmless */
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<F, BN>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess)
+            return e;
+        raised = true;
+    }
+    gemm_wgmma_kernel<F, BN><<<grid, THREADS, smem, s>>>(p, mp);
+    return cudaGetLastError();
+}
+
+} // namespace wg
+
+cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn, dim3 grid,
+                         cudaStream_t s)
+{
+    return with_kind(fmt_kind, [&](auto f) {
+        constexpr int F = decltype(f)::value;
+        return bn == 64 ? wg::launch_bn<F, 64>(p, mp, grid, s)
+                        : wg::launch_bn<F, 128>(p, mp, grid, s);
+    });
+}
+
+} // namespace bfpgemm
