@@ -16,9 +16,9 @@
  *    1 and 2 the consumers, 64 rows of W (4 row tiles) each by BN rows of x.
  *    A consumer issues k tile i's four wgmma, then decodes k tile i + 1
  *    while they run, then waits for them and frees the stage;
- *  - the epilogue (wg_epilogue): bias, tensor scale and split K through
- *    per-split fp32 slices in the workspace, the last CTA of an output tile
- *    adding them in split order (as the mid kernel does).
+ *  - the epilogue (wg_epilogue): the tile through shared memory, then bias,
+ *    tensor scale and split K through per-split fp32 slices in the
+ *    workspace, the last CTA of an output tile adding them in split order.
  * x that TMA cannot read (not 16-byte aligned, or k % 8 != 0) is staged by
  * the producer warpgroup's plain loads into the same swizzled layout.
  */
@@ -48,6 +48,9 @@ struct Stage {
 
 template <int F, int BN>
 constexpr int smem_bytes() { return STAGES * Stage<F, BN>::BYTES + ALIGN; }
+static_assert(STAGES * Stage<FMT_MX, 64>::BYTES >= 64 * (128 + 4) * 4 &&
+                  STAGES * Stage<FMT_MX, 128>::BYTES >= 128 * (128 + 4) * 4,
+              "the epilogue's tile fits the ring");
 
 __device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -167,6 +170,13 @@ __device__ void produce(const Params &p, const WgmmaMaps &mp, const WgSched &sc,
     }
 }
 
+__device__ __forceinline__ void keep_live(const uint32_t (&a)[4][4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        asm volatile("" ::"r"(a[j][0]), "r"(a[j][1]), "r"(a[j][2]), "r"(a[j][3]) : "memory");
+}
+
 /* Weight traits: the A fragments of this warp's row tile u in stage st */
 template <int F, int SCB, int CRB>
 __device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_off, int scales_off,
@@ -188,80 +198,76 @@ __device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_
 }
 
 /* Epilogue: acc[4q + e] is W row n = 16 u + g + 8 (e / 2) and x row
- * m0 + 8 q + 2 t + e % 2. Without a split it writes y; with splits each CTA
- * stores its partials in its slice [split][m][n] of the workspace and the
- * CTA that completes the output tile's count adds the slices in split
- * order, writes y and zeroes the slices and the counter again. Consumer
- * threads only (named barrier 2). */
+ * m0 + 8 q + 2 t + e % 2. The consumers first put the CTA's tile in shared
+ * memory (tile: the ring, free once every stage is consumed) as [x row][W
+ * row], so that y, the split slices and the bias are then read and written
+ * along n, coalesced, by short loops (unrolled per element, the fragment
+ * loops made this code tens of thousands of instructions). Without a split
+ * it writes y; with splits each CTA stores its partials in its slice
+ * [split][m][n] of the workspace and the CTA that completes the output
+ * tile's count adds the slices in split order, writes y and zeroes the
+ * slices and the counter again. Consumer threads only (named barrier 2). */
+constexpr int TILE_LD = 128 + 4; /* floats per tile row: fragment stores hit 32 banks */
+
 template <int BN>
 __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN / 2], int u,
-                            int lane, int ctid, unsigned *last)
+                            int lane, int ctid, float *tile, unsigned *last)
 {
+    constexpr int NC = 128 * CONSUMERS; /* consumer threads */
     const int g = lane >> 2, t = lane & 3;
-    const int nr = (sc.nt0 + u) * 16 + g, mq = sc.m0 + 2 * t;
-    auto each = [&](auto out) {
+    named_sync(2, NC); /* every consumer is done with the ring */
 #pragma unroll
-        for (int q = 0; q < BN / 8; q++)
+    for (int q = 0; q < BN / 8; q++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int n = nr + 8 * (e >> 1), mm = mq + 8 * q + (e & 1);
-                if (n < p.n && mm < p.m)
-                    out(acc[4 * q + e] * p.post, n, mm);
-            }
-    };
+        for (int e = 0; e < 4; e++)
+            tile[(8 * q + 2 * t + (e & 1)) * TILE_LD + 16 * u + g + 8 * (e >> 1)] =
+                acc[4 * q + e] * p.post;
+    named_sync(2, NC);
+    const int n0 = sc.nt0 * 16;
+    /* element i of the tile: x row i / 128, W row i % 128 */
     if (p.splits == 1) {
-        each([&](float v, int n, int mm) { p.y[(size_t)mm * p.n + n] = finish(p, v, n); });
+#pragma unroll 4
+        for (int i = ctid; i < BN * 128; i += NC) {
+            const int n = n0 + (i & 127), mm = sc.m0 + (i >> 7);
+            if (n < p.n && mm < p.m)
+                p.y[(size_t)mm * p.n + n] = finish(p, tile[(i >> 7) * TILE_LD + (i & 127)], n);
+        }
         return;
     }
     const size_t mn = (size_t)p.m * (size_t)p.n;
     float *slice = p.ws + (size_t)sc.split * mn;
-    each([&](float v, int n, int mm) { __stcg(slice + (size_t)mm * p.n + n, v); });
+#pragma unroll 4
+    for (int i = ctid; i < BN * 128; i += NC) {
+        const int n = n0 + (i & 127), mm = sc.m0 + (i >> 7);
+        if (n < p.n && mm < p.m)
+            __stcg(slice + (size_t)mm * p.n + n, tile[(i >> 7) * TILE_LD + (i & 127)]);
+    }
     __threadfence();
-    named_sync(2, 128 * CONSUMERS);
+    named_sync(2, NC);
     unsigned *ctr = p.counters + (size_t)blockIdx.z * gridDim.x + blockIdx.x;
     if (ctid == 0)
         *last = atomicAdd(ctr, 1u) == (unsigned)p.splits - 1;
-    named_sync(2, 128 * CONSUMERS);
+    named_sync(2, NC);
     if (!*last)
         return;
     __threadfence();
-    /* in sections of QS n8 chunks: 4 QS loads in flight per split; the sum
-     * in split order whichever CTA is last (its own slice from registers) */
-    constexpr int QS = 4;
-#pragma unroll
-    for (int q0 = 0; q0 < BN / 8; q0 += QS) {
-        float tot[QS][4];
-#pragma unroll
-        for (int q = 0; q < QS; q++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                tot[q][e] = 0.0f;
+    /* the sum in split order whichever CTA is last (its own part from the
+     * tile); several elements per thread in flight */
+#pragma unroll 4
+    for (int i = ctid; i < BN * 128; i += NC) {
+        const int n = n0 + (i & 127), mm = sc.m0 + (i >> 7);
+        if (n >= p.n || mm >= p.m)
+            continue;
+        const size_t off = (size_t)mm * p.n + n;
+        float tot = 0.0f;
         for (int sp = 0; sp < p.splits; sp++) {
-            const float *sl = p.ws + (size_t)sp * mn;
-#pragma unroll
-            for (int q = 0; q < QS; q++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int n = nr + 8 * (e >> 1), mm = mq + 8 * (q0 + q) + (e & 1);
-                    float v = acc[4 * (q0 + q) + e] * p.post;
-                    if (sp != sc.split && n < p.n && mm < p.m)
-                        v = __ldcg(sl + (size_t)mm * p.n + n);
-                    tot[q][e] += v;
-                }
+            tot += sp == sc.split ? tile[(i >> 7) * TILE_LD + (i & 127)] : __ldcg(p.ws + sp * mn + off);
         }
-#pragma unroll
-        for (int q = 0; q < QS; q++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int n = nr + 8 * (e >> 1), mm = mq + 8 * (q0 + q) + (e & 1);
-                if (n >= p.n || mm >= p.m)
-                    continue;
-                for (int sp = 0; sp < p.splits; sp++)
-                    __stcg(p.ws + (size_t)sp * mn + (size_t)mm * p.n + n, 0.0f);
-                p.y[(size_t)mm * p.n + n] = finish(p, tot[q][e], n);
-            }
+        for (int sp = 0; sp < p.splits; sp++)
+            __stcg(p.ws + sp * mn + off, 0.0f);
+        p.y[off] = finish(p, tot, n);
     }
-    named_sync(2, 128 * CONSUMERS);
+    named_sync(2, NC);
     if (ctid == 0)
         *ctr = 0u;
 }
@@ -314,7 +320,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int j = 0; j < 4; j++)
             wgmma_bn<BN>(acc, a[j], d0 + (uint64_t)(2 * j)); /* + 32 j bytes */
         wgmma_commit();
-        wg::fence_regs(acc);
         if (i + 1 < sc.nkt) {
             const int s1 = (i + 1) % STAGES;
             bar_wait(full + 8 * s1, (uint32_t)((i + 1) / STAGES) & 1u);
@@ -322,6 +327,10 @@ __global__ void __launch_bounds__(THREADS, 1)
                             p.mx_fold, an);
         }
         wgmma_wait0();
+        /* a is read by the wgmma until the wait: a use after it keeps the
+         * compiler from decoding the next tile into a's registers (without
+         * it the PTX reused them: a wgmma operand overwritten in flight) */
+        keep_live(a);
         wg::fence_regs(acc);
         __syncwarp();
         if (lane == 0)
@@ -332,7 +341,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int e = 0; e < 4; e++)
                 a[j][e] = an[j][e];
     }
-    wg_epilogue<BN>(p, sc, acc, u, lane, threadIdx.x - 128, &last_cta);
+    wg_epilogue<BN>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
+                    &last_cta);
 #elif defined(__CUDA_ARCH__)
     __trap(); /* built without sm_90a: never a silent wrong answer */
 #endif
