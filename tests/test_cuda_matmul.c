@@ -21,6 +21,7 @@
 #include "cuda_check.h"
 
 static prng rng = {42};
+static int hopper; /* compute capability 9.0: BFP_MATMUL_WGMMA runs, AUTO takes it */
 static double unif(void) { return prng_unit(&rng); }
 static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
 
@@ -81,6 +82,8 @@ static void free_weight(hplanes *w) { free(w->codes), free(w->scales), free(w->m
 static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
                      int unaligned, bfp_matmul_path path)
 {
+    if (path == BFP_MATMUL_WGMMA && !hopper)
+        return;
     const char *name = bfp_format_get(f)->name;
     hplanes w;
     make_weight(f, n, k, heavy, -1, &w);
@@ -162,6 +165,8 @@ out:
 /* A NaN in W makes its block NaN: that column of y is NaN, the others not. */
 static void nan_case(bfp_format f, bfp_matmul_path path)
 {
+    if (path == BFP_MATMUL_WGMMA && !hopper)
+        return;
     size_t m = 3, n = 40, k = 200;
     hplanes w;
     make_weight(f, n, k, 0, 17, &w);
@@ -250,6 +255,8 @@ static void auto_rule_case(void)
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 2, k, &mid) == BFP_OK, "upload 8192^2");
     if (!big || !small || !mid)
         goto out;
+    /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
+    const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
     CHECK(bfp_cuda_matmul_auto_path(mid, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(mid, 8) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(mid, 9) == BFP_MATMUL_SKINNY &&
@@ -259,10 +266,13 @@ static void auto_rule_case(void)
     CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 16) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 17) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(big, 33) == BFP_MATMUL_DEQUANT_CUBLAS &&
+              bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 256) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 257) == BFP_MATMUL_DEQUANT_CUBLAS &&
               bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 32) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(small, 33) == BFP_MATMUL_DEQUANT_CUBLAS,
+              bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
+              bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
     CHECK(bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO) ==
               bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_SKINNY),
@@ -374,6 +384,10 @@ int main(void)
         printf("test_cuda_matmul: skipped: no GPU\n");
         return 0;
     }
+    int major = 0, minor = 0;
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    hopper = major == 9 && minor == 0;
     static const size_t shapes[][3] = {/* m, n, k */
         {1, 256, 4096}, {3, 100, 640}, {16, 17, 1000}, {17, 300, 333}, {128, 512, 1024},
         {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
@@ -409,6 +423,7 @@ int main(void)
         if (quick)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */
+        run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);  /* AUTO's wgmma range */
         run_case(f, 600, 80, 320, 0, 0, 0, BFP_MATMUL_FUSED); /* several m chunks */
         run_case(f, 600, 80, 320, 0, 1, 0, BFP_MATMUL_MID);   /* several m chunks */
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */

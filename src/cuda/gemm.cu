@@ -207,6 +207,30 @@ struct MidPlan {
 constexpr size_t MID_MIN_SPLIT_TILES = 4; /* k tiles per split at least */
 constexpr int MID_MAX_SPLITS = 16;
 
+/* K splits for a grid of ctas CTAs, one per SM: the count that fills the
+ * last wave best, a larger one taken only for 3% more of it (every split
+ * adds an m x n fp32 slice to write, read and zero). From two waves on no
+ * split: the last wave's idle SMs cost less than the slices (measured: 13
+ * splits at m = 2048 on 28672 x 8192, 3584 CTAs, took twice m = 4096's
+ * time). */
+size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
+{
+    if (ctas >= 2 * sms)
+        return 1;
+    auto fill = [&](size_t s) {
+        size_t c = ctas * s;
+        return (double)c / (double)(((c + sms - 1) / sms) * sms);
+    };
+    size_t smax = tiles_k / MID_MIN_SPLIT_TILES;
+    if (smax > (size_t)MID_MAX_SPLITS)
+        smax = MID_MAX_SPLITS;
+    size_t best = 1;
+    for (size_t s = 2; s <= smax; s++)
+        if (fill(s) > fill(best) + 0.03)
+            best = s;
+    return best;
+}
+
 bool mid_fits(size_t m)
 {
     return (m + 63) / 64 <= 65535; /* grid.z */
@@ -220,21 +244,8 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
     P.mchunks = (int)((m + mc - 1) / mc);
     size_t wt = (size_t)mid_w_tiles(P.wm);
     P.ctas_n = (unsigned)((w->tiles_n + wt - 1) / wt);
-    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks, sms = (size_t)w->sms;
-    /* fraction of the last wave's SMs that work, for s splits; a larger s
-     * must gain 3% to be taken (every split adds an m x n fp32 slice to
-     * write, read and zero) */
-    auto fill = [&](size_t s) {
-        size_t c = ctas * s;
-        return (double)c / (double)(((c + sms - 1) / sms) * sms);
-    };
-    size_t smax = w->tiles_k / MID_MIN_SPLIT_TILES;
-    if (smax > (size_t)MID_MAX_SPLITS)
-        smax = MID_MAX_SPLITS;
-    size_t best = 1;
-    for (size_t s = 2; s <= smax; s++)
-        if (fill(s) > fill(best) + 0.03)
-            best = s;
+    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
+    size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     static const int force = env_knob("BFP_MATMUL_MID_SPLITS", 1, 64, 0); /* 0: the planner's */
     if (force)
         best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
@@ -247,8 +258,8 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
 }
 
 /* The wgmma kernel's plan: CTAs of WG_ROW_TILES row tiles of W by bn rows
- * of x, K split like the mid kernel's (one CTA per SM, close to whole
- * waves, a larger split count taken only for 3% more of the last wave) */
+ * of x (bn = 64 up to m = 64), K split like the mid kernel's (pick_splits:
+ * one CTA per SM) */
 struct WgPlan {
     int bn, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
@@ -263,18 +274,8 @@ WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m)
     P.bn = m <= 64 ? 64 : 128;
     P.mchunks = (int)((m + P.bn - 1) / P.bn);
     P.ctas_n = (unsigned)((w->tiles_n + WG_ROW_TILES - 1) / WG_ROW_TILES);
-    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks, sms = (size_t)w->sms;
-    auto fill = [&](size_t s) {
-        size_t c = ctas * s;
-        return (double)c / (double)(((c + sms - 1) / sms) * sms);
-    };
-    size_t smax = w->tiles_k / MID_MIN_SPLIT_TILES;
-    if (smax > (size_t)MID_MAX_SPLITS)
-        smax = MID_MAX_SPLITS;
-    size_t best = 1;
-    for (size_t s = 2; s <= smax; s++)
-        if (fill(s) > fill(best) + 0.03)
-            best = s;
+    const size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
+    size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
     P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
     P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
@@ -386,6 +387,8 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         return launch_mid(w->kind, p, M.wm, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
     }
     if (wgk) {
+        static const int pipe = env_knob("BFP_MATMUL_WG_PIPE", 0, 1, 1);
+        p.wg_pipe = pipe;
         p.tiles_per_split = G.tiles_per_split;
         p.splits = G.splits;
         p.chunk_tiles = 0;
@@ -572,8 +575,16 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
 constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 */
 constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
+/* Rows of x up to which AUTO takes the wgmma kernel above FUSED_MAX_M
+ * (Hopper only). Measured on the H200 (docs/gemm.md): at m = 64..256 it
+ * took 0.5-0.9x the time of dequant + cuBLAS on the three benchmark
+ * shapes in every format; at m = 512 and above, more. */
+constexpr size_t WGMMA_MAX_M = 256;
+
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
+    if (w && m > FUSED_MAX_M && m <= WGMMA_MAX_M && w->wgmma_ok)
+        return BFP_MATMUL_WGMMA;
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
     const double elems = (double)w->n * (double)w->k;

@@ -272,6 +272,111 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
         *ctr = 0u;
 }
 
+__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+
+/* k tile i's four wgmma (one group) on A fragments a, x of stage base xb */
+template <int BN>
+__device__ __forceinline__ void issue_tile(float (&acc)[BN / 2], const uint32_t (&a)[4][4],
+                                           uint32_t xb)
+{
+    const uint64_t d0 = desc_sw128(xb);
+    wg::fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        wgmma_bn<BN>(acc, a[j], d0 + (uint64_t)(2 * j)); /* + 32 j bytes */
+    wgmma_commit();
+}
+
+/* The consumer mainloop that waits for each k tile's group: issue tile i,
+ * decode tile i + 1 while it runs, wait for it, free its stage. */
+template <int F, int BN>
+__device__ __forceinline__ void mainloop_serial(const Params &p, const WgSched &sc,
+                                                unsigned char *ring, uint32_t full,
+                                                uint32_t empty, int u, int lane,
+                                                float (&acc)[BN / 2])
+{
+    using S = Stage<F, BN>;
+    const uint32_t ring_a = saddr(ring);
+    uint32_t a[4][4], an[4][4];
+    bar_wait(full, 0u);
+    decode_stage<F, S::SCB, S::CRB>(ring, S::CODES, S::SCALES, S::CORR, u, lane, p.mx_fold, a);
+    for (int i = 0; i < sc.nkt; i++) {
+        const int s = i % STAGES;
+        issue_tile<BN>(acc, a, ring_a + s * S::BYTES + S::X);
+        if (i + 1 < sc.nkt) {
+            const int s1 = (i + 1) % STAGES;
+            bar_wait(full + 8 * s1, (uint32_t)((i + 1) / STAGES) & 1u);
+            decode_stage<F, S::SCB, S::CRB>(ring + s1 * S::BYTES, S::CODES, S::SCALES, S::CORR,
+                                            u, lane, p.mx_fold, an);
+        }
+        wgmma_wait0();
+        /* a is read by the wgmma until the wait: a use after it keeps the
+         * compiler from decoding the next tile into a's registers (without
+         * it the PTX reused them: a wgmma operand overwritten in flight) */
+        keep_live(a);
+        wg::fence_regs(acc);
+        __syncwarp();
+        if (lane == 0)
+            bar_arrive(empty + 8 * s);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                a[j][e] = an[j][e];
+    }
+}
+
+/* The consumer mainloop with one k tile's group always in flight: issue
+ * tile i, wait for tile i - 1's group (wait_group 1), free its stage, decode
+ * tile i + 1 into the fragments tile i - 1 used, and so on; the two
+ * fragment sets alternate by hand (a0: even tiles, a1: odd), each kept live
+ * past the wait that ends its group. */
+template <int F, int BN>
+__device__ __forceinline__ void mainloop_pipelined(const Params &p, const WgSched &sc,
+                                                   unsigned char *ring, uint32_t full,
+                                                   uint32_t empty, int u, int lane,
+                                                   float (&acc)[BN / 2])
+{
+    using S = Stage<F, BN>;
+    const uint32_t ring_a = saddr(ring);
+    uint32_t a0[4][4], a1[4][4] = {};
+    auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
+        const int s = i % STAGES;
+        bar_wait(full + 8 * s, (uint32_t)(i / STAGES) & 1u);
+        decode_stage<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u,
+                                        lane, p.mx_fold, a);
+    };
+    auto release = [&](int i) {
+        __syncwarp();
+        if (lane == 0)
+            bar_arrive(empty + 8 * (i % STAGES));
+    };
+    auto xb = [&](int i) { return ring_a + (i % STAGES) * S::BYTES + S::X; };
+    wait_decode(0, a0);
+    for (int i = 0; i < sc.nkt; i += 2) {
+        issue_tile<BN>(acc, a0, xb(i));
+        wgmma_wait1(); /* tile i - 1 (a1) done */
+        keep_live(a1);
+        if (i > 0)
+            release(i - 1);
+        if (i + 1 >= sc.nkt)
+            break;
+        wait_decode(i + 1, a1);
+        issue_tile<BN>(acc, a1, xb(i + 1));
+        wgmma_wait1(); /* tile i (a0) done */
+        keep_live(a0);
+        release(i);
+        if (i + 2 < sc.nkt)
+            wait_decode(i + 2, a0);
+    }
+    wgmma_wait0();
+    keep_live(a0);
+    keep_live(a1);
+    wg::fence_regs(acc);
+    release(sc.nkt - 1);
+}
+
 template <int F, int BN>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
@@ -301,46 +406,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
 
     const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
+    /* sc.nkt >= 1: every split has k tiles (plan_wgmma) */
     float acc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
-    uint32_t a[4][4], an[4][4];
-    const uint32_t ring_a = saddr(ring);
-    if (sc.nkt > 0) {
-        bar_wait(full, 0u);
-        decode_stage<F, S::SCB, S::CRB>(ring, S::CODES, S::SCALES, S::CORR, u, lane, p.mx_fold, a);
-    }
-    for (int i = 0; i < sc.nkt; i++) {
-        const int s = i % STAGES;
-        const uint64_t d0 = desc_sw128(ring_a + s * S::BYTES + S::X);
-        wg::fence_regs(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            wgmma_bn<BN>(acc, a[j], d0 + (uint64_t)(2 * j)); /* + 32 j bytes */
-        wgmma_commit();
-        if (i + 1 < sc.nkt) {
-            const int s1 = (i + 1) % STAGES;
-            bar_wait(full + 8 * s1, (uint32_t)((i + 1) / STAGES) & 1u);
-            decode_stage<F, S::SCB, S::CRB>(ring + s1 * S::BYTES, S::CODES, S::SCALES, S::CORR, u, lane,
-                            p.mx_fold, an);
-        }
-        wgmma_wait0();
-        /* a is read by the wgmma until the wait: a use after it keeps the
-         * compiler from decoding the next tile into a's registers (without
-         * it the PTX reused them: a wgmma operand overwritten in flight) */
-        keep_live(a);
-        wg::fence_regs(acc);
-        __syncwarp();
-        if (lane == 0)
-            bar_arrive(empty + 8 * s);
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                a[j][e] = an[j][e];
-    }
+    if (p.wg_pipe)
+        mainloop_pipelined<F, BN>(p, sc, ring, full, empty, u, lane, acc);
+    else
+        mainloop_serial<F, BN>(p, sc, ring, full, empty, u, lane, acc);
     wg_epilogue<BN>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
                     &last_cta);
 #elif defined(__CUDA_ARCH__)
