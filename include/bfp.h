@@ -485,7 +485,8 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w);
 /* How bfp_cuda_matmul computes. */
 typedef enum {
     BFP_MATMUL_AUTO = 0,     /* bfp_cuda_matmul_auto_path(): SKINNY or FUSED
-                                for small m, DEQUANT_CUBLAS for large */
+                                for m <= 32, WGMMA to 256 (Hopper),
+                                DEQUANT_CUBLAS above */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
     BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
     BFP_MATMUL_SKINNY = 3,   /* m <= 32 only: stream-K kernel fed by bulk copies;

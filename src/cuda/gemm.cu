@@ -210,9 +210,8 @@ constexpr int MID_MAX_SPLITS = 16;
 /* K splits for a grid of ctas CTAs, one per SM: the count that fills the
  * last wave best, a larger one taken only for 3% more of it (every split
  * adds an m x n fp32 slice to write, read and zero). From two waves on no
- * split: the last wave's idle SMs cost less than the slices (measured: 13
- * splits at m = 2048 on 28672 x 8192, 3584 CTAs, took twice m = 4096's
- * time). */
+ * split: the last wave's idle SMs cost less than the slices (docs/gemm.md,
+ * the wgmma kernel's epilogue). */
 size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
 {
     if (ctas >= 2 * sms)
@@ -576,9 +575,8 @@ constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 *
 constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
 /* Rows of x up to which AUTO takes the wgmma kernel above FUSED_MAX_M
- * (Hopper only). Measured on the H200 (docs/gemm.md): at m = 64..256 it
- * took 0.5-0.9x the time of dequant + cuBLAS on the three benchmark
- * shapes in every format; at m = 512 and above, more. */
+ * (Hopper only): where it beat dequant + cuBLAS on the H200 (docs/gemm.md,
+ * bench/results/h200-gemm-wgmma.json). */
 constexpr size_t WGMMA_MAX_M = 256;
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)

@@ -201,8 +201,8 @@ __device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_
  * m0 + 8 q + 2 t + e % 2. The consumers first put the CTA's tile in shared
  * memory (tile: the ring, free once every stage is consumed) as [x row][W
  * row], so that y, the split slices and the bias are then read and written
- * along n, coalesced, by short loops (unrolled per element, the fragment
- * loops made this code tens of thousands of instructions). Without a split
+ * along n, coalesced, by short loops (not the fragment loops, which
+ * unrolled per element into a very long epilogue). Without a split
  * it writes y; with splits each CTA stores its partials in its slice
  * [split][m][n] of the workspace and the CTA that completes the output
  * tile's count adds the slices in split order, writes y and zeroes the
