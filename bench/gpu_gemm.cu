@@ -8,6 +8,8 @@
  * rotate over enough copies that every call reads HBM, not L2. Time = median
  * over 7 runs of the mean of 20 back-to-back calls (CUDA events). rel_err =
  * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of x and the dequantized W.
+ * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
+ * device copy's GB/s (read + write, measured first in the same run).
  * "path" is what BFP_MATMUL_AUTO picks; fused_us, dequant_cublas_us,
  * skinny_us, mid_us and wgmma_us time each path explicitly (-1: not run). */
 #include "bfp.h"
@@ -114,7 +116,25 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"results\": [\n", date, prop.name);
+    /* device-to-device copy of 512 MiB, bytes read + written (as gpu_bench):
+     * hbm_fraction = weight bytes / time / this */
+    double copy_gbps;
+    {
+        Timer TC;
+        size_t cn = (size_t)512 << 20;
+        void *ca, *cb;
+        CU(cudaMalloc(&ca, cn));
+        CU(cudaMalloc(&cb, cn));
+        CU(cudaMemset(ca, 1, cn));
+        double cus = TC.median_us(
+            [&](int) { CU(cudaMemcpyAsync(cb, ca, cn, cudaMemcpyDeviceToDevice)); }, 5, 7);
+        copy_gbps = 2.0 * (double)cn / cus / 1e3;
+        CU(cudaFree(ca));
+        CU(cudaFree(cb));
+    }
+    printf("device copy (512 MiB, read + write): %.1f GB/s\n", copy_gbps);
+    fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"copy_gbps\": %.1f, \"results\": [\n", date,
+            prop.name, copy_gbps);
 
     cublasHandle_t blas;
     CB(cublasCreate(&blas));
@@ -256,11 +276,12 @@ int main(int argc, char **argv)
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
-                        "\"tflops\": %.2f, \"weight_gbps\": %.1f, \"path\": \"%s\", "
+                        "\"tflops\": %.2f, \"weight_gbps\": %.1f, \"weight_bytes\": %zu, "
+                        "\"hbm_fraction\": %.4f, \"path\": \"%s\", "
                         "\"fused_us\": %.2f, \"dequant_cublas_us\": %.2f, \"skinny_us\": %.2f, "
                         "\"mid_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp, err[0],
-                        tflops, wgbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
+                        tflops, wgbps, qbytes, wgbps / copy_gbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
                         isnan(us[3]) ? -1.0 : us[3], isnan(us[4]) ? -1.0 : us[4],
                         isnan(us[5]) ? -1.0 : us[5], err[5]);
                 first = false;
