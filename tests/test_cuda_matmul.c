@@ -4,7 +4,8 @@
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
  * every output written (y is poisoned with NaN first), the workspace left
  * zeroed (a second call is as good), one workspace shared by every path in
- * turn, NaN weight blocks giving NaN columns. Without a GPU it prints "skipped: no GPU" and passes. */
+ * turn, NaN weight blocks giving NaN columns, two products on two streams at once. Without a
+ * GPU it prints "skipped: no GPU" and passes. */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -196,6 +197,77 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
     CU(cudaFree(dws));
     bfp_cuda_weight_free(dw);
     free_weight(&w);
+}
+
+/* Two different products (format, shape, bias) on two streams at once, each
+ * with its own workspace, calls interleaved: both must match their reference
+ * (AUTO: the wgmma kernel with a K split on Hopper, else dequant + cuBLAS). */
+typedef struct {
+    bfp_format f;
+    size_t m, n, k;
+    int bias_on;
+    hplanes w;
+    uint16_t *x, *bias, *y;
+    float *ref;
+    bfp_cuda_weight *dw;
+    void *dx, *dbias, *dy, *dws;
+    size_t wsb;
+    cudaStream_t s;
+} stream_job;
+
+static void two_streams_case(void)
+{
+    stream_job jobs[2] = {{.f = BFP_MXFP4_PLUS, .m = 128, .n = 1000, .k = 2048, .bias_on = 1},
+                          {.f = BFP_NVFP4, .m = 64, .n = 520, .k = 1300, .bias_on = 0}};
+    for (int j = 0; j < 2; j++) {
+        stream_job *b = &jobs[j];
+        make_weight(b->f, b->n, b->k, 1, -1, &b->w);
+        b->x = malloc(b->m * b->k * 2), b->bias = malloc(b->n * 2), b->y = malloc(b->m * b->n * 2);
+        b->ref = malloc(b->m * b->n * sizeof *b->ref);
+        for (size_t i = 0; i < b->m * b->k; i++)
+            b->x[i] = bfp_f32_to_bf16((float)gauss());
+        for (size_t i = 0; i < b->n; i++)
+            b->bias[i] = bfp_f32_to_bf16((float)gauss());
+        bfp_const_planes cw = {b->w.codes, b->w.scales, b->w.meta, &b->w.ts};
+        CHECK(bfp_matmul_ref(b->f, &cw, b->n, b->k, b->x, b->m, b->bias_on ? b->bias : NULL,
+                             b->ref) == BFP_OK, "ref");
+        CHECK(bfp_cuda_weight_upload(b->f, &cw, b->n, b->k, &b->dw) == BFP_OK, "upload");
+        b->wsb = bfp_cuda_matmul_workspace_size(b->dw, b->m, BFP_MATMUL_AUTO);
+        CU(cudaMalloc(&b->dx, b->m * b->k * 2));
+        CU(cudaMalloc(&b->dbias, b->n * 2));
+        CU(cudaMalloc(&b->dy, b->m * b->n * 2));
+        CU(cudaMalloc(&b->dws, b->wsb + 1));
+        CU(cudaMemset(b->dws, 0, b->wsb + 1));
+        CU(cudaMemcpy(b->dx, b->x, b->m * b->k * 2, cudaMemcpyHostToDevice));
+        CU(cudaMemcpy(b->dbias, b->bias, b->n * 2, cudaMemcpyHostToDevice));
+        CU(cudaMemset(b->dy, 0xFF, b->m * b->n * 2));
+        CU(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
+    }
+    for (int rep = 0; rep < 4; rep++)
+        for (int j = 0; j < 2; j++) {
+            stream_job *b = &jobs[j];
+            CHECK(bfp_cuda_matmul(b->dw, b->dx, b->m, b->bias_on ? b->dbias : NULL, b->dy,
+                                  b->dws, b->wsb, BFP_MATMUL_AUTO, b->s) == BFP_OK,
+                  "matmul on stream %d", j);
+        }
+    for (int j = 0; j < 2; j++) {
+        stream_job *b = &jobs[j];
+        CU(cudaStreamSynchronize(b->s));
+        CU(cudaMemcpy(b->y, b->dy, b->m * b->n * 2, cudaMemcpyDeviceToHost));
+        double num, den;
+        size_t nans = err_sums(b->y, b->ref, b->m * b->n, &num, &den);
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        CHECK(nans == 0 && rel < 5e-3, "two streams, %s m=%zu: rel err %.3g, %zu NaN",
+              bfp_format_get(b->f)->name, b->m, rel, nans);
+        CU(cudaStreamDestroy(b->s));
+        CU(cudaFree(b->dx));
+        CU(cudaFree(b->dbias));
+        CU(cudaFree(b->dy));
+        CU(cudaFree(b->dws));
+        bfp_cuda_weight_free(b->dw);
+        free(b->x), free(b->bias), free(b->y), free(b->ref);
+        free_weight(&b->w);
+    }
 }
 
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
@@ -439,6 +511,7 @@ int main(void)
     }
     if (!quick)
         auto_rule_case();
+    two_streams_case();
     errors();
     return check_summary("test_cuda_matmul");
 }
