@@ -14,8 +14,10 @@
  *    copies of a k tile: x's 64 columns for BN rows, 128-byte swizzled, and
  *    the CTA's 8 W tiles' codes, scale and correction records), warpgroups
  *    1 and 2 the consumers, 64 rows of W (4 row tiles) each by BN rows of x.
- *    A consumer issues k tile i's four wgmma, then decodes k tile i + 1
- *    while they run, then waits for them and frees the stage;
+ *    A consumer issues k tile i's four wgmma and decodes k tile i + 1 while
+ *    they run; mainloop_pipelined (the default) keeps one tile's group in
+ *    flight across tiles, mainloop_serial (BFP_MATMUL_WG_PIPE=0) waits for
+ *    each;
  *  - the epilogue (wg_epilogue): the tile through shared memory, then bias,
  *    tensor scale and split K through per-split fp32 slices in the
  *    workspace, the last CTA of an output tile adding them in split order.
