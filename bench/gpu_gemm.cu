@@ -8,8 +8,10 @@
  * rotate over enough copies that every call reads HBM, not L2. Time = median
  * over 7 runs of the mean of 20 back-to-back calls (CUDA events). rel_err =
  * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of x and the dequantized W.
+ * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
+ * device copy's GB/s (read + write, measured first in the same run).
  * "path" is what BFP_MATMUL_AUTO picks; fused_us, dequant_cublas_us,
- * skinny_us and mid_us time each path explicitly (-1: not run). */
+ * skinny_us, mid_us and wgmma_us time each path explicitly (-1: not run). */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -114,7 +116,25 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"results\": [\n", date, prop.name);
+    /* device-to-device copy of 512 MiB, bytes read + written (as gpu_bench):
+     * hbm_fraction = weight bytes / time / this */
+    double copy_gbps;
+    {
+        Timer TC;
+        size_t cn = (size_t)512 << 20;
+        void *ca, *cb;
+        CU(cudaMalloc(&ca, cn));
+        CU(cudaMalloc(&cb, cn));
+        CU(cudaMemset(ca, 1, cn));
+        double cus = TC.median_us(
+            [&](int) { CU(cudaMemcpyAsync(cb, ca, cn, cudaMemcpyDeviceToDevice)); }, 5, 7);
+        copy_gbps = 2.0 * (double)cn / cus / 1e3;
+        CU(cudaFree(ca));
+        CU(cudaFree(cb));
+    }
+    printf("device copy (512 MiB, read + write): %.1f GB/s\n", copy_gbps);
+    fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"copy_gbps\": %.1f, \"results\": [\n", date,
+            prop.name, copy_gbps);
 
     cublasHandle_t blas;
     CB(cublasCreate(&blas));
@@ -213,7 +233,7 @@ int main(int argc, char **argv)
                 BFP(bfp_cuda_weight_upload(f, &hp, n, k, &W[r]));
             size_t wsb = 0;
             for (int mi = 0; mi < nms; mi++)
-                for (int pth = 0; pth < 5; pth++)
+                for (int pth = 0; pth < 6; pth++)
                     wsb = std::max(wsb, bfp_cuda_matmul_workspace_size(W[0], ms[mi], (bfp_matmul_path)pth));
             void *ws;
             CU(cudaMalloc(&ws, wsb));
@@ -224,8 +244,8 @@ int main(int argc, char **argv)
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
-                double us[5], err[5];
-                for (int pth = 0; pth < 5; pth++) {
+                double us[6], err[6];
+                for (int pth = 0; pth < 6; pth++) {
                     if ((pth == 2 && m < 16) || (pth == 3 && m > 32)) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
@@ -244,24 +264,26 @@ int main(int argc, char **argv)
                     err[pth] = rel_err(y, yref, m * n);
                 }
                 static const char *const path_names[] = {"auto", "fused", "dequant+cublas",
-                                                         "skinny", "mid"};
+                                                         "skinny", "mid", "wgmma"};
                 const char *path = path_names[bfp_cuda_matmul_auto_path(W[0], m)];
                 double sp = cublas_us[mi] / us[0];
                 double tflops = 2.0 * m * n * k / us[0] * 1e-6;
                 double wgbps = (double)qbytes / us[0] * 1e-3;
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
-                       "skinny %.1f, mid %.1f err %.1e)\n",
+                       "skinny %.1f, mid %.1f, wgmma %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
-                       us[1], us[3], us[4], err[4]);
+                       us[1], us[3], us[4], us[5], err[5]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
-                        "\"tflops\": %.2f, \"weight_gbps\": %.1f, \"path\": \"%s\", "
+                        "\"tflops\": %.2f, \"weight_gbps\": %.1f, \"weight_bytes\": %zu, "
+                        "\"hbm_fraction\": %.4f, \"path\": \"%s\", "
                         "\"fused_us\": %.2f, \"dequant_cublas_us\": %.2f, \"skinny_us\": %.2f, "
-                        "\"mid_us\": %.2f}",
+                        "\"mid_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp, err[0],
-                        tflops, wgbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
-                        isnan(us[3]) ? -1.0 : us[3], isnan(us[4]) ? -1.0 : us[4]);
+                        tflops, wgbps, qbytes, wgbps / copy_gbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
+                        isnan(us[3]) ? -1.0 : us[3], isnan(us[4]) ? -1.0 : us[4],
+                        isnan(us[5]) ? -1.0 : us[5], err[5]);
                 first = false;
                 fflush(stdout);
             }

@@ -62,7 +62,8 @@ def main():
     except OSError:
         code = "unknown"
     out = {"date": doc["date"], "command": "bash bench/gpu.sh  (PARTS=gemm for this part only)",
-           "gpu": doc["gpu"], "baseline": peer_name, "code": code, "results": doc["results"]}
+           "gpu": doc["gpu"], "copy_gbps": doc.get("copy_gbps"), "baseline": peer_name,
+           "code": code, "results": doc["results"]}
     json.dump(out, open(dst, "w"), indent=1)
     need = {1: 4.0, 16: 4.0, 128: 2.0, 4096: 0.9}
     print("\n%-8s %5s %6s %6s %9s %9s %8s  target" % ("format", "M", "N", "K", "us",

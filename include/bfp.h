@@ -543,18 +543,24 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w);
 /* How bfp_cuda_matmul computes. */
 typedef enum {
     BFP_MATMUL_AUTO = 0,     /* bfp_cuda_matmul_auto_path(): SKINNY or FUSED
-                                for small m, DEQUANT_CUBLAS for large */
+                                for m <= 32, WGMMA to 256 (Hopper),
+                                DEQUANT_CUBLAS above */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
     BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
     BFP_MATMUL_SKINNY = 3,   /* m <= 32 only: stream-K kernel fed by bulk copies;
                                 faster than FUSED on large weights (docs/gemm.md) */
-    BFP_MATMUL_MID = 4       /* tensor-core kernel for medium m (meant for
+    BFP_MATMUL_MID = 4,      /* tensor-core kernel for medium m (meant for
                                 33..256, correct for any m; m in chunks of 128,
                                 64 when m <= 64): each warp 32 rows of W x 64 of
                                 x, x and W through a cp.async ring. Workspace:
                                 when K is split in s parts, s fp32 [m, n] slices
                                 + counters, else none. Not picked by AUTO
                                 (docs/gemm.md) */
+    BFP_MATMUL_WGMMA = 5     /* Hopper (sm_90) kernel: wgmma with W decoded in
+                                registers, x and W through a TMA ring; CTAs of
+                                128 rows of W x 64 or 128 rows of x (64 when
+                                m <= 64). Workspace as MID. BFP_ERR_UNSUPPORTED
+                                on other GPUs */
 } bfp_matmul_path;
 
 /** The path BFP_MATMUL_AUTO takes for m rows of x with this weight (never

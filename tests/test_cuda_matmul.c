@@ -1,10 +1,11 @@
-/* test_cuda_matmul.c - the GPU matmul (fused, skinny and mid kernels and
+/* test_cuda_matmul.c - the GPU matmul (fused, skinny, mid and wgmma kernels and
  * the dequantize + cuBLAS path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
  * 300 and 4096, n and k that are not multiples of the tiles, random and
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
  * every output written (y is poisoned with NaN first), the workspace left
  * zeroed (a second call is as good), one workspace shared by every path in
- * turn, NaN weight blocks giving NaN columns. Without a GPU it prints "skipped: no GPU" and passes. */
+ * turn, NaN weight blocks giving NaN columns, two products on two streams at once. Without a
+ * GPU it prints "skipped: no GPU" and passes. */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -21,6 +22,7 @@
 #include "cuda_check.h"
 
 static prng rng = {42};
+static int hopper; /* compute capability 9.0: BFP_MATMUL_WGMMA runs, AUTO takes it */
 static double unif(void) { return prng_unit(&rng); }
 static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
 
@@ -81,6 +83,8 @@ static void free_weight(hplanes *w) { free(w->codes), free(w->scales), free(w->m
 static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
                      int unaligned, bfp_matmul_path path)
 {
+    if (path == BFP_MATMUL_WGMMA && !hopper)
+        return;
     const char *name = bfp_format_get(f)->name;
     hplanes w;
     make_weight(f, n, k, heavy, -1, &w);
@@ -136,6 +140,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
         if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_MID ||
+            path == BFP_MATMUL_WGMMA ||
             (path == BFP_MATMUL_AUTO &&
              bfp_cuda_matmul_auto_path(dw, m) != BFP_MATMUL_DEQUANT_CUBLAS)) {
             uint8_t *h = malloc(wsb);
@@ -161,6 +166,8 @@ out:
 /* A NaN in W makes its block NaN: that column of y is NaN, the others not. */
 static void nan_case(bfp_format f, bfp_matmul_path path)
 {
+    if (path == BFP_MATMUL_WGMMA && !hopper)
+        return;
     size_t m = 3, n = 40, k = 200;
     hplanes w;
     make_weight(f, n, k, 0, 17, &w);
@@ -190,6 +197,77 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
     CU(cudaFree(dws));
     bfp_cuda_weight_free(dw);
     free_weight(&w);
+}
+
+/* Two different products (format, shape, bias) on two streams at once, each
+ * with its own workspace, calls interleaved: both must match their reference
+ * (AUTO: the wgmma kernel with a K split on Hopper, else dequant + cuBLAS). */
+typedef struct {
+    bfp_format f;
+    size_t m, n, k;
+    int bias_on;
+    hplanes w;
+    uint16_t *x, *bias, *y;
+    float *ref;
+    bfp_cuda_weight *dw;
+    void *dx, *dbias, *dy, *dws;
+    size_t wsb;
+    cudaStream_t s;
+} stream_job;
+
+static void two_streams_case(void)
+{
+    stream_job jobs[2] = {{.f = BFP_MXFP4_PLUS, .m = 128, .n = 1000, .k = 2048, .bias_on = 1},
+                          {.f = BFP_NVFP4, .m = 64, .n = 520, .k = 1300, .bias_on = 0}};
+    for (int j = 0; j < 2; j++) {
+        stream_job *b = &jobs[j];
+        make_weight(b->f, b->n, b->k, 1, -1, &b->w);
+        b->x = malloc(b->m * b->k * 2), b->bias = malloc(b->n * 2), b->y = malloc(b->m * b->n * 2);
+        b->ref = malloc(b->m * b->n * sizeof *b->ref);
+        for (size_t i = 0; i < b->m * b->k; i++)
+            b->x[i] = bfp_f32_to_bf16((float)gauss());
+        for (size_t i = 0; i < b->n; i++)
+            b->bias[i] = bfp_f32_to_bf16((float)gauss());
+        bfp_const_planes cw = {b->w.codes, b->w.scales, b->w.meta, &b->w.ts};
+        CHECK(bfp_matmul_ref(b->f, &cw, b->n, b->k, b->x, b->m, b->bias_on ? b->bias : NULL,
+                             b->ref) == BFP_OK, "ref");
+        CHECK(bfp_cuda_weight_upload(b->f, &cw, b->n, b->k, &b->dw) == BFP_OK, "upload");
+        b->wsb = bfp_cuda_matmul_workspace_size(b->dw, b->m, BFP_MATMUL_AUTO);
+        CU(cudaMalloc(&b->dx, b->m * b->k * 2));
+        CU(cudaMalloc(&b->dbias, b->n * 2));
+        CU(cudaMalloc(&b->dy, b->m * b->n * 2));
+        CU(cudaMalloc(&b->dws, b->wsb + 1));
+        CU(cudaMemset(b->dws, 0, b->wsb + 1));
+        CU(cudaMemcpy(b->dx, b->x, b->m * b->k * 2, cudaMemcpyHostToDevice));
+        CU(cudaMemcpy(b->dbias, b->bias, b->n * 2, cudaMemcpyHostToDevice));
+        CU(cudaMemset(b->dy, 0xFF, b->m * b->n * 2));
+        CU(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
+    }
+    for (int rep = 0; rep < 4; rep++)
+        for (int j = 0; j < 2; j++) {
+            stream_job *b = &jobs[j];
+            CHECK(bfp_cuda_matmul(b->dw, b->dx, b->m, b->bias_on ? b->dbias : NULL, b->dy,
+                                  b->dws, b->wsb, BFP_MATMUL_AUTO, b->s) == BFP_OK,
+                  "matmul on stream %d", j);
+        }
+    for (int j = 0; j < 2; j++) {
+        stream_job *b = &jobs[j];
+        CU(cudaStreamSynchronize(b->s));
+        CU(cudaMemcpy(b->y, b->dy, b->m * b->n * 2, cudaMemcpyDeviceToHost));
+        double num, den;
+        size_t nans = err_sums(b->y, b->ref, b->m * b->n, &num, &den);
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        CHECK(nans == 0 && rel < 5e-3, "two streams, %s m=%zu: rel err %.3g, %zu NaN",
+              bfp_format_get(b->f)->name, b->m, rel, nans);
+        CU(cudaStreamDestroy(b->s));
+        CU(cudaFree(b->dx));
+        CU(cudaFree(b->dbias));
+        CU(cudaFree(b->dy));
+        CU(cudaFree(b->dws));
+        bfp_cuda_weight_free(b->dw);
+        free(b->x), free(b->bias), free(b->y), free(b->ref);
+        free_weight(&b->w);
+    }
 }
 
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
@@ -249,6 +327,8 @@ static void auto_rule_case(void)
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 2, k, &mid) == BFP_OK, "upload 8192^2");
     if (!big || !small || !mid)
         goto out;
+    /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
+    const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
     CHECK(bfp_cuda_matmul_auto_path(mid, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(mid, 8) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(mid, 9) == BFP_MATMUL_SKINNY &&
@@ -258,10 +338,13 @@ static void auto_rule_case(void)
     CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 16) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 17) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(big, 33) == BFP_MATMUL_DEQUANT_CUBLAS &&
+              bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 256) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 257) == BFP_MATMUL_DEQUANT_CUBLAS &&
               bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 32) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(small, 33) == BFP_MATMUL_DEQUANT_CUBLAS,
+              bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
+              bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
     CHECK(bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO) ==
               bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_SKINNY),
@@ -373,6 +456,10 @@ int main(void)
         printf("test_cuda_matmul: skipped: no GPU\n");
         return 0;
     }
+    int major = 0, minor = 0;
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    hopper = major == 9 && minor == 0;
     static const size_t shapes[][3] = {/* m, n, k */
         {1, 256, 4096}, {3, 100, 640}, {16, 17, 1000}, {17, 300, 333}, {128, 512, 1024},
         {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
@@ -388,7 +475,12 @@ int main(void)
             if (m <= 32)
                 run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 0), 0, BFP_MATMUL_SKINNY);
             run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 1), 0, BFP_MATMUL_MID);
+            run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 2), 0, BFP_MATMUL_WGMMA);
         }
+        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_WGMMA);    /* unaligned x */
+        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_WGMMA);  /* unaligned, 128 rows of x */
+        run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_WGMMA);  /* huge rows, split K */
+        run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* m 64, split K, pad column */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         /* MX+ at m = 1 adds the block max after the mma; bench/gpu.sh also runs
@@ -403,17 +495,23 @@ int main(void)
         if (quick)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */
+        run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);  /* AUTO's wgmma range */
         run_case(f, 600, 80, 320, 0, 0, 0, BFP_MATMUL_FUSED); /* several m chunks */
         run_case(f, 600, 80, 320, 0, 1, 0, BFP_MATMUL_MID);   /* several m chunks */
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
         nan_case(f, BFP_MATMUL_FUSED);
         nan_case(f, BFP_MATMUL_MID);
+        nan_case(f, BFP_MATMUL_WGMMA);
+        run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_WGMMA);  /* 32 m chunks */
+        run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* odd m, split K */
+        run_case(f, 129, 1000, 130, 0, 0, 1, BFP_MATMUL_WGMMA); /* unaligned, odd k, 2 chunks */
         nan_case(f, BFP_MATMUL_SKINNY);
         run_case(f, 1, 4096, 4096, 1, 1, 0, BFP_MATMUL_SKINNY); /* warps' runs cross bands */
         shared_ws_case(f);
     }
     if (!quick)
         auto_rule_case();
+    two_streams_case();
     errors();
     return check_summary("test_cuda_matmul");
 }

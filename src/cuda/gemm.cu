@@ -31,6 +31,8 @@ struct bfp_cuda_weight {
     SkinnyMaps sk[2];             /* the skinny kernel's maps of codes, scales and
                                      corr for R = 4 ([0]) and R = 2 ([1]); x
                                      is filled in per call */
+    WgmmaMaps wg;                 /* the wgmma kernel's (R = WG_ROW_TILES) */
+    int wgmma_ok;                 /* the device runs sm_90a code (Hopper) */
 };
 
 namespace {
@@ -89,14 +91,14 @@ bool encode_records(CUtensorMap *map, void *base, size_t rec, size_t tiles_n, si
 }
 
 /* x [m][k] bf16 as a 2-D tensor {k, m} with boxes of one k tile (64
- * columns, zeros past k) by m rows, 128-byte swizzled (gemm_skinny.cu,
+ * columns, zeros past k) by box_rows rows (zeros past m), 128-byte swizzled (gemm_skinny.cu,
  * x_chunk). Needs x 16-byte aligned and k % 8 == 0 (p.x_vec). */
-bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m)
+bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size_t box_rows)
 {
     PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
     const cuuint64_t dim[2] = {k, m};
     const cuuint64_t stride[1] = {k * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)m};
+    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
     const cuuint32_t estride[2] = {1, 1};
     return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(x), dim,
                       stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -117,7 +119,10 @@ bool encode_weight_maps(bfp_cuda_weight *w)
             (crb && !encode_records(&sm.corr, w->corr, crb, w->tiles_n, w->tiles_k, r)))
             return false;
     }
-    return true;
+    WgmmaMaps &wm = w->wg;
+    return encode_records(&wm.codes, w->codes, 512, w->tiles_n, w->tiles_k, WG_ROW_TILES) &&
+           encode_records(&wm.scales, w->scales, scb, w->tiles_n, w->tiles_k, WG_ROW_TILES) &&
+           (!crb || encode_records(&wm.corr, w->corr, crb, w->tiles_n, w->tiles_k, WG_ROW_TILES));
 }
 
 struct FusedPlan {
@@ -202,6 +207,29 @@ struct MidPlan {
 constexpr size_t MID_MIN_SPLIT_TILES = 4; /* k tiles per split at least */
 constexpr int MID_MAX_SPLITS = 16;
 
+/* K splits for a grid of ctas CTAs, one per SM: the count that fills the
+ * last wave best, a larger one taken only for 3% more of it (every split
+ * adds an m x n fp32 slice to write, read and zero). From two waves on no
+ * split: the last wave's idle SMs cost less than the slices (docs/gemm.md,
+ * the wgmma kernel's epilogue). */
+size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
+{
+    if (ctas >= 2 * sms)
+        return 1;
+    auto fill = [&](size_t s) {
+        size_t c = ctas * s;
+        return (double)c / (double)(((c + sms - 1) / sms) * sms);
+    };
+    size_t smax = tiles_k / MID_MIN_SPLIT_TILES;
+    if (smax > (size_t)MID_MAX_SPLITS)
+        smax = MID_MAX_SPLITS;
+    size_t best = 1;
+    for (size_t s = 2; s <= smax; s++)
+        if (fill(s) > fill(best) + 0.03)
+            best = s;
+    return best;
+}
+
 bool mid_fits(size_t m)
 {
     return (m + 63) / 64 <= 65535; /* grid.z */
@@ -215,27 +243,40 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
     P.mchunks = (int)((m + mc - 1) / mc);
     size_t wt = (size_t)mid_w_tiles(P.wm);
     P.ctas_n = (unsigned)((w->tiles_n + wt - 1) / wt);
-    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks, sms = (size_t)w->sms;
-    /* fraction of the last wave's SMs that work, for s splits; a larger s
-     * must gain 3% to be taken (every split adds an m x n fp32 slice to
-     * write, read and zero) */
-    auto fill = [&](size_t s) {
-        size_t c = ctas * s;
-        return (double)c / (double)(((c + sms - 1) / sms) * sms);
-    };
-    size_t smax = w->tiles_k / MID_MIN_SPLIT_TILES;
-    if (smax > (size_t)MID_MAX_SPLITS)
-        smax = MID_MAX_SPLITS;
-    size_t best = 1;
-    for (size_t s = 2; s <= smax; s++)
-        if (fill(s) > fill(best) + 0.03)
-            best = s;
+    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
+    size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     static const int force = env_knob("BFP_MATMUL_MID_SPLITS", 1, 64, 0); /* 0: the planner's */
     if (force)
         best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
     P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
     /* workspace: one [m][n] fp32 slice per split, then the counters */
+    P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
+    P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
+    return P;
+}
+
+/* The wgmma kernel's plan: CTAs of WG_ROW_TILES row tiles of W by bn rows
+ * of x (bn = 64 up to m = 64), K split like the mid kernel's (pick_splits:
+ * one CTA per SM) */
+struct WgPlan {
+    int bn, mchunks, splits, tiles_per_split;
+    unsigned ctas_n;
+    size_t ws_bytes, ctr_offset;
+};
+
+bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
+
+WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m)
+{
+    WgPlan P;
+    P.bn = m <= 64 ? 64 : 128;
+    P.mchunks = (int)((m + P.bn - 1) / P.bn);
+    P.ctas_n = (unsigned)((w->tiles_n + WG_ROW_TILES - 1) / WG_ROW_TILES);
+    const size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
+    size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
+    P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
+    P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
     P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
     P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
     return P;
@@ -280,27 +321,30 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
         y[i] = bias[i % n];
 }
 
-enum Kernel { K_FUSED, K_SKINNY, K_MID };
+enum Kernel { K_FUSED, K_SKINNY, K_MID, K_WGMMA };
 
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
                      void *y, void *ws, size_t ws_bytes, Kernel kern, cudaStream_t s)
 {
-    const bool skinny = kern == K_SKINNY, mid = kern == K_MID;
+    const bool skinny = kern == K_SKINNY, mid = kern == K_MID, wgk = kern == K_WGMMA;
     FusedPlan P = {};
     SkinnyPlan S = {};
     MidPlan M = {};
+    WgPlan G = {};
     if (skinny)
         S = plan_skinny(w, m);
     else if (mid)
         M = plan_mid(w, m);
+    else if (wgk)
+        G = plan_wgmma(w, m);
     else
         P = plan_fused(w, m);
-    const size_t need = skinny ? S.ws_bytes : mid ? M.ws_bytes : P.ws_bytes;
+    const size_t need = skinny ? S.ws_bytes : mid ? M.ws_bytes : wgk ? G.ws_bytes : P.ws_bytes;
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     /* beyond the front that every path keeps zero (small_ws_bytes), the
      * dequantize path may have left W: start from zeros */
-    const bool zero_ws_first = mid || m > FUSED_MAX_M;
+    const bool zero_ws_first = mid || wgk || m > FUSED_MAX_M;
     if (need && zero_ws_first && cudaMemsetAsync(ws, 0, need, s) != cudaSuccess)
         return BFP_ERR_DEVICE;
     Params p;
@@ -311,7 +355,10 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.bias = static_cast<const __nv_bfloat16 *>(bias);
     p.y = static_cast<__nv_bfloat16 *>(y);
     p.ws = static_cast<float *>(ws);
-    const size_t ctr = skinny ? S.ctr_offset : mid ? M.ctr_offset : P.ctr_offset;
+    const size_t ctr = skinny ? S.ctr_offset
+                       : mid  ? M.ctr_offset
+                       : wgk  ? G.ctr_offset
+                              : P.ctr_offset;
     p.counters = need ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + ctr) : nullptr;
     p.ts = w->ts;
     int fold = w->kind == FMT_NV || w->kind == FMT_NVPLUS ? NV_FOLD
@@ -338,11 +385,25 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         dim3 grid(M.ctas_n, (unsigned)M.splits, (unsigned)M.mchunks);
         return launch_mid(w->kind, p, M.wm, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
     }
+    if (wgk) {
+        static const int pipe = env_knob("BFP_MATMUL_WG_PIPE", 0, 1, 1);
+        p.wg_pipe = pipe;
+        p.tiles_per_split = G.tiles_per_split;
+        p.splits = G.splits;
+        p.chunk_tiles = 0;
+        p.xs_ld = 0;
+        WgmmaMaps maps = w->wg;
+        if (p.x_vec && !encode_x(&maps.x, x, w->k, m, (size_t)G.bn))
+            return BFP_ERR_DEVICE;
+        dim3 grid(G.ctas_n, (unsigned)G.splits, (unsigned)G.mchunks);
+        return launch_wgmma(w->kind, p, maps, G.bn, grid, s) == cudaSuccess ? BFP_OK
+                                                                            : BFP_ERR_DEVICE;
+    }
     if (skinny) {
         p.units = S.units;
         p.upw = S.upw;
         SkinnyMaps maps = w->sk[skinny_rows(S.nt) == 4 ? 0 : 1];
-        if (p.x_vec && !encode_x(&maps.x, x, w->k, m))
+        if (p.x_vec && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
         return launch_skinny(w->kind, p, maps, S.nt, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
     }
@@ -474,7 +535,7 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
                 smax = hs[i];
         h->mx_fold = smax > 128 ? (int)smax - 128 : 0;
     }
-    int dev = 0;
+    int dev = 0, cc_major = 0, cc_minor = 0;
     bool ok = st == BFP_OK && upload(&h->codes, hc, ps.codes) &&
               upload(&h->scales, hs, ps.scales) && upload(&h->corr, hr, ps.corr) &&
               upload(reinterpret_cast<void **>(&h->pl_codes), w->codes, h->sz.codes) &&
@@ -484,9 +545,15 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
               cudaGetDevice(&dev) == cudaSuccess &&
               cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
                   cudaSuccess &&
+              cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev) ==
+                  cudaSuccess &&
+              cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev) ==
+                  cudaSuccess &&
               cublasCreate(&h->blas) == CUBLAS_STATUS_SUCCESS && encode_weight_maps(h);
-    if (ok)
+    if (ok) {
         h->small_ws = small_ws_bytes(h);
+        h->wgmma_ok = cc_major == 9 && cc_minor == 0;
+    }
     free(hc), free(hs), free(hr);
     if (!ok) {
         weight_release(h);
@@ -507,8 +574,15 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
 constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 */
 constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
+/* Rows of x up to which AUTO takes the wgmma kernel above FUSED_MAX_M
+ * (Hopper only): where it beat dequant + cuBLAS on the H200 (docs/gemm.md,
+ * bench/results/h200-gemm-wgmma.json). */
+constexpr size_t WGMMA_MAX_M = 256;
+
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
+    if (w && m > FUSED_MAX_M && m <= WGMMA_MAX_M && w->wgmma_ok)
+        return BFP_MATMUL_WGMMA;
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
     const double elems = (double)w->n * (double)w->k;
@@ -529,6 +603,8 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
         return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : 0;
     if (path == BFP_MATMUL_MID)
         return mid_fits(m) ? plan_mid(w, m).ws_bytes : 0;
+    if (path == BFP_MATMUL_WGMMA)
+        return wgmma_fits(m) ? plan_wgmma(w, m).ws_bytes : 0;
     return path == BFP_MATMUL_FUSED ? plan_fused(w, m).ws_bytes : deq_ws_bytes(w);
 }
 
@@ -553,6 +629,13 @@ bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
         return mid_fits(m)
                    ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_MID, s)
                    : BFP_ERR_SHAPE;
+    if (path == BFP_MATMUL_WGMMA) {
+        if (!w->wgmma_ok)
+            return BFP_ERR_UNSUPPORTED;
+        return wgmma_fits(m)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_WGMMA, s)
+                   : BFP_ERR_SHAPE;
+    }
     if (path == BFP_MATMUL_DEQUANT_CUBLAS)
         return run_cublas(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, s);
     return BFP_ERR_ARG;

@@ -46,6 +46,9 @@ struct Params {
     /* the skinny kernel (gemm_skinny.cu): units of R row tiles x one k tile,
      * band-major; each warp takes upw consecutive units */
     int units, upw;
+    /* the wgmma kernel (gemm_wgmma.cu): 1 keeps one k tile's wgmma in flight
+     * across k tiles, 0 waits for each before the next is issued */
+    int wg_pipe;
 };
 
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
