@@ -231,7 +231,7 @@ static bfp_status quantize_one(ck_run *r, size_t i, const void *src, char *err,
     if (st != BFP_OK)
         return bfpio_fail(st, err, errlen, "%s: tensor '%s': %s",
                           p->shard_paths[t->shard], t->name, bfp_status_str(st));
-    if (p->o.layout == BFP_CKPT_LAYOUT_GGUF)
+    if (p->o.layout == BFP_CKPT_LAYOUT_GGUF && p->o.format == BFP_NVFP4)
         opts.nvfp4_no_tensor_scale = 1; /* ggml's NVFP4 has no tensor scale */
     ck_bufs *b = &r->b;
     if (!grow((void **)&b->codes, &b->cap[0], sz.codes) ||
@@ -399,15 +399,21 @@ typedef struct {
     cJSON *done; /* name -> "size:hash" */
 } ck_manifest;
 
-static bfp_status manifest_save(const char *path, ck_manifest *mf, char *err,
-                                size_t errlen)
+/* Saved in plan order, so the manifest does not depend on the run's history. */
+static bfp_status manifest_save(const ck_plan *p, const char *path,
+                                ck_manifest *mf, char *err, size_t errlen)
 {
-    cJSON *root = cJSON_CreateObject();
+    cJSON *root = cJSON_CreateObject(), *done = NULL;
     char *text = NULL;
     bfp_status st = BFP_ERR_NOMEM;
-    if (root && cJSON_AddStringToObject(root, "settings", mf->settings) &&
-        cJSON_AddItemReferenceToObject(root, "done", mf->done) &&
-        (text = cJSON_Print(root)))
+    int ok = root && cJSON_AddStringToObject(root, "settings", mf->settings) &&
+             (done = cJSON_AddObjectToObject(root, "done"));
+    for (size_t k = 0; ok && k < p->nfiles; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(mf->done, p->files[k].name);
+        if (cJSON_IsString(v))
+            ok = cJSON_AddStringToObject(done, p->files[k].name, v->valuestring) != NULL;
+    }
+    if (ok && (text = cJSON_Print(root)))
         st = bfp_io_write_file_atomic(path, text, strlen(text), 1, err, errlen);
     else
         bfpio_fail(st, err, errlen, "out of memory");
@@ -602,7 +608,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
                          (unsigned long long)h);
                 cJSON_DeleteItemFromObjectCaseSensitive(mf.done, f->name);
                 cJSON_AddStringToObject(mf.done, f->name, buf);
-                st = manifest_save(mpath, &mf, err, errlen);
+                st = manifest_save(&p, mpath, &mf, err, errlen);
             }
         }
         s->out_bytes += f->size;

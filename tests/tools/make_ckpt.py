@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Write a small sharded Hugging Face style checkpoint for `bfp convert` tests.
 
-usage: make_ckpt.py DIR [--big MIB]
+usage: make_ckpt.py DIR [--big MIB | --many SHARDS]
 
 Three shards with model.safetensors.index.json, config.json and a tokenizer
 file: F32, F16, BF16 and I64 tensors, 1-D and 2-D, an odd shape (7x33), a
 block of -0.0 next to +0.0, embeddings, a norm and a head. Safetensors is
 written by hand (struct + numpy), so only numpy is needed. With --big, a
-one-shard-per-~256-MiB bf16 checkpoint of about MIB mebibytes instead (bench).
+one-shard-per-~256-MiB bf16 checkpoint of about MIB mebibytes instead (bench);
+with --many, SHARDS shards of 16 MiB of F32 (the interrupted-run test).
 """
 import json
 import os
@@ -116,10 +117,28 @@ def big(d, mib):
     json.dump({"model_type": "llama"}, open(os.path.join(d, "config.json"), "w"))
 
 
+def many(d, nshards):
+    """nshards shards of four 512x2048 F32 weights (4 MiB each)."""
+    rng = np.random.default_rng(2)
+    wm = {}
+    for s in range(nshards):
+        fname = f"model-{s + 1:05d}-of-{nshards:05d}.safetensors"
+        ts = [tensor(rng, f"model.layers.{4 * s + i}.mlp.up_proj.weight", "F32",
+                     (512, 2048)) for i in range(4)]
+        write_st(os.path.join(d, fname), ts)
+        for t in ts:
+            wm[t[0]] = fname
+    json.dump({"metadata": {}, "weight_map": wm},
+              open(os.path.join(d, "model.safetensors.index.json"), "w"))
+    json.dump({"model_type": "llama"}, open(os.path.join(d, "config.json"), "w"))
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     if len(sys.argv) > 3 and sys.argv[2] == "--big":
         big(out, int(sys.argv[3]))
+    elif len(sys.argv) > 3 and sys.argv[2] == "--many":
+        many(out, int(sys.argv[3]))
     else:
         small(out)

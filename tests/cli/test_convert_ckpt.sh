@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# bfp convert of whole checkpoints: every layout writes, `bfp dequantize`
+# reads compressed-tensors back, SIGKILL mid-run then a rerun gives the
+# output of an uninterrupted run, and bad input exits 2 with one line and
+# writes nothing. (tests/python/test_ckpt_interop.py reads the outputs with
+# the gguf and compressed-tensors libraries.)
+# Usage: bash tests/cli/test_convert_ckpt.sh /path/to/bfp   (from the repo root)
+set -u
+BFP=${1:?usage: test_convert_ckpt.sh /path/to/bfp}
+case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac
+ROOT=$PWD
+PY=${PYTHON:-python3}
+W=$(mktemp -d) || exit 2
+trap 'rm -rf "$W"' EXIT
+pass=0 fail=0
+check() { # check DESCRIPTION COMMAND...
+    local what=$1; shift
+    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
+}
+one_line() { test "$(wc -l <"$1")" -eq 1 && grep -q '^bfp: error: ' "$1"; }
+refuse() { # refuse DESCRIPTION OUT PATTERN ARGS...: exit 2, one line, no OUT
+    local what=$1 out=$2 pat=$3; shift 3
+    "$BFP" convert "$@" >"$W/out" 2>"$W/err"
+    local rc=$?
+    check "$what: exit 2" test $rc -eq 2
+    check "$what: one error line" one_line "$W/err"
+    check "$what: says '$pat'" grep -q -- "$pat" "$W/err"
+    check "$what: nothing written" test ! -e "$out"
+}
+
+"$PY" "$ROOT/tests/tools/make_ckpt.py" "$W/in" || exit 2
+
+# ---- every layout writes; the right tensors are quantized
+"$BFP" convert -f mxfp4 --layout compressed-tensors --json "$W/in" "$W/ct" >"$W/j" 2>"$W/err"
+check "ct mxfp4: exit 0" test $? -eq 0
+check "ct: no progress bar when stderr is not a terminal" test ! -s "$W/err"
+check "ct: 5 of 12 quantized (not embeddings, norms, head, 1-D, 7x33)" \
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert (j["tensors"], j["quantized"], j["shards"]) == (12, 5, 3), j' "$W/j"
+check "ct: config.json keeps the model's keys and adds quantization_config" \
+    "$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); q=c["quantization_config"]; assert c["model_type"]=="llama" and q["format"]=="mxfp4-pack-quantized" and q["quant_method"]=="compressed-tensors" and "lm_head" in q["ignore"] and "model.layers.0.mlp.odd_proj" in q["ignore"], q' "$W/ct/config.json"
+check "ct: tokenizer.json copied" cmp -s "$W/in/tokenizer.json" "$W/ct/tokenizer.json"
+check "ct: index names the packed tensors" grep -q '"model.layers.0.mlp.up_proj.weight_packed"' "$W/ct/model.safetensors.index.json"
+check "ct: no temporary file left" test -z "$(find "$W/ct" -name '*.bfp-tmp')"
+
+"$BFP" dequantize --name model.layers.0.mlp.up_proj "$W/ct" "$W/up.npy" >"$W/out" 2>"$W/err"
+check "dequantize a compressed-tensors module" test $? -eq 0
+check "dequantize names format and shape" grep -q "mxfp4 96x64" "$W/out"
+"$BFP" quantize -f mxfp4 --name model.layers.0.mlp.up_proj.weight \
+    "$W/in/model-00002-of-00003.safetensors" "$W/up.safetensors" >/dev/null 2>&1
+"$BFP" dequantize "$W/up.safetensors" "$W/up_ref.npy" >/dev/null 2>&1
+check "convert's planes decode like 'bfp quantize' of the same tensor (bit-exact paths)" \
+    cmp -s "$W/up.npy" "$W/up_ref.npy"
+
+"$BFP" convert -f nvfp4 --layout gguf "$W/in" "$W/m.gguf" >"$W/out" 2>"$W/err"
+check "gguf nvfp4: exit 0" test $? -eq 0
+check "gguf: 4 quantized (down_proj's 96 columns are not a multiple of 64)" grep -q "4 quantized" "$W/out"
+"$BFP" convert -f mxfp8_e5m2+ "$W/in" "$W/bfp" >"$W/out" 2>"$W/err"
+check "bfp layout, an MX+ format: exit 0" test $? -eq 0
+check "bfp layout quantizes the odd 7x33 too" grep -q "6 quantized" "$W/out"
+"$BFP" convert -f mxfp4 --report "$W/in/model-00002-of-00003.safetensors" "$W/one" >"$W/out" 2>"$W/err"
+check "a single .safetensors file: exit 0" test $? -eq 0
+check "--report prints SQNR per tensor" grep -q "sqnr_db" "$W/out"
+check "a single file gives no index" test ! -e "$W/one/model.safetensors.index.json"
+"$BFP" convert -f mxfp4 --include 'norm' --exclude 'up_proj' --json "$W/in" "$W/inc" >"$W/j" 2>"$W/err"
+check "--include/--exclude: 7 quantized (6, + 2 norms, - up_proj)" \
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["quantized"] == 7, j' "$W/j"
+
+# ---- rerun: finished shards are kept (and checked)
+"$BFP" convert -f mxfp4 --layout compressed-tensors --json "$W/in" "$W/ct" >"$W/j" 2>"$W/err"
+check "rerun of a finished run keeps its 3 shards" \
+    "$PY" -c 'import json,sys; assert json.load(open(sys.argv[1]))["shards_kept"] == 3' "$W/j"
+printf 'x' | dd of="$W/ct/model-00002-of-00003.safetensors" bs=1 seek=100 conv=notrunc 2>/dev/null
+cp -r "$W/ct" "$W/ct_damaged"
+"$BFP" convert -f mxfp4 --layout compressed-tensors --json "$W/in" "$W/ct" >"$W/j" 2>"$W/err"
+check "a damaged shard is redone, the others kept" \
+    "$PY" -c 'import json,sys; assert json.load(open(sys.argv[1]))["shards_kept"] == 2' "$W/j"
+"$BFP" convert -f mxfp4 --layout compressed-tensors "$W/in" "$W/ct2" >/dev/null 2>&1
+check "and the result equals a fresh run" diff -r "$W/ct" "$W/ct2"
+
+# ---- SIGKILL mid-run, rerun: identical to an uninterrupted run
+"$PY" "$ROOT/tests/tools/make_ckpt.py" "$W/many" --many 8 || exit 2
+"$BFP" convert -f nvfp4 --layout compressed-tensors "$W/many" "$W/ref" >/dev/null 2>&1
+killed=0
+for try in 1 2 3; do
+    rm -rf "$W/k"
+    "$BFP" convert -f nvfp4 --layout compressed-tensors --report "$W/many" "$W/k" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 1 2000); do # until the first shard is recorded
+        [ -e "$W/k/.bfp-convert.json" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.005
+    done
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    [ $? -eq 137 ] && { killed=1; break; }
+done
+check "the run was killed before it finished" test $killed -eq 1
+check "killed: no index or config.json yet" test ! -e "$W/k/model.safetensors.index.json" -a ! -e "$W/k/config.json"
+"$BFP" convert -f nvfp4 --layout compressed-tensors --json "$W/many" "$W/k" >"$W/j" 2>"$W/err"
+check "rerun after SIGKILL: exit 0" test $? -eq 0
+check "rerun kept some shards and redid the others" \
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert 1 <= j["shards_kept"] < 8, j' "$W/j"
+check "rerun after SIGKILL: identical to the uninterrupted run" diff -r "$W/ref" "$W/k"
+
+# ---- bad input: exit 2, one line, nothing written
+refuse "missing IN" "$W/o1" "no such file" -f mxfp4 "$W/nope" "$W/o1"
+mkdir "$W/empty"
+refuse "directory without shards" "$W/o2" "no model.safetensors.index.json" -f mxfp4 "$W/empty" "$W/o2"
+refuse "hif4 in compressed-tensors" "$W/o3" "compressed-tensors stores" \
+    -f hif4 --layout compressed-tensors "$W/in" "$W/o3"
+refuse "mxfp4+ in gguf" "$W/o4.gguf" "GGUF stores" -f mxfp4+ --layout gguf "$W/in" "$W/o4.gguf"
+refuse "gguf layout, OUT not .gguf" "$W/o5" "one .gguf file" -f mxfp4 --layout gguf "$W/in" "$W/o5"
+refuse "--include of a 1-D tensor in compressed-tensors" "$W/o6" \
+    "model-00001-of-00003.safetensors: tensor 'model.layers.0.input_layernorm.weight'" \
+    -f mxfp4 --layout compressed-tensors --include layernorm "$W/in" "$W/o6"
+refuse "bad regex" "$W/o7" "not a valid regular expression" -f mxfp4 --include '(' "$W/in" "$W/o7"
+refuse "unknown layout" "$W/o8" "unknown layout" -f mxfp4 --layout onnx "$W/in" "$W/o8"
+mkdir "$W/busy"; touch "$W/busy/x"
+"$BFP" convert -f mxfp4 "$W/in" "$W/busy" >"$W/out" 2>"$W/err"
+check "OUT holding something else: exit 2" test $? -eq 2
+check "OUT holding something else: one line naming --force" grep -q -- "--force" "$W/err"
+"$BFP" convert -f nvfp4 --layout compressed-tensors "$W/in" "$W/ct" >"$W/out" 2>"$W/err"
+check "rerun with other settings: exit 2" test $? -eq 2
+check "rerun with other settings: one line" one_line "$W/err"
+cp -r "$W/in" "$W/bad"
+"$PY" - "$W/bad/model.safetensors.index.json" <<'PY'
+import json, sys
+p = sys.argv[1]; j = json.load(open(p))
+j["weight_map"]["ghost.weight"] = "model-00001-of-00003.safetensors"
+json.dump(j, open(p, "w"))
+PY
+refuse "index lists a tensor its shard lacks" "$W/o9" "lists 13 tensors" -f mxfp4 "$W/bad" "$W/o9"
+cp -r "$W/in" "$W/trunc"
+truncate -s 4000 "$W/trunc/model-00002-of-00003.safetensors"
+refuse "truncated shard" "$W/o10" "model-00002-of-00003.safetensors" -f mxfp4 "$W/trunc" "$W/o10"
+"$PY" - "$W/zero.safetensors" <<'PY'
+import json, struct, sys
+h = json.dumps({"a.weight": {"dtype": "F32", "shape": [2, 0], "data_offsets": [0, 0]}}).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h)
+PY
+refuse "zero-dimension tensor included" "$W/o11" "zero.safetensors: tensor 'a.weight'.*zero dimension" \
+    -f mxfp4 --include . "$W/zero.safetensors" "$W/o11"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
