@@ -142,5 +142,13 @@ PY
 refuse "zero-dimension tensor included" "$W/o11" "zero.safetensors: tensor 'a.weight'.*zero dimension" \
     -f mxfp4 --include . "$W/zero.safetensors" "$W/o11"
 
+# the same tensor through `bfp quantize` / `compare`: the message names file and tensor
+"$BFP" quantize -f mxfp4 --name a.weight "$W/zero.safetensors" "$W/zq.safetensors" >"$W/out" 2>"$W/err"
+check "quantize of a zero-dimension tensor: exit 2" test $? -eq 2
+check "quantize of a zero-dimension tensor: names file and tensor" \
+    grep -q "zero.safetensors: tensor 'a.weight' has shape \[2x0\]" "$W/err"
+"$BFP" compare -f mxfp4 "$W/zero.safetensors" >"$W/out" 2>"$W/err"
+check "compare of a zero-dimension tensor: one line naming the file" grep -q "zero.safetensors: its tensor has shape" "$W/err"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -128,6 +128,13 @@ int cmd_quantize(int argc, char **argv)
         cli_io_error(err, st);
         goto out;
     }
+    if (bfp_tensor_numel(&t) == 0) { /* name the file and tensor, not the allocator */
+        cli_error("%s: %s%s%s has shape [%s]: a zero dimension leaves nothing "
+                  "to quantize", in_path, name ? "tensor '" : "its tensor",
+                  name ? name : "", name ? "'" : "",
+                  cli_shape_str(t.shape, t.ndim, shape, sizeof shape));
+        goto out;
+    }
     bfp_stats qs;
     memset(&qs, 0, sizeof qs);
     if (cli_quantize(fmt, &qo.opts, t.dtype, t.data, t.ndim, t.shape, &q,
