@@ -89,8 +89,10 @@ int bfp_ckpt_layout_supports(bfp_ckpt_layout l, bfp_format fmt,
 bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
                                bfp_qtensor *q, char *err, size_t errlen);
 
-/** 1 if path is a directory, or a safetensors file with compressed-tensors
- * modules (MODULE.weight_scale) and no bfp container metadata. */
+/** 1 if path is a directory, a shard of the bfp layout (planar-ckpt-v1), or
+ * a safetensors file with compressed-tensors modules (MODULE.weight_scale)
+ * and no bfp container metadata. bfp_ct_load_qtensor() reads the bfp
+ * layout's tensors too (name: the tensor, "NAME.weight"). */
 int bfp_ct_is_checkpoint(const char *path);
 
 #endif /* BFP_CKPT_H */

@@ -100,6 +100,78 @@ static bfp_status read_plane(bfpio_st_file *f, const char *path, const char *nam
     return bfpio_st_read(f, (size_t)i, *out, err, errlen);
 }
 
+/* One tensor of a shard in the bfp layout (planar-ckpt-v1). */
+static bfp_status load_planar(bfpio_st_file *f, const char *file, const char *name,
+                              bfp_qtensor *q, char *err, size_t errlen)
+{
+    const char *fmtname = bfpio_st_meta(f, "bfp.format");
+    const char *qtext = bfpio_st_meta(f, "bfp.quantized");
+    cJSON *qj = qtext ? cJSON_Parse(qtext) : NULL, *it, *sh = NULL;
+    bfp_format fmt;
+    size_t shape[BFP_IO_MAX_DIMS], nd = 0;
+    char *tn = NULL;
+    bfp_status st = BFP_OK;
+    if (!fmtname || bfp_format_from_name(fmtname, &fmt) != BFP_OK || !cJSON_IsObject(qj)) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                        "%s: bfp.format or bfp.quantized is missing or bad", file);
+        goto done;
+    }
+    cJSON_ArrayForEach(it, qj) {
+        if (name ? strcmp(it->string, name) == 0 : 1) {
+            if (sh) {
+                st = bfpio_fail(BFP_ERR_ARG, err, errlen, "%s holds several quantized "
+                                "tensors: name one (--name)", file);
+                goto done;
+            }
+            sh = it;
+        }
+    }
+    if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 ||
+        cJSON_GetArraySize(sh) > BFP_IO_MAX_DIMS) {
+        st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: no quantized tensor%s%s", file,
+                        name ? " " : "", name ? name : "");
+        goto done;
+    }
+    cJSON_ArrayForEach(it, sh) {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 9e15) {
+            st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: bad shape of %s", file,
+                            sh->string);
+            goto done;
+        }
+        shape[nd++] = (size_t)it->valuedouble;
+    }
+    name = sh->string;
+    if ((st = bfp_qtensor_alloc(q, fmt, nd, shape, err, errlen)) != BFP_OK)
+        goto done;
+    const bfp_format_info *fi = bfp_format_get(fmt);
+    uint8_t **planes[3] = {&q->codes, &q->scales, &q->meta};
+    const char *suffix[3] = {".codes", ".scales", ".meta"};
+    size_t sizes[3] = {q->sizes.codes, q->sizes.scales, q->sizes.meta};
+    for (int k = 0; st == BFP_OK && k < 3; k++) {
+        if (sizes[k] == 0)
+            continue;
+        free(*planes[k]);
+        *planes[k] = NULL;
+        free(tn);
+        st = (tn = cat3(name, suffix[k], "")) ? read_plane(f, file, tn, "U8", sizes[k],
+                                                            planes[k], err, errlen)
+                                              : BFP_ERR_NOMEM;
+    }
+    if (st == BFP_OK && fi->has_tensor_scale) {
+        uint8_t *ts = NULL;
+        free(tn);
+        st = (tn = cat3(name, ".tensor_scale", ""))
+                 ? read_plane(f, file, tn, "F32", 4, &ts, err, errlen) : BFP_ERR_NOMEM;
+        if (st == BFP_OK)
+            memcpy(&q->tensor_scale, ts, 4);
+        free(ts);
+    }
+done:
+    free(tn);
+    cJSON_Delete(qj);
+    return st;
+}
+
 bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
                                bfp_qtensor *q, char *err, size_t errlen)
 {
@@ -119,6 +191,10 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
         char *sn = cat3(name, ".weight_scale", ""); /* every format has it */
         file = sn ? shard_for(path, sn) : NULL;
         free(sn);
+        if (!file && (sn = cat3(name, ".codes", ""))) { /* the bfp layout */
+            file = shard_for(path, sn);
+            free(sn);
+        }
     } else {
         file = cat3(path, "", "");
         const char *slash = strrchr(path, '/');
@@ -136,6 +212,11 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
     }
     if ((st = bfpio_st_open(&f, file, err, errlen)) != BFP_OK)
         goto done;
+    const char *lay = bfpio_st_meta(&f, "bfp.layout");
+    if (lay && strcmp(lay, "planar-ckpt-v1") == 0) {
+        st = load_planar(&f, file, name, q, err, errlen);
+        goto done;
+    }
     /* the module: the one named, or the only one with a weight_scale */
     for (size_t i = 0; i < f.count; i++) {
         const char *n = f.entries[i].name;
@@ -234,6 +315,8 @@ int bfp_ct_is_checkpoint(const char *path)
         return 1;
     if (bfpio_st_open(&f, path, e, sizeof e) != BFP_OK)
         return 0;
+    const char *lay = bfpio_st_meta(&f, "bfp.layout");
+    yes = lay && strcmp(lay, "planar-ckpt-v1") == 0;
     for (size_t i = 0; !bfpio_st_meta(&f, "bfp.format") && i < f.count; i++)
         yes |= has_suffix(f.entries[i].name, ".weight_scale");
     bfpio_st_close(&f);

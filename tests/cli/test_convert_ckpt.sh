@@ -57,6 +57,12 @@ check "gguf: 4 quantized (down_proj's 96 columns are not a multiple of 64)" grep
 "$BFP" convert -f mxfp8_e5m2+ "$W/in" "$W/bfp" >"$W/out" 2>"$W/err"
 check "bfp layout, an MX+ format: exit 0" test $? -eq 0
 check "bfp layout quantizes the odd 7x33 too" grep -q "6 quantized" "$W/out"
+"$BFP" dequantize --name model.layers.0.mlp.odd_proj.weight "$W/bfp" "$W/odd.npy" >"$W/out" 2>"$W/err"
+check "dequantize a tensor of the bfp layout" grep -q "mxfp8_e5m2+ 7x33" "$W/out"
+"$BFP" quantize -f mxfp8_e5m2+ --name model.layers.0.mlp.odd_proj.weight \
+    "$W/in/model-00002-of-00003.safetensors" "$W/odd.safetensors" >/dev/null 2>&1
+"$BFP" dequantize "$W/odd.safetensors" "$W/odd_ref.npy" >/dev/null 2>&1
+check "bfp layout: the planes of 'bfp quantize'" cmp -s "$W/odd.npy" "$W/odd_ref.npy"
 "$BFP" convert -f mxfp4 --report "$W/in/model-00002-of-00003.safetensors" "$W/one" >"$W/out" 2>"$W/err"
 check "a single .safetensors file: exit 0" test $? -eq 0
 check "--report prints SQNR per tensor" grep -q "sqnr_db" "$W/out"
