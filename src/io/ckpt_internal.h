@@ -29,6 +29,8 @@ typedef struct {
     size_t shape[BFP_IO_MAX_DIMS];
     int quant;             /* quantized (else copied) */
     bfp_dtype fdtype;      /* for quantized ones */
+    int has_ggml;          /* from a GGUF input: ggml_type is its type */
+    uint32_t ggml_type;
     size_t rows, cols;
 } ck_in;
 
@@ -72,11 +74,23 @@ typedef struct {
     size_t nextras;
     int has_index;         /* write model.safetensors.index.json */
     char *arch;            /* config.json's model_type, for GGUF */
+    int gguf_in;           /* IN is a GGUF file */
+    uint8_t *gguf_kv;      /* its key-values to carry over, raw */
+    size_t gguf_kv_len, gguf_nkv;
+    int gguf_has_arch;     /* ... and they include general.architecture */
 } ck_plan;
 
 bfp_status ck_plan_make(ck_plan *p, const char *in, const char *out,
                         const bfp_ckpt_opts *o, char *err, size_t errlen);
 void ck_plan_free(ck_plan *p);
+
+/* Quantize or copy t (ckpt_plan.c); flt is the plan's --include/--exclude. */
+bfp_status ck_decide(ck_plan *p, ck_in *t, const void *flt, const char *file,
+                     char *err, size_t errlen);
+
+/* Add a GGUF input's tensors and key-values to p (ckpt_gguf_in.c). */
+bfp_status ck_add_gguf(ck_plan *p, const char *path, const void *flt, char *err,
+                       size_t errlen);
 
 /* Element size of a safetensors dtype, 0 if unknown. */
 size_t ck_dtype_size(const char *dtype);

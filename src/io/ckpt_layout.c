@@ -218,15 +218,21 @@ bfp_status ck_gguf_header(ck_plan *p, ck_file *f, char *err, size_t errlen)
     g_put(&g, "GGUF", 4);
     g_u32(&g, 3);
     g_u64(&g, f->nouts);
-    g_u64(&g, 5);
-    kv_str(&g, "general.architecture", p->arch ? p->arch : "unknown");
+    g_u64(&g, 4 + !p->gguf_has_arch + p->gguf_nkv);
+    if (p->gguf_kv_len)
+        g_put(&g, p->gguf_kv, p->gguf_kv_len); /* a GGUF input's own */
+    if (!p->gguf_has_arch)
+        kv_str(&g, "general.architecture", p->arch ? p->arch : "unknown");
     kv_u32(&g, "general.quantization_version", 2);
     kv_u32(&g, "general.file_type", nvfp4 ? 39 : 38); /* MOSTLY_NVFP4 / _MXFP4_MOE */
     kv_u32(&g, "general.alignment", GGUF_ALIGN);
     kv_str(&g, "bfp.format", bfp_format_get(p->o.format)->name);
     for (size_t i = 0; i < f->nouts; i++) {
         ck_out *o = &f->outs[i];
-        long t = o->role == CK_GGML ? (nvfp4 ? 40 : 39) : ggml_type_of(o->dtype);
+        const ck_in *in = &p->ins[o->src];
+        long t = o->role == CK_GGML ? (nvfp4 ? 40 : 39)
+                 : in->has_ggml     ? (long)in->ggml_type
+                                    : ggml_type_of(o->dtype);
         if (t < 0) {
             free(g.b);
             return bfpio_fail(BFP_ERR_UNSUPPORTED, err, errlen,

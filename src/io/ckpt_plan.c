@@ -79,6 +79,7 @@ void ck_plan_free(ck_plan *p)
     }
     free(p->files);
     free(p->arch);
+    free(p->gguf_kv);
     for (size_t i = 0; i < p->nshards; i++)
         free(p->shard_paths[i]);
     free(p->shard_paths);
@@ -241,6 +242,12 @@ static bfp_status decide(ck_plan *p, ck_in *t, const ck_filters *flt,
     return BFP_OK;
 }
 
+bfp_status ck_decide(ck_plan *p, ck_in *t, const void *flt, const char *file,
+                     char *err, size_t errlen)
+{
+    return decide(p, t, flt, file, err, errlen);
+}
+
 static int cmp_in_off(const void *a, const void *b)
 {
     const ck_in *x = a, *y = b;
@@ -366,6 +373,18 @@ static bfp_status find_shards(ck_plan *p, const char *in, const ck_filters *flt,
     bfp_status st = BFP_OK;
     if (stat(in, &sb) != 0)
         return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: no such file or directory", in);
+    if (!S_ISDIR(sb.st_mode) && bfpio_has_ext(in, ".gguf")) {
+        const char *slash = strrchr(in, '/');
+        if (p->o.layout != BFP_CKPT_LAYOUT_GGUF)
+            return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                              "%s: a GGUF input converts to --layout gguf only", in);
+        p->gguf_in = 1;
+        p->in_dir = slash ? strndup(in, (size_t)(slash - in) + (slash == in))
+                          : dup_str(".");
+        if (!p->in_dir)
+            return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+        return ck_add_gguf(p, in, flt, err, errlen);
+    }
     if (!S_ISDIR(sb.st_mode)) {
         if (!bfpio_has_ext(in, ".safetensors"))
             return bfpio_fail(BFP_ERR_ARG, err, errlen,
@@ -563,7 +582,8 @@ bfp_status ck_plan_make(ck_plan *p, const char *in, const char *out,
     if (st != BFP_OK)
         return st;
 
-    read_arch(p);
+    if (!p->gguf_in)
+        read_arch(p);
     if (p->o.layout == BFP_CKPT_LAYOUT_GGUF) { /* every shard into one file */
         for (size_t i = 1; i < p->nfiles; i++) {
             free(p->files[i].in_path);

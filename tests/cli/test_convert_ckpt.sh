@@ -119,6 +119,11 @@ refuse "gguf layout, OUT not .gguf" "$W/o5" "one .gguf file" -f mxfp4 --layout g
 refuse "--include of a 1-D tensor in compressed-tensors" "$W/o6" \
     "model-00001-of-00003.safetensors: tensor 'model.layers.0.input_layernorm.weight'" \
     -f mxfp4 --layout compressed-tensors --include layernorm "$W/in" "$W/o6"
+"$BFP" convert -f nvfp4 --layout gguf "$W/in" "$W/in.gguf" >/dev/null 2>&1
+refuse "a GGUF input into compressed-tensors" "$W/o12" "converts to --layout gguf only" \
+    -f mxfp4 --layout compressed-tensors "$W/in.gguf" "$W/o12"
+"$BFP" convert -f mxfp4 --layout gguf "$W/in.gguf" "$W/re.gguf" >"$W/out" 2>"$W/err"
+check "GGUF to GGUF: exit 0, down_proj (BF16 in the input) now quantized" grep -q "1 quantized" "$W/out"
 refuse "bad regex" "$W/o7" "not a valid regular expression" -f mxfp4 --include '(' "$W/in" "$W/o7"
 refuse "unknown layout" "$W/o8" "unknown layout" -f mxfp4 --layout onnx "$W/in" "$W/o8"
 mkdir "$W/busy"; touch "$W/busy/x"

@@ -181,3 +181,59 @@ def test_compressed_tensors_decompressor(ckpt, tmp_path, fmt):
     for k, (dtype, shape, raw) in inputs.items():
         if k[:-len(".weight")] not in quantized:
             assert outputs[k] == (dtype, shape, raw), k
+
+
+@pytest.mark.skipif("gguf" not in WHICH, reason="BFP_INTEROP excludes gguf")
+def test_gguf_input_keeps_key_values_and_other_types(tmp_path):
+    """A GGUF written by gguf's own GGUFWriter, converted to mxfp4: its
+    key-values come through (the four the output restates aside), a Q8_0
+    tensor is copied byte for byte, and the F16 weight is quantized exactly as
+    `bfp quantize` quantizes it."""
+    import gguf
+    from gguf import quants
+
+    rng = np.random.default_rng(5)
+    src = tmp_path / "in.gguf"
+    w = gguf.GGUFWriter(str(src), "llama")
+    w.add_uint32("llama.block_count", 1)
+    w.add_array("tokenizer.ggml.tokens", ["<s>", "a", "b"])
+    w.add_file_type(1)
+    emb = rng.standard_normal((40, 64)).astype(np.float32)
+    q = (rng.standard_normal((64, 64)) * 0.05).astype(np.float16)
+    down = rng.standard_normal((64, 64)).astype(np.float32)
+    down_q8 = quants.quantize(down, gguf.GGMLQuantizationType.Q8_0)
+    norm = rng.standard_normal(64).astype(np.float32)
+    w.add_tensor("token_embd.weight", emb)
+    w.add_tensor("blk.0.attn_q.weight", q)
+    w.add_tensor("blk.0.ffn_down.weight", down_q8,
+                 raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.add_tensor("blk.0.attn_norm.weight", norm)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+    out = tmp_path / "out.gguf"
+    run("convert", "-f", "mxfp4", "--layout", "gguf", str(src), str(out))
+    a, b = gguf.GGUFReader(str(src)), gguf.GGUFReader(str(out))
+    restated = {"general.file_type", "general.quantization_version", "general.alignment"}
+    for k, f in a.fields.items():
+        if k.startswith("GGUF.") or k in restated:
+            continue
+        assert k in b.fields, k
+        assert b.fields[k].contents() == f.contents(), k
+    assert b.fields["general.file_type"].contents() == 38
+    tb = {t.name: t for t in b.tensors}
+    ta = {t.name: t for t in a.tensors}
+    assert tb["token_embd.weight"].tensor_type == gguf.GGMLQuantizationType.F32
+    assert tb["blk.0.attn_norm.weight"].tensor_type == gguf.GGMLQuantizationType.F32
+    assert tb["blk.0.ffn_down.weight"].tensor_type == gguf.GGMLQuantizationType.Q8_0
+    assert tb["blk.0.ffn_down.weight"].data.tobytes() == ta["blk.0.ffn_down.weight"].data.tobytes()
+    assert tb["token_embd.weight"].data.tobytes() == emb.tobytes()
+    t = tb["blk.0.attn_q.weight"]
+    assert t.tensor_type == gguf.GGMLQuantizationType.MXFP4
+    theirs = quants.dequantize(t.data, t.tensor_type).reshape(64, 64)
+    run("quantize", "-f", "mxfp4", "--name", "blk.0.attn_q.weight", str(src),
+        str(tmp_path / "q.safetensors"))
+    ref = bfp_values(tmp_path, tmp_path / "q.safetensors", "blk.0.attn_q.weight")
+    assert np.array_equal(theirs, ref)
