@@ -362,7 +362,8 @@ static bfp_status list_extras(ck_plan *p, char *err, size_t errlen)
         p->nextras++;
     }
     closedir(d);
-    qsort(p->extras, p->nextras, sizeof *p->extras, cmp_str);
+    if (p->nextras > 1)
+        qsort(p->extras, p->nextras, sizeof *p->extras, cmp_str);
     return BFP_OK;
 }
 
