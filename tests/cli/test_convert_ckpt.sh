@@ -38,6 +38,10 @@ check "ct: 5 of 12 quantized (not embeddings, norms, head, 1-D, 7x33)" \
     "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert (j["tensors"], j["quantized"], j["shards"]) == (12, 5, 3), j' "$W/j"
 check "ct: config.json keeps the model's keys and adds quantization_config" \
     "$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); q=c["quantization_config"]; assert c["model_type"]=="llama" and q["format"]=="mxfp4-pack-quantized" and q["quant_method"]=="compressed-tensors" and "lm_head" in q["ignore"] and "model.layers.0.mlp.odd_proj" in q["ignore"], q' "$W/ct/config.json"
+# on a terminal (script(1) from util-linux gives it one): the progress bar
+script -qc "'$BFP' convert -f mxfp4 '$W/in' '$W/tty'" /dev/null >"$W/tty.out" 2>&1
+check "on a terminal: a progress bar with tensors, bytes, rate and ETA" \
+    grep -q '\[#*\] 12/12 tensors .*KiB / .*KiB .*/s  ETA' "$W/tty.out"
 check "ct: tokenizer.json copied" cmp -s "$W/in/tokenizer.json" "$W/ct/tokenizer.json"
 check "ct: index names the packed tensors" grep -q '"model.layers.0.mlp.up_proj.weight_packed"' "$W/ct/model.safetensors.index.json"
 check "ct: no temporary file left" test -z "$(find "$W/ct" -name '*.bfp-tmp')"
