@@ -385,8 +385,12 @@ static char *settings_text(const ck_plan *p)
     for (size_t i = 0; in && i < p->nshards; i++) {
         struct stat sb;
         const char *slash = strrchr(p->shard_paths[i], '/');
-        snprintf(buf, sizeof buf, "%lld",
-                 stat(p->shard_paths[i], &sb) == 0 ? (long long)sb.st_size : -1LL);
+        /* size and modification time: a changed input is not resumed */
+        if (stat(p->shard_paths[i], &sb) == 0)
+            snprintf(buf, sizeof buf, "%lld:%lld.%09ld", (long long)sb.st_size,
+                     (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
+        else
+            snprintf(buf, sizeof buf, "missing");
         cJSON_AddStringToObject(in, slash ? slash + 1 : p->shard_paths[i], buf);
     }
     char *t = cJSON_PrintUnformatted(s);
@@ -549,7 +553,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
                           "in the %s layout: %s", bfp_format_get(o->format)->name,
                           bfp_ckpt_layout_name(o->layout), why);
     int gguf = o->layout == BFP_CKPT_LAYOUT_GGUF;
-    if (gguf != bfpio_has_ext(out, ".gguf"))
+    if (gguf != !!bfpio_has_ext(out, ".gguf"))
         return bfpio_fail(BFP_ERR_ARG, err, errlen,
                           gguf ? "%s: the gguf layout writes one .gguf file"
                                : "%s: OUT is a directory (a .gguf OUT needs "
@@ -557,6 +561,15 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     if ((st = ck_plan_make(&p, in, out, o, err, errlen)) != BFP_OK) {
         ck_plan_free(&p);
         return st;
+    }
+    char *rin = realpath(p.in_dir, NULL), *rout = realpath(out, NULL);
+    int same = rin && rout && strcmp(rin, rout) == 0;
+    free(rin);
+    free(rout);
+    if (same) {
+        ck_plan_free(&p);
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: OUT is the input's directory",
+                          out);
     }
     r.p = &p;
     r.s = s;

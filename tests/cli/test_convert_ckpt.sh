@@ -128,6 +128,10 @@ refuse "a GGUF input into compressed-tensors" "$W/o12" "converts to --layout ggu
     -f mxfp4 --layout compressed-tensors "$W/in.gguf" "$W/o12"
 "$BFP" convert -f mxfp4 --layout gguf "$W/in.gguf" "$W/re.gguf" >"$W/out" 2>"$W/err"
 check "GGUF to GGUF: exit 0, down_proj (BF16 in the input) now quantized" grep -q "1 quantized" "$W/out"
+"$BFP" convert -f mxfp4 --force "$W/in" "$W/in" >"$W/out" 2>"$W/err"
+check "OUT = IN, even with --force: exit 2" test $? -eq 2
+check "OUT = IN: says so" grep -q "OUT is the input's directory" "$W/err"
+check "OUT = IN: the input is untouched" test ! -e "$W/in/.bfp-convert.json"
 refuse "bad regex" "$W/o7" "not a valid regular expression" -f mxfp4 --include '(' "$W/in" "$W/o7"
 refuse "unknown layout" "$W/o8" "unknown layout" -f mxfp4 --layout onnx "$W/in" "$W/o8"
 mkdir "$W/busy"; touch "$W/busy/x"
