@@ -60,6 +60,16 @@ def bfp_values(tmp_path, src, name):
     return np.load(npy)
 
 
+def need_gguf():
+    try:
+        import gguf
+        from gguf import quants
+    except ImportError as exc:
+        pytest.fail(f"{exc}: {sys.executable} -m pip install -r "
+                    f"{os.path.join(ROOT, 'requirements-interop.txt')}")
+    return gguf, quants
+
+
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
     d = tmp_path_factory.mktemp("ckpt") / "in"
@@ -73,8 +83,7 @@ def ckpt(tmp_path_factory):
 @pytest.mark.skipif("gguf" not in WHICH, reason="BFP_INTEROP excludes gguf")
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
 def test_gguf_reader_and_dequantizer(ckpt, tmp_path, fmt):
-    import gguf
-    from gguf import quants
+    gguf, quants = need_gguf()
 
     out = tmp_path / f"m_{fmt}.gguf"
     run("convert", "-f", fmt, "--layout", "gguf", str(ckpt), str(out))
@@ -134,9 +143,14 @@ def st_to_torch(torch, dtype, shape, raw):
 @pytest.mark.skipif("ct" not in WHICH, reason="BFP_INTEROP excludes ct")
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4", "mxfp6_e2m3", "mxfp8_e4m3"])
 def test_compressed_tensors_decompressor(ckpt, tmp_path, fmt):
-    import torch
-    from compressed_tensors.compressors.base import compress_module, decompress_module
-    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
+    try:
+        import torch
+        from compressed_tensors.compressors.base import compress_module, decompress_module
+        from compressed_tensors.quantization import (QuantizationConfig,
+                                                     apply_quantization_config)
+    except ImportError as exc:  # a failure, not a skip: the round trip is the test
+        pytest.fail(f"{exc}: install the interop packages: {sys.executable} -m pip "
+                    f"install -r {os.path.join(ROOT, 'requirements-interop.txt')}")
 
     out = tmp_path / f"ct_{fmt}"
     run("convert", "-f", fmt, "--layout", "compressed-tensors", str(ckpt), str(out))
@@ -189,9 +203,7 @@ def test_gguf_input_keeps_key_values_and_other_types(tmp_path):
     key-values come through (the four the output restates aside), a Q8_0
     tensor is copied byte for byte, and the F16 weight is quantized exactly as
     `bfp quantize` quantizes it."""
-    import gguf
-    from gguf import quants
-
+    gguf, quants = need_gguf()
     rng = np.random.default_rng(5)
     src = tmp_path / "in.gguf"
     w = gguf.GGUFWriter(str(src), "llama")
