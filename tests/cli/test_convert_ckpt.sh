@@ -55,6 +55,34 @@ check "dequantize names format and shape" grep -q "mxfp4 96x64" "$W/out"
 check "convert's planes decode like 'bfp quantize' of the same tensor (bit-exact paths)" \
     cmp -s "$W/up.npy" "$W/up_ref.npy"
 
+# verify a compressed-tensors module against the reference
+"$PY" - "$W/in/model-00002-of-00003.safetensors" "$W/up.bin" <<'PY'
+import json, struct, sys
+d = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", d[:8])[0]
+e = json.loads(d[8:8 + n])["model.layers.0.mlp.up_proj.weight"]
+open(sys.argv[2], "wb").write(d[8 + n + e["data_offsets"][0]:8 + n + e["data_offsets"][1]])
+PY
+"$BFP" verify -f mxfp4 -s 96x64 --layout compressed-tensors --name model.layers.0.mlp.up_proj \
+    "$W/up.bin" "$W/ct" >"$W/out" 2>"$W/err"
+check "verify --layout compressed-tensors: IDENTICAL (exit 0)" test $? -eq 0
+cp -r "$W/ct" "$W/ctbad"
+"$PY" - "$W/ctbad/model-00002-of-00003.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]; d = bytearray(open(p, "rb").read()); n = struct.unpack("<Q", d[:8])[0]
+e = json.loads(d[8:8 + n])["model.layers.0.mlp.up_proj.weight_packed"]
+i = 8 + n + e["data_offsets"][0] + 5
+d[i] = (d[i] >> 4) | ((d[i] & 15) << 4)  # a kernel that packs the nibbles the other way
+open(p, "wb").write(d)
+PY
+"$BFP" verify -f mxfp4 -s 96x64 --layout compressed-tensors --name model.layers.0.mlp.up_proj \
+    "$W/up.bin" "$W/ctbad" >"$W/out" 2>"$W/err"
+check "verify --layout compressed-tensors: a swapped pair is DIFFERENT (exit 1)" test $? -eq 1
+check "... named nibble-order" grep -q "nibble-order" "$W/out"
+"$BFP" verify -f nvfp4 -s 96x64 --layout compressed-tensors --name model.layers.0.mlp.up_proj \
+    "$W/up.bin" "$W/ct" >"$W/out" 2>"$W/err"
+check "verify: a module of another format is refused (exit 2)" test $? -eq 2
+check "... naming both" grep -q "holds mxfp4 96x64, not the nvfp4 96x64" "$W/err"
+
 "$BFP" convert -f nvfp4 --layout gguf "$W/in" "$W/m.gguf" >"$W/out" 2>"$W/err"
 check "gguf nvfp4: exit 0" test $? -eq 0
 check "gguf: 4 quantized (down_proj's 96 columns are not a multiple of 64)" grep -q "4 quantized" "$W/out"
