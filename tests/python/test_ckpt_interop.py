@@ -166,8 +166,17 @@ def test_compressed_tensors_decompressor(ckpt, tmp_path, fmt):
     for n, m in model.named_modules():
         if hasattr(m, "quantization_scheme"):
             compress_module(m)
-    # every parameter the library expects is in our files, same dtype and shape
-    state = {k: st_to_torch(torch, *v) for k, v in outputs.items()}
+    # every parameter the library expects is in our files, same dtype and
+    # shape, as the safetensors library loads them (as transformers does)
+    from safetensors.torch import load_file
+    state = {}
+    for fn in sorted(os.listdir(out)):
+        if fn.endswith(".safetensors"):
+            state.update(load_file(str(out / fn)))
+    assert sorted(state) == sorted(outputs)
+    for k, v in outputs.items():
+        assert torch.equal(state[k].view(torch.uint8).flatten(),
+                           st_to_torch(torch, *v).view(torch.uint8).flatten()), k
     expected = model.state_dict()
     for k, v in expected.items():
         assert k in state, k
