@@ -178,6 +178,16 @@ static bfp_status map_shard(const ck_plan *p, size_t shard, ck_map *m, char *err
     return BFP_OK;
 }
 
+/* Done with a tensor's input pages: out of this process's resident set
+ * (the page cache keeps them), so memory follows the tensor, not the shard. */
+static void drop_pages(const ck_map *m, uint64_t off, uint64_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t a = off / (uint64_t)pg * (uint64_t)pg, end = off + n;
+    if (pg > 0 && end > a)
+        madvise((void *)(m->map + a), (size_t)(end - a), MADV_DONTNEED);
+}
+
 /* Growing work buffers, sized by the largest tensor. */
 typedef struct {
     uint8_t *codes, *scales, *meta, *ggml;
@@ -349,6 +359,7 @@ static bfp_status write_file(ck_run *r, ck_file *f, const char *final,
         for (; st == BFP_OK && k < f->nouts && f->outs[k].src == i; k++)
             st = pwrite_all(fd, role_data(r, &f->outs[k], src), f->outs[k].nbytes,
                             f->header_len + f->outs[k].off, tmp, err, errlen);
+        drop_pages(&r->m, t->off, t->nbytes);
         report_progress(r, t->nbytes);
     }
     if (st == BFP_OK && fsync(fd) != 0)

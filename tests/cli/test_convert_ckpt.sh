@@ -118,6 +118,14 @@ check "and the result equals a fresh run" diff -r "$W/ct" "$W/ct2"
 # ---- SIGKILL mid-run, rerun: identical to an uninterrupted run
 "$PY" "$ROOT/tests/tools/make_ckpt.py" "$W/many" --many 8 || exit 2
 "$BFP" convert -f nvfp4 --layout compressed-tensors "$W/many" "$W/ref" >/dev/null 2>&1
+# memory follows the largest tensor (4 MiB), not the checkpoint (128 MiB)
+check "peak resident memory under 48 MiB for a 128 MiB checkpoint" "$PY" - "$BFP" "$W/many" "$W/mem" <<'PY'
+import resource, subprocess, sys
+subprocess.run([sys.argv[1], "convert", "-f", "nvfp4", "--layout", "compressed-tensors",
+                sys.argv[2], sys.argv[3]], check=True, stdout=subprocess.DEVNULL)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB
+assert peak < 48 * 1024, peak
+PY
 killed=0
 for try in 1 2 3; do
     rm -rf "$W/k"
