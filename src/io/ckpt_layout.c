@@ -67,6 +67,11 @@ fail:
     return NULL;
 }
 
+static int cmp_out_name(const void *a, const void *b)
+{
+    return strcmp((*(const ck_out *const *)a)->name, (*(const ck_out *const *)b)->name);
+}
+
 bfp_status ck_st_header(const ck_plan *p, ck_file *f, char *err, size_t errlen)
 {
     const ck_out **order = malloc((f->nouts + 1) * sizeof *order);
@@ -77,6 +82,17 @@ bfp_status ck_st_header(const ck_plan *p, ck_file *f, char *err, size_t errlen)
         goto done;
     for (size_t i = 0; i < f->nouts; i++)
         order[i] = &f->outs[i];
+    qsort(order, f->nouts, sizeof *order, cmp_out_name);
+    for (size_t i = 1; i < f->nouts; i++)
+        if (strcmp(order[i - 1]->name, order[i]->name) == 0) { /* "W.codes" given too */
+            st = bfpio_fail(BFP_ERR_DATA, err, errlen,
+                            "%s: the output would hold tensor '%s' twice (an input "
+                            "tensor has the name of another's plane)", f->name,
+                            order[i]->name);
+            free(order);
+            cJSON_Delete(root);
+            return st;
+        }
     qsort(order, f->nouts, sizeof *order, cmp_out);
     meta = p->o.layout == BFP_CKPT_LAYOUT_BFP ? bfp_meta(p, f)
                                               : cJSON_CreateObject();

@@ -168,6 +168,15 @@ check "GGUF to GGUF: exit 0, down_proj (BF16 in the input) now quantized" grep -
 check "OUT = IN, even with --force: exit 2" test $? -eq 2
 check "OUT = IN: says so" grep -q "OUT is the input's directory" "$W/err"
 check "OUT = IN: the input is untouched" test ! -e "$W/in/.bfp-convert.json"
+"$PY" - "$W/dup.safetensors" <<'PY'
+import json, struct, sys
+h = {"a.weight": {"dtype": "F32", "shape": [4, 32], "data_offsets": [0, 512]},
+     "a.weight.codes": {"dtype": "F32", "shape": [4], "data_offsets": [512, 528]}}
+hb = json.dumps(h).encode(); hb += b" " * (-len(hb) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + bytes(528))
+PY
+refuse "an input name equal to another tensor's plane" "$W/o13" "tensor 'a.weight.codes' twice" \
+    -f mxfp4 "$W/dup.safetensors" "$W/o13"
 refuse "bad regex" "$W/o7" "not a valid regular expression" -f mxfp4 --include '(' "$W/in" "$W/o7"
 refuse "unknown layout" "$W/o8" "unknown layout" -f mxfp4 --layout onnx "$W/in" "$W/o8"
 mkdir "$W/busy"; touch "$W/busy/x"
