@@ -16,7 +16,8 @@ typedef enum {
     CK_SCALES,     /* planar scales (weight_scale) */
     CK_META,
     CK_TSCALE,     /* the float32 tensor scale (weight_global_scale) */
-    CK_GGML        /* ggml blocks (bfp_planar_to_ggml) */
+    CK_GGML,       /* ggml blocks (bfp_planar_to_ggml) */
+    CK_SCALES_BF16 /* E8M0 scales as bfloat16 2^(e-133): MXINT8's k/64 folded in */
 } ck_role;
 
 /* One input tensor. */
@@ -109,6 +110,12 @@ char *ck_ct_config_json(const ck_plan *p, char *err, size_t errlen);
 /* compressed-tensors' name of a format ("mxfp4-pack-quantized") and its
  * num_bits, or NULL when it has none. */
 const char *ck_ct_format(bfp_format fmt, int *num_bits);
+
+/* MXINT8 in compressed-tensors' int-quantized layout: the E8M0 code e as
+ * the bfloat16 bits of 2^(e - 127 - 6) (NaN for 0xFF), and back (-1 when
+ * the bits are no such value). */
+uint16_t ck_e8m0_to_bf16_scale(uint8_t e);
+int ck_bf16_scale_to_e8m0(uint16_t b);
 
 /* Index file text (model.safetensors.index.json), malloc'd. */
 char *ck_index_json(const ck_plan *p);

@@ -288,6 +288,23 @@ bfp_status ck_gguf_header(ck_plan *p, ck_file *f, char *err, size_t errlen)
 
 /* ---- compressed-tensors ----------------------------------------------- */
 
+uint16_t ck_e8m0_to_bf16_scale(uint8_t e)
+{
+    if (e == 0xFF)
+        return 0x7FC0;
+    if (e >= 7) /* normal: biased exponent e - 133 + 127 */
+        return (uint16_t)((e - 6) << 7);
+    return (uint16_t)(1u << e); /* subnormal: 2^(e-133) = mantissa bit e */
+}
+
+int ck_bf16_scale_to_e8m0(uint16_t b)
+{
+    for (int e = 0; e < 256; e++)
+        if (ck_e8m0_to_bf16_scale((uint8_t)e) == b)
+            return e;
+    return -1;
+}
+
 /* The compressed-tensors format of a bfp format, or NULL. */
 const char *ck_ct_format(bfp_format fmt, int *num_bits)
 {
@@ -304,6 +321,9 @@ const char *ck_ct_format(bfp_format fmt, int *num_bits)
     case BFP_MXFP8_E4M3:
         *num_bits = 8;
         return "mxfp8-quantized";
+    case BFP_MXINT8:
+        *num_bits = 8;
+        return "int-quantized";
     default:
         return NULL;
     }
@@ -331,10 +351,13 @@ static cJSON *ct_quant_config(const ck_plan *p)
     cJSON_AddBoolToObject(w, "dynamic", 0);
     cJSON_AddNumberToObject(w, "group_size", nv ? 16 : 32);
     cJSON_AddNumberToObject(w, "num_bits", bits);
-    cJSON_AddStringToObject(w, "scale_dtype", nv ? "torch.float8_e4m3fn" : "torch.uint8");
+    int mxint = p->o.format == BFP_MXINT8;
+    cJSON_AddStringToObject(w, "scale_dtype", nv      ? "torch.float8_e4m3fn"
+                                              : mxint ? "torch.bfloat16"
+                                                      : "torch.uint8");
     cJSON_AddStringToObject(w, "strategy", nv ? "tensor_group" : "group");
     cJSON_AddBoolToObject(w, "symmetric", 1);
-    cJSON_AddStringToObject(w, "type", "float");
+    cJSON_AddStringToObject(w, "type", mxint ? "int" : "float");
     cJSON_AddStringToObject(qc, "format", fmt);
     cJSON_AddNullToObject(qc, "global_compression_ratio");
     /* Linear modules left in float: every 2-D MODULE.weight not quantized */

@@ -520,13 +520,16 @@ static bfp_status map_tensor(ck_plan *p, ck_file *f, size_t *cap, size_t i)
         /* MODULE.weight -> MODULE.weight_packed / _scale / _global_scale */
         size_t cshape[2] = {t->rows, sz.code_row_bytes};
         size_t sshape[2] = {t->rows, sz.blocks_per_row};
+        int mxint = p->o.format == BFP_MXINT8; /* int8 codes, bf16 scales */
         const char *codes_name = fi->elem_bits == 8 ? "" : "_packed";
-        const char *codes_dtype = fi->elem_bits == 8 ? "F8_E4M3" : "U8";
-        const char *scale_dtype = fi->scale == BFP_SCALE_UE4M3 ? "F8_E4M3" : "U8";
+        const char *codes_dtype = mxint ? "I8" : fi->elem_bits == 8 ? "F8_E4M3" : "U8";
+        const char *scale_dtype = mxint ? "BF16"
+                                  : fi->scale == BFP_SCALE_UE4M3 ? "F8_E4M3" : "U8";
         if ((st = add_out(f, cap, t->name, codes_name, codes_dtype, 2, cshape,
                           sz.codes, i, CK_CODES)) != BFP_OK ||
             (st = add_out(f, cap, t->name, "_scale", scale_dtype, 2, sshape,
-                          sz.scales, i, CK_SCALES)) != BFP_OK)
+                          sz.scales * (mxint ? 2 : 1), i,
+                          mxint ? CK_SCALES_BF16 : CK_SCALES)) != BFP_OK)
             return st;
         if (fi->has_tensor_scale)
             st = add_out(f, cap, t->name, "_global_scale", "F32", 1, &one, 4, i,

@@ -46,8 +46,8 @@ int bfp_ckpt_layout_supports(bfp_ckpt_layout l, bfp_format fmt, const char **why
 {
     int bits;
     if (l == BFP_CKPT_LAYOUT_CT && !ck_ct_format(fmt, &bits)) {
-        *why = "compressed-tensors stores mxfp4, nvfp4, mxfp6_e2m3 and "
-               "mxfp8_e4m3 only";
+        *why = "compressed-tensors stores mxfp4, nvfp4, mxfp6_e2m3, mxfp8_e4m3 "
+               "and mxint8 only";
         return 0;
     }
     if (l == BFP_CKPT_LAYOUT_GGUF && fmt != BFP_MXFP4 && fmt != BFP_NVFP4) {
@@ -191,9 +191,10 @@ static void drop_pages(const ck_map *m, uint64_t off, uint64_t n)
 /* Growing work buffers, sized by the largest tensor. */
 typedef struct {
     uint8_t *codes, *scales, *meta, *ggml;
+    uint16_t *bf16_scales;
     float tscale;
     float *x, *y; /* --report */
-    size_t cap[6];
+    size_t cap[7];
 } ck_bufs;
 
 static int grow(void **b, size_t *cap, size_t n)
@@ -268,6 +269,12 @@ static bfp_status quantize_one(ck_run *r, size_t i, const void *src, char *err,
                               p->shard_paths[t->shard], t->name,
                               bfp_status_str(st ? st : BFP_ERR_NOMEM));
     }
+    if (p->o.layout == BFP_CKPT_LAYOUT_CT && p->o.format == BFP_MXINT8) {
+        if (!grow((void **)&b->bf16_scales, &b->cap[6], sz.scales * 2))
+            return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+        for (size_t k = 0; k < sz.scales; k++)
+            b->bf16_scales[k] = ck_e8m0_to_bf16_scale(b->scales[k]);
+    }
     if (p->o.report) {
         size_t n = t->rows * t->cols;
         bfp_const_planes cp = {b->codes, b->scales, b->meta, &b->tscale};
@@ -297,6 +304,8 @@ static const void *role_data(const ck_run *r, const ck_out *o, const void *src)
         return &r->b.tscale;
     case CK_GGML:
         return r->b.ggml;
+    case CK_SCALES_BF16:
+        return r->b.bf16_scales;
     default:
         return src;
     }
@@ -647,6 +656,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     free(r.b.scales);
     free(r.b.meta);
     free(r.b.ggml);
+    free(r.b.bf16_scales);
     free(r.b.x);
     free(r.b.y);
     free(mf.settings);
