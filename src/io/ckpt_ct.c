@@ -41,8 +41,8 @@ static bfp_format config_format(const char *dir)
         const cJSON *qc = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(qc, "format");
         static const bfp_format all[] = {BFP_MXFP4, BFP_NVFP4, BFP_MXFP6_E2M3,
-                                         BFP_MXFP8_E4M3, BFP_MXINT8};
-        for (size_t i = 0; cJSON_IsString(f) && i < 5; i++) {
+                                         BFP_MXFP8_E4M3, BFP_MXINT8, BFP_MXINT4};
+        for (size_t i = 0; cJSON_IsString(f) && i < 6; i++) {
             int bits;
             if (strcmp(ck_ct_format(all[i], &bits), f->valuestring) == 0)
                 fmt = all[i];
@@ -256,7 +256,7 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
         if (strcmp(sc->dtype, "F8_E4M3") == 0)
             fmt = BFP_NVFP4;
         else if (strcmp(sc->dtype, "BF16") == 0)
-            fmt = BFP_MXINT8;
+            fmt = ip >= 0 ? BFP_MXINT4 : BFP_MXINT8;
         else if (iw >= 0 && strcmp(f.entries[iw].dtype, "F8_E4M3") == 0)
             fmt = BFP_MXFP8_E4M3;
         else if (ip >= 0 && sc->ndim == 2 && f.entries[ip].ndim == 2 &&
@@ -277,12 +277,14 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
     free(q->codes);
     free(q->scales);
     q->codes = q->scales = NULL;
-    int mxint = fmt == BFP_MXINT8;
+    int int4 = fmt == BFP_MXINT4, mxint = fmt == BFP_MXINT8 || int4;
     if ((st = read_plane(&f, file, (tn = cat3(module, fi->elem_bits == 8 ? ".weight"
                                                                           : ".weight_packed", "")),
-                         mxint ? "I8" : fi->elem_bits == 8 ? "F8_E4M3" : "U8",
+                         int4 ? "I32" : mxint ? "I8" : fi->elem_bits == 8 ? "F8_E4M3" : "U8",
                          q->sizes.codes, &q->codes, err, errlen)) != BFP_OK)
         goto done;
+    for (size_t k = 0; int4 && k < q->sizes.codes; k++)
+        q->codes[k] ^= 0x88; /* pack-quantized stores k + 8 */
     free(tn);
     if ((st = read_plane(&f, file, (tn = cat3(module, ".weight_scale", "")),
                          mxint ? "BF16" : fi->scale == BFP_SCALE_UE4M3 ? "F8_E4M3" : "U8",
@@ -290,11 +292,13 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
                          errlen)) != BFP_OK)
         goto done;
     for (size_t k = 0; mxint && k < q->sizes.scales; k++) { /* bf16 2^(e-133) -> e */
-        int e = ck_bf16_scale_to_e8m0((uint16_t)(q->scales[2 * k] | q->scales[2 * k + 1] << 8));
+        int e = ck_bf16_scale_to_e8m0((uint16_t)(q->scales[2 * k] | q->scales[2 * k + 1] << 8),
+                                      int4 ? 2 : 6);
         if (e < 0) {
             st = bfpio_fail(BFP_ERR_DATA, err, errlen,
-                            "%s: %s.weight_scale[%zu] is not a power of two 2^-133 .. "
-                            "2^121, so not an MXINT8 scale", file, module, k);
+                            "%s: %s.weight_scale[%zu] is not a power of two 2^(e-127) "
+                            "times the INT grid's step, so not an MX INT scale",
+                            file, module, k);
             goto done;
         }
         q->scales[k] = (uint8_t)e;

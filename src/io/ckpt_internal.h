@@ -17,7 +17,9 @@ typedef enum {
     CK_META,
     CK_TSCALE,     /* the float32 tensor scale (weight_global_scale) */
     CK_GGML,       /* ggml blocks (bfp_planar_to_ggml) */
-    CK_SCALES_BF16 /* E8M0 scales as bfloat16 2^(e-133): MXINT8's k/64 folded in */
+    CK_SCALES_BF16,/* E8M0 scales as bfloat16 2^(e-127-shift): MXINT's k/2^shift */
+    CK_CODES_INT4, /* MXINT4 codes + 8 per nibble (pack-quantized's offset) */
+    CK_SHAPE       /* I64 [rows, cols] (pack-quantized's weight_shape) */
 } ck_role;
 
 /* One input tensor. */
@@ -111,11 +113,11 @@ char *ck_ct_config_json(const ck_plan *p, char *err, size_t errlen);
  * num_bits, or NULL when it has none. */
 const char *ck_ct_format(bfp_format fmt, int *num_bits);
 
-/* MXINT8 in compressed-tensors' int-quantized layout: the E8M0 code e as
- * the bfloat16 bits of 2^(e - 127 - 6) (NaN for 0xFF), and back (-1 when
- * the bits are no such value). */
-uint16_t ck_e8m0_to_bf16_scale(uint8_t e);
-int ck_bf16_scale_to_e8m0(uint16_t b);
+/* MXINT8 / MXINT4 in compressed-tensors' int layouts: the E8M0 code e as
+ * the bfloat16 bits of 2^(e - 127 - shift) (shift 6 for INT8's k/64, 2 for
+ * INT4's k/4; NaN for 0xFF), and back (-1 when the bits are no such value). */
+uint16_t ck_e8m0_to_bf16_scale(uint8_t e, int shift);
+int ck_bf16_scale_to_e8m0(uint16_t b, int shift);
 
 /* Index file text (model.safetensors.index.json), malloc'd. */
 char *ck_index_json(const ck_plan *p);

@@ -288,19 +288,19 @@ bfp_status ck_gguf_header(ck_plan *p, ck_file *f, char *err, size_t errlen)
 
 /* ---- compressed-tensors ----------------------------------------------- */
 
-uint16_t ck_e8m0_to_bf16_scale(uint8_t e)
+uint16_t ck_e8m0_to_bf16_scale(uint8_t e, int shift)
 {
     if (e == 0xFF)
         return 0x7FC0;
-    if (e >= 7) /* normal: biased exponent e - 133 + 127 */
-        return (uint16_t)((e - 6) << 7);
-    return (uint16_t)(1u << e); /* subnormal: 2^(e-133) = mantissa bit e */
+    if (e >= shift + 1) /* normal: biased exponent (e - 127 - shift) + 127 */
+        return (uint16_t)((e - shift) << 7);
+    return (uint16_t)(1u << (e + 6 - shift)); /* subnormal: multiples of 2^-133 */
 }
 
-int ck_bf16_scale_to_e8m0(uint16_t b)
+int ck_bf16_scale_to_e8m0(uint16_t b, int shift)
 {
     for (int e = 0; e < 256; e++)
-        if (ck_e8m0_to_bf16_scale((uint8_t)e) == b)
+        if (ck_e8m0_to_bf16_scale((uint8_t)e, shift) == b)
             return e;
     return -1;
 }
@@ -324,6 +324,9 @@ const char *ck_ct_format(bfp_format fmt, int *num_bits)
     case BFP_MXINT8:
         *num_bits = 8;
         return "int-quantized";
+    case BFP_MXINT4:
+        *num_bits = 4;
+        return "pack-quantized";
     default:
         return NULL;
     }
@@ -351,7 +354,7 @@ static cJSON *ct_quant_config(const ck_plan *p)
     cJSON_AddBoolToObject(w, "dynamic", 0);
     cJSON_AddNumberToObject(w, "group_size", nv ? 16 : 32);
     cJSON_AddNumberToObject(w, "num_bits", bits);
-    int mxint = p->o.format == BFP_MXINT8;
+    int mxint = p->o.format == BFP_MXINT8 || p->o.format == BFP_MXINT4;
     cJSON_AddStringToObject(w, "scale_dtype", nv      ? "torch.float8_e4m3fn"
                                               : mxint ? "torch.bfloat16"
                                                       : "torch.uint8");

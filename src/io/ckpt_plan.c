@@ -520,13 +520,21 @@ static bfp_status map_tensor(ck_plan *p, ck_file *f, size_t *cap, size_t i)
         /* MODULE.weight -> MODULE.weight_packed / _scale / _global_scale */
         size_t cshape[2] = {t->rows, sz.code_row_bytes};
         size_t sshape[2] = {t->rows, sz.blocks_per_row};
-        int mxint = p->o.format == BFP_MXINT8; /* int8 codes, bf16 scales */
+        /* MX INT: int8 codes or int4 ones in int32 words, bf16 scales */
+        int int4 = p->o.format == BFP_MXINT4;
+        int mxint = p->o.format == BFP_MXINT8 || int4;
         const char *codes_name = fi->elem_bits == 8 ? "" : "_packed";
-        const char *codes_dtype = mxint ? "I8" : fi->elem_bits == 8 ? "F8_E4M3" : "U8";
+        const char *codes_dtype = int4 ? "I32" : mxint ? "I8"
+                                  : fi->elem_bits == 8 ? "F8_E4M3" : "U8";
+        if (int4)
+            cshape[1] = sz.code_row_bytes / 4; /* C/8 words: C is a multiple of 32 */
+        size_t two = 2;
         const char *scale_dtype = mxint ? "BF16"
                                   : fi->scale == BFP_SCALE_UE4M3 ? "F8_E4M3" : "U8";
         if ((st = add_out(f, cap, t->name, codes_name, codes_dtype, 2, cshape,
-                          sz.codes, i, CK_CODES)) != BFP_OK ||
+                          sz.codes, i, int4 ? CK_CODES_INT4 : CK_CODES)) != BFP_OK ||
+            (int4 && (st = add_out(f, cap, t->name, "_shape", "I64", 1, &two, 16, i,
+                                   CK_SHAPE)) != BFP_OK) ||
             (st = add_out(f, cap, t->name, "_scale", scale_dtype, 2, sshape,
                           sz.scales * (mxint ? 2 : 1), i,
                           mxint ? CK_SCALES_BF16 : CK_SCALES)) != BFP_OK)

@@ -46,8 +46,8 @@ int bfp_ckpt_layout_supports(bfp_ckpt_layout l, bfp_format fmt, const char **why
 {
     int bits;
     if (l == BFP_CKPT_LAYOUT_CT && !ck_ct_format(fmt, &bits)) {
-        *why = "compressed-tensors stores mxfp4, nvfp4, mxfp6_e2m3, mxfp8_e4m3 "
-               "and mxint8 only";
+        *why = "compressed-tensors stores mxfp4, nvfp4, mxfp6_e2m3, mxfp8_e4m3, "
+               "mxint8 and mxint4 only";
         return 0;
     }
     if (l == BFP_CKPT_LAYOUT_GGUF && fmt != BFP_MXFP4 && fmt != BFP_NVFP4) {
@@ -192,9 +192,11 @@ static void drop_pages(const ck_map *m, uint64_t off, uint64_t n)
 typedef struct {
     uint8_t *codes, *scales, *meta, *ggml;
     uint16_t *bf16_scales;
+    uint8_t *int4_codes;
+    int64_t shape[2];
     float tscale;
     float *x, *y; /* --report */
-    size_t cap[7];
+    size_t cap[8];
 } ck_bufs;
 
 static int grow(void **b, size_t *cap, size_t n)
@@ -269,11 +271,17 @@ static bfp_status quantize_one(ck_run *r, size_t i, const void *src, char *err,
                               p->shard_paths[t->shard], t->name,
                               bfp_status_str(st ? st : BFP_ERR_NOMEM));
     }
-    if (p->o.layout == BFP_CKPT_LAYOUT_CT && p->o.format == BFP_MXINT8) {
-        if (!grow((void **)&b->bf16_scales, &b->cap[6], sz.scales * 2))
+    int int4 = p->o.format == BFP_MXINT4;
+    if (p->o.layout == BFP_CKPT_LAYOUT_CT && (p->o.format == BFP_MXINT8 || int4)) {
+        if (!grow((void **)&b->bf16_scales, &b->cap[6], sz.scales * 2) ||
+            (int4 && !grow((void **)&b->int4_codes, &b->cap[7], sz.codes)))
             return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
         for (size_t k = 0; k < sz.scales; k++)
-            b->bf16_scales[k] = ck_e8m0_to_bf16_scale(b->scales[k]);
+            b->bf16_scales[k] = ck_e8m0_to_bf16_scale(b->scales[k], int4 ? 2 : 6);
+        for (size_t k = 0; int4 && k < sz.codes; k++)
+            b->int4_codes[k] = b->codes[k] ^ 0x88; /* two's complement k -> k + 8 */
+        b->shape[0] = (int64_t)t->rows;
+        b->shape[1] = (int64_t)t->cols;
     }
     if (p->o.report) {
         size_t n = t->rows * t->cols;
@@ -306,6 +314,10 @@ static const void *role_data(const ck_run *r, const ck_out *o, const void *src)
         return r->b.ggml;
     case CK_SCALES_BF16:
         return r->b.bf16_scales;
+    case CK_CODES_INT4:
+        return r->b.int4_codes;
+    case CK_SHAPE:
+        return r->b.shape;
     default:
         return src;
     }
@@ -657,6 +669,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     free(r.b.meta);
     free(r.b.ggml);
     free(r.b.bf16_scales);
+    free(r.b.int4_codes);
     free(r.b.x);
     free(r.b.y);
     free(mf.settings);

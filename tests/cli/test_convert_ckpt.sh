@@ -69,6 +69,10 @@ check "verify --layout compressed-tensors: IDENTICAL (exit 0)" test $? -eq 0
 "$BFP" verify -f mxint8 -s 96x64 --layout compressed-tensors --name model.layers.0.mlp.up_proj \
     "$W/up.bin" "$W/cti" >"$W/out" 2>"$W/err"
 check "mxint8 (int-quantized, bf16 scales 2^(e-133)) read back: IDENTICAL" test $? -eq 0
+"$BFP" convert -f mxint4 --layout compressed-tensors "$W/in" "$W/cti4" >/dev/null 2>&1
+"$BFP" verify -f mxint4 -s 96x64 --layout compressed-tensors --name model.layers.0.mlp.up_proj \
+    "$W/up.bin" "$W/cti4" >"$W/out" 2>"$W/err"
+check "mxint4 (pack-quantized: int32 words of k+8) read back: IDENTICAL" test $? -eq 0
 cp -r "$W/ct" "$W/ctbad"
 "$PY" - "$W/ctbad/model-00002-of-00003.safetensors" <<'PY'
 import json, struct, sys

@@ -137,12 +137,13 @@ def ct_model(inputs, torch):
 def st_to_torch(torch, dtype, shape, raw):
     tt = {"U8": torch.uint8, "F8_E4M3": torch.float8_e4m3fn, "F32": torch.float32,
           "BF16": torch.bfloat16, "F16": torch.float16, "I64": torch.int64,
-          "I8": torch.int8}[dtype]
+          "I8": torch.int8, "I32": torch.int32}[dtype]
     return torch.frombuffer(bytearray(raw), dtype=tt).reshape(shape)
 
 
 @pytest.mark.skipif("ct" not in WHICH, reason="BFP_INTEROP excludes ct")
-@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4", "mxfp6_e2m3", "mxfp8_e4m3", "mxint8"])
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4", "mxfp6_e2m3", "mxfp8_e4m3", "mxint8",
+                                 "mxint4"])
 def test_compressed_tensors_decompressor(ckpt, tmp_path, fmt):
     try:
         import torch

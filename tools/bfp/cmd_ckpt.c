@@ -31,7 +31,7 @@ const char cmd_ckpt_usage[] =
     "  -f, --format FORMAT  format to quantize to, required\n"
     "  --layout LAYOUT      bfp (default: planar planes, every format),\n"
     "                       compressed-tensors (mxfp4, nvfp4, mxfp6_e2m3,\n"
-    "                       mxfp8_e4m3, mxint8), gguf (mxfp4, nvfp4)\n"
+    "                       mxfp8_e4m3, mxint8, mxint4), gguf (mxfp4, nvfp4)\n"
     "  --include RE         also quantize the tensors whose name matches RE\n"
     "                       (POSIX extended regex)\n"
     "  --exclude RE         never quantize the tensors whose name matches RE\n"
