@@ -37,7 +37,9 @@ assert b"(2, 64)" in d[10:10 + hl], d[10:10 + hl]
 v = struct.unpack("<128f", d[10 + hl:])
 e2m1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6]
 want = [e2m1[c % 16] for c in range(32)] * 4
-assert list(v) == want, (v[:20], want[:20])
+# bit patterns, not ==: -0.0 == 0.0 in Python, and code 8 must decode to -0.0
+bits = lambda xs: [struct.pack("<f", x) for x in xs]
+assert bits(v) == bits(want), (v[:20], want[:20])
 PY
 check "MXFP4 blocks decode to the E2M1 values of their codes" test $? -eq 0
 
@@ -49,6 +51,15 @@ check "truncated GGUF: no output" test ! -e "$W/c.npy"
 "$BFP" dequantize --name w "$W/m.gguf" "$W/c.npy" >"$W/out" 2>"$W/err"
 check "an F32 tensor is not quantized: exit 2" test $? -eq 2
 check "an F32 tensor is not quantized: says so" grep -q "ggml type F32 (expected MXFP4 or NVFP4)" "$W/err"
+
+# ggml blocks of a -0.0 block beside a +0.0 block, written as 34 zero bytes
+# (ggml has no -0): signed-zero, not the block-shift the neighbour suggests
+python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<64f", *([0.0]*32 + [-0.0]*32)))' "$W/z.bin"
+mkdir "$W/zd" && head -c 34 /dev/zero >"$W/zd/blocks.bin"
+"$BFP" verify -f mxfp4 -s 1x64 --layout ggml "$W/z.bin" "$W/zd" >"$W/out" 2>"$W/err"
+check "ggml +0 for -0: exit 1 (different)" test $? -eq 1
+check "ggml +0 for -0: every mismatch is signed-zero" test "$(grep -c 'signed-zero$' "$W/out")" -ge 10
+check "ggml +0 for -0: none is block-shift" test "$(grep -c 'block-shift' "$W/out")" -eq 0
 
 echo "test_gguf: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -84,6 +84,14 @@ static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
             cli_io_error(err, st);
             return -1;
         }
+        if (bfp_tensor_numel(t) == 0) {
+            char sh[128];
+            cli_error("%s: %s%s%s has shape [%s]: a zero dimension leaves "
+                      "nothing to quantize", path, a->name ? "tensor '" : "its tensor",
+                      a->name ? a->name : "", a->name ? "'" : "",
+                      cli_shape_str(t->shape, t->ndim, sh, sizeof sh));
+            return -1;
+        }
         return 0;
     }
     if (!a->raw_shape) {

@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bfp_ckpt.h"
 #include "cli_util.h"
 #include "commands.h"
 
@@ -40,7 +41,9 @@ const char cmd_dequantize_usage[] =
     "                      INPUT.safetensors|INPUT.gguf OUTPUT.npy|OUTPUT.safetensors\n"
     "\n"
     "Decode a quantized container written by 'bfp quantize' back to a float\n"
-    "tensor with the original shape. NaN blocks decode to NaN. A .gguf INPUT\n"
+    "tensor with the original shape. NaN blocks decode to NaN. A\n"
+    "compressed-tensors checkpoint (a directory or shard written by 'bfp\n"
+    "convert', --name MODULE) gives that module's weight. A .gguf INPUT\n"
     "gives an MXFP4 or NVFP4 tensor of a llama.cpp model (ggml blocks; NVFP4\n"
     "with tensor scale 1, as ggml stores it).\n"
     "\n"
@@ -126,6 +129,13 @@ int cmd_quantize(int argc, char **argv)
         cli_io_error(err, st);
         goto out;
     }
+    if (bfp_tensor_numel(&t) == 0) { /* name the file and tensor, not the allocator */
+        cli_error("%s: %s%s%s has shape [%s]: a zero dimension leaves nothing "
+                  "to quantize", in_path, name ? "tensor '" : "its tensor",
+                  name ? name : "", name ? "'" : "",
+                  cli_shape_str(t.shape, t.ndim, shape, sizeof shape));
+        goto out;
+    }
     bfp_stats qs;
     memset(&qs, 0, sizeof qs);
     if (cli_quantize(fmt, &qo.opts, t.dtype, t.data, t.ndim, t.shape, &q,
@@ -206,7 +216,8 @@ int cmd_dequantize(int argc, char **argv)
         return CLI_EXIT_ERR;
     const char *in_path = argv[optind], *out_path = argv[optind + 1];
     int gguf = cli_has_suffix(in_path, ".gguf");
-    if (!gguf && !cli_has_suffix(in_path, ".safetensors")) {
+    int ct = !gguf && bfp_ct_is_checkpoint(in_path);
+    if (!gguf && !ct && !cli_has_suffix(in_path, ".safetensors")) {
         cli_error("INPUT %s must be a .safetensors container written by 'bfp "
                   "quantize' or a .gguf model",
                   in_path);
@@ -222,6 +233,7 @@ int cmd_dequantize(int argc, char **argv)
         return CLI_EXIT_ERR;
 
     bfp_status st = gguf ? bfp_gguf_load_qtensor(in_path, name, &q, err, sizeof err)
+                    : ct ? bfp_ct_load_qtensor(in_path, name, &q, err, sizeof err)
                          : bfp_qtensor_load(in_path, name, &q, err, sizeof err);
     if (st != BFP_OK) {
         cli_io_error(err, st);

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "cli_util.h"
+#include "verify_ct.h"
 #include "commands.h"
 
 #include <math.h>
@@ -42,11 +43,15 @@ const char cmd_verify_usage[] =
     "  swizzled     codes.bin, scales in the 128x4 cuBLASLt/CUTLASS layout\n"
     "               (scales_swizzled.bin or scales.bin) [meta.bin]\n"
     "               [tensor_scale.bin]\n"
+    "  compressed-tensors  DUT_DIR is a compressed-tensors checkpoint or shard\n"
+    "               (never guessed); --name MODULE picks the module\n"
     "\n"
     "  -f, --format FORMAT    format name (see 'bfp formats'), required\n"
     "  -s, --shape ROWSxCOLS  tensor shape (COLS alone = one row), required\n"
     "  -t, --dtype DTYPE      input values: f32 (default), bf16, f16\n"
-    "  --layout LAYOUT        planar, hif4-golden, ggml, swizzled\n"
+    "  --layout LAYOUT        planar, hif4-golden, ggml, swizzled,\n"
+    "                         compressed-tensors\n"
+    "  --name MODULE          the module of a compressed-tensors DUT\n"
     "  --json                 one JSON object on stdout (for CI gates)\n"
     "  --max-mismatches N     mismatches to list (default 10)\n"
     "  --rounding MODE        the reference's options, as for 'bfp golden':\n"
@@ -56,9 +61,10 @@ const char cmd_verify_usage[] =
     "  --2d\n"
     "  -h, --help             this text\n";
 
-typedef enum { LAYOUT_PLANAR, LAYOUT_HIF4_GOLDEN, LAYOUT_GGML, LAYOUT_SWIZZLED } layout_id;
+typedef enum { LAYOUT_PLANAR, LAYOUT_HIF4_GOLDEN, LAYOUT_GGML, LAYOUT_SWIZZLED, LAYOUT_CT } layout_id;
 
-static const char *const layout_names[] = {"planar", "hif4-golden", "ggml", "swizzled"};
+static const char *const layout_names[] = {"planar", "hif4-golden", "ggml", "swizzled",
+                                           "compressed-tensors"};
 
 enum { OPT_LAYOUT = 0x200, OPT_MAX_MISMATCHES };
 
@@ -72,6 +78,7 @@ typedef struct {
     int guessed;
     char guess_why[256];
     int implied_no_ts; /* ggml nvfp4 without tensor_scale.bin */
+    const char *name;  /* compressed-tensors: the module */
     /* DUT planes, planar */
     uint8_t *codes, *scales, *meta;
     float ts;
@@ -335,6 +342,9 @@ static int read_dut(dut_t *d)
     case LAYOUT_HIF4_GOLDEN: return read_hif4_golden(d);
     case LAYOUT_GGML: return read_ggml(d);
     case LAYOUT_SWIZZLED: return read_swizzled(d);
+    case LAYOUT_CT:
+        return verify_read_ct(d->dir, d->name, d->f->id, d->rows, d->cols, &d->codes,
+                              &d->scales, &d->meta, &d->ts);
     default: return read_planar(d);
     }
 }
@@ -624,6 +634,7 @@ int cmd_verify(int argc, char **argv)
         {"layout", required_argument, NULL, OPT_LAYOUT},
         {"json", no_argument, NULL, OPT_JSON},
         {"max-mismatches", required_argument, NULL, OPT_MAX_MISMATCHES},
+        {"name", required_argument, NULL, OPT_NAME},
         CLI_QUANT_LONGOPTS,
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -664,13 +675,14 @@ int cmd_verify(int argc, char **argv)
             break;
         case OPT_LAYOUT: {
             int found = 0;
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < 5; i++)
                 if (strcmp(optarg, layout_names[i]) == 0) {
                     d.layout = (layout_id)i;
                     found = 1;
                 }
             if (!found) {
-                cli_error("unknown layout '%s' (valid: planar, hif4-golden, ggml, swizzled)",
+                cli_error("unknown layout '%s' (valid: planar, hif4-golden, ggml, swizzled, "
+                          "compressed-tensors)",
                           optarg);
                 return CLI_EXIT_ERR;
             }
@@ -679,6 +691,9 @@ int cmd_verify(int argc, char **argv)
         }
         case OPT_JSON:
             json = 1;
+            break;
+        case OPT_NAME:
+            d.name = optarg;
             break;
         case OPT_MAX_MISMATCHES:
             if (cli_parse_u64(optarg, "--max-mismatches", &max_mm) != 0)

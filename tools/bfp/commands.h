@@ -21,5 +21,7 @@ extern const char cmd_dequantize_usage[];
 extern const char cmd_verify_usage[];
 int cmd_bench(int argc, char **argv); /* cmd_bench.c */
 extern const char cmd_bench_usage[];
+int cmd_ckpt(int argc, char **argv); /* cmd_ckpt.c: bfp convert */
+extern const char cmd_ckpt_usage[];
 
 #endif /* BFP_CLI_COMMANDS_H */

@@ -31,6 +31,8 @@ static const command commands[] = {
      "tensor (.npy/.safetensors) to a quantized container"},
     {"dequantize", cmd_dequantize, cmd_dequantize_usage,
      "quantized container back to a float tensor"},
+    {"convert", cmd_ckpt, cmd_ckpt_usage,
+     "a whole checkpoint into the bfp, compressed-tensors or GGUF layout"},
     {"verify", cmd_verify, cmd_verify_usage,
      "check a kernel's planes against the golden model (exit 1 if they differ)"},
     {"bench", cmd_bench, cmd_bench_usage, "throughput of every format against memcpy"},

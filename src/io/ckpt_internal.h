@@ -1,0 +1,125 @@
+/*
+ * ckpt_internal.h - the plan of a checkpoint conversion, shared by
+ * ckpt_plan.c (what to do), ckpt_run.c (doing it), ckpt_ct.c and
+ * gguf_write.c (the layouts' headers and metadata).
+ */
+#ifndef BFP_CKPT_INTERNAL_H
+#define BFP_CKPT_INTERNAL_H
+
+#include "bfp_ckpt.h"
+#include "io_internal.h"
+
+/* What an output tensor holds. */
+typedef enum {
+    CK_COPY = 0,   /* the input tensor's bytes */
+    CK_CODES,      /* planar codes (also compressed-tensors' weight_packed) */
+    CK_SCALES,     /* planar scales (weight_scale) */
+    CK_META,
+    CK_TSCALE,     /* the float32 tensor scale (weight_global_scale) */
+    CK_GGML,       /* ggml blocks (bfp_planar_to_ggml) */
+    CK_SCALES_BF16,/* E8M0 scales as bfloat16 2^(e-127-shift): MXINT's k/2^shift */
+    CK_CODES_INT4, /* MXINT4 codes + 8 per nibble (pack-quantized's offset) */
+    CK_SHAPE       /* I64 [rows, cols] (pack-quantized's weight_shape) */
+} ck_role;
+
+/* One input tensor. */
+typedef struct {
+    char *name;
+    size_t shard;          /* index into ck_plan.shard_paths */
+    uint64_t off, nbytes;  /* in the input file */
+    char dtype[16];        /* safetensors spelling ("BF16", "I64", ...) */
+    size_t ndim;
+    size_t shape[BFP_IO_MAX_DIMS];
+    int quant;             /* quantized (else copied) */
+    bfp_dtype fdtype;      /* for quantized ones */
+    int has_ggml;          /* from a GGUF input: ggml_type is its type */
+    uint32_t ggml_type;
+    size_t rows, cols;
+} ck_in;
+
+/* One output tensor: a role of one input tensor. */
+typedef struct {
+    char *name;
+    const char *dtype;     /* safetensors dtype */
+    uint32_t ggml_type;    /* GGUF layout */
+    size_t ndim;
+    size_t shape[BFP_IO_MAX_DIMS];
+    uint64_t nbytes, off;  /* off: from the start of the file's data */
+    size_t src;            /* ck_in index */
+    ck_role role;
+} ck_out;
+
+/* One output file. */
+typedef struct {
+    char *in_path;         /* the input shard it comes from (safetensors) */
+    char *name;            /* file name inside OUT (or OUT itself: GGUF) */
+    size_t first, count;   /* its input tensors: ins[first .. first+count) */
+    ck_out *outs;
+    size_t nouts;
+    uint8_t *header;       /* everything before the data */
+    size_t header_len;
+    uint64_t size;         /* whole file */
+    void *in_meta;         /* the input shard's __metadata__ (cJSON *), or NULL */
+} ck_file;
+
+typedef struct {
+    bfp_ckpt_opts o;
+    char *in_dir;          /* directory of the input (extra files, config.json) */
+    int in_is_dir;
+    char *out;             /* OUT */
+    ck_in *ins;
+    size_t nins;
+    char **shard_paths;    /* the input shards; ck_in.shard indexes them */
+    size_t nshards;
+    ck_file *files;
+    size_t nfiles;
+    char **extras;         /* other files of an input directory, copied */
+    size_t nextras;
+    int has_index;         /* write model.safetensors.index.json */
+    char *arch;            /* config.json's model_type, for GGUF */
+    int gguf_in;           /* IN is a GGUF file */
+    uint8_t *gguf_kv;      /* its key-values to carry over, raw */
+    size_t gguf_kv_len, gguf_nkv;
+    int gguf_has_arch;     /* ... and they include general.architecture */
+} ck_plan;
+
+bfp_status ck_plan_make(ck_plan *p, const char *in, const char *out,
+                        const bfp_ckpt_opts *o, char *err, size_t errlen);
+void ck_plan_free(ck_plan *p);
+
+/* Quantize or copy t (ckpt_plan.c); flt is the plan's --include/--exclude. */
+bfp_status ck_decide(ck_plan *p, ck_in *t, const void *flt, const char *file,
+                     char *err, size_t errlen);
+
+/* Add a GGUF input's tensors and key-values to p (ckpt_gguf_in.c). */
+bfp_status ck_add_gguf(ck_plan *p, const char *path, const void *flt, char *err,
+                       size_t errlen);
+
+/* Element size of a safetensors dtype, 0 if unknown. */
+size_t ck_dtype_size(const char *dtype);
+
+/* Lay out f's outs and make its safetensors header (8-byte length and the
+ * padded JSON): the input's __metadata__, plus bfp's keys in the bfp layout. */
+bfp_status ck_st_header(const ck_plan *p, ck_file *f, char *err, size_t errlen);
+
+/* GGUF header for the one output file; kv pairs describe the conversion. */
+bfp_status ck_gguf_header(ck_plan *p, ck_file *f, char *err, size_t errlen);
+
+/* compressed-tensors: the quantization_config object (cJSON *) for the
+ * plan, and config.json's text with it merged in (malloc'd). */
+char *ck_ct_config_json(const ck_plan *p, char *err, size_t errlen);
+
+/* compressed-tensors' name of a format ("mxfp4-pack-quantized") and its
+ * num_bits, or NULL when it has none. */
+const char *ck_ct_format(bfp_format fmt, int *num_bits);
+
+/* MXINT8 / MXINT4 in compressed-tensors' int layouts: the E8M0 code e as
+ * the bfloat16 bits of 2^(e - 127 - shift) (shift 6 for INT8's k/64, 2 for
+ * INT4's k/4; NaN for 0xFF), and back (-1 when the bits are no such value). */
+uint16_t ck_e8m0_to_bf16_scale(uint8_t e, int shift);
+int ck_bf16_scale_to_e8m0(uint16_t b, int shift);
+
+/* Index file text (model.safetensors.index.json), malloc'd. */
+char *ck_index_json(const ck_plan *p);
+
+#endif /* BFP_CKPT_INTERNAL_H */
