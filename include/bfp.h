@@ -2,8 +2,9 @@
  * bfp.h - block floating-point formats: MX (OCP), MX+ / MX++, NVFP4, HiF4.
  *
  * The one public header of libbfp. Plain C11, no dependency beyond libc/libm.
- * Every function is thread-safe (no global mutable state) and reports bad
- * input through a bfp_status code; nothing aborts.
+ * Every function is thread-safe and reports bad input through a bfp_status
+ * code; nothing aborts. The only global state is two process-wide settings,
+ * bfp_set_isa() and bfp_set_threads(); the library reads no environment.
  *
  * Layout of a quantized tensor (docs/formats.md has the details): a tensor of
  * rows x cols values is cut into blocks along cols. It is stored as planes:
@@ -279,12 +280,30 @@ bfp_status bfp_dequantize_ref(bfp_format fmt, const bfp_const_planes *in,
                               void *dst);
 
 /**
- * Name of the CPU kernel set in use: "generic", "avx2" or "avx512". Chosen at
- * first use from the CPU's features; the environment variable BFP_ISA
- * (generic|avx2|avx512) forces one (a path the CPU lacks falls back to the
- * best available, and bfp_isa() tells which).
+ * Name of the CPU kernel set in use: "generic", "avx2" or "avx512": the best
+ * the CPU has, unless bfp_set_isa() asked for less.
  */
 const char *bfp_isa(void);
+
+/**
+ * Choose the CPU kernel set of bfp_quantize() / bfp_dequantize(): "generic",
+ * "avx2", "avx512", or "auto" (or NULL) for the best the CPU has. A set the
+ * CPU or this build lacks falls back to the best one below it (bfp_isa()
+ * tells which). Results are identical for every set. The library reads no
+ * environment: the CLI and the Python module pass BFP_ISA here.
+ * A process-wide setting: call it before other threads use the library.
+ * @return BFP_OK, or BFP_ERR_ARG for any other name (nothing changes)
+ */
+bfp_status bfp_set_isa(const char *name);
+
+/**
+ * Cap the automatic thread count of large calls (bfp_options.threads == 0,
+ * bfp_dequantize, the matmul prepack) at n; 0 restores the default, the
+ * online CPUs (at most 64). Results are identical for any count. The CLI and
+ * the Python module pass BFP_THREADS here. Process-wide, like bfp_set_isa().
+ * @return BFP_OK, or BFP_ERR_ARG for n < 0 (nothing changes)
+ */
+bfp_status bfp_set_threads(int n);
 
 /** bfp_quantize() for float32 input. */
 bfp_status bfp_quantize_f32(bfp_format fmt, const float *src, size_t rows,

@@ -153,10 +153,10 @@ enum { BFP_ELEM_ID_LIMIT = 1 BFP_ELEM_LIST(BFP_ELEM_PLUS_ONE_) };
 enum { BFP_FORMAT_COUNT = 0 BFP_FORMAT_LIST(BFP_FORMAT_PLUS_ONE_) };
 enum { BFP_FORMAT_ID_LIMIT = BFP_FORMAT_COUNT + 1 };
 
-/* Expand x when flag is 1 (for the list's 0/1 columns). */
-#define BFP_IF_(flag, x) BFP_IF_##flag(x)
-#define BFP_IF_0(x)
-#define BFP_IF_1(x) x
+/* Expand the rest when flag is 1 (for the list's 0/1 columns). */
+#define BFP_IF_(flag, ...) BFP_IF_##flag(__VA_ARGS__)
+#define BFP_IF_0(...)
+#define BFP_IF_1(...) __VA_ARGS__
 
 /* ---- the NVFP4 tensor scale (SPEC section 3) ------------------------------
  * s_enc = min(fp32(448 * 6 / amax), FLT_MAX) over the finite values, 1 when

@@ -33,6 +33,7 @@ typedef struct {
 
 static bfp_status pack_fmt_get(bfp_format fmt, pack_fmt *pf)
 {
+    memset(pf, 0, sizeof *pf);
     pf->impl = bfp_impl_get(fmt);
     if (!pf->impl)
         return BFP_ERR_FORMAT;

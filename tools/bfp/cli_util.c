@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -91,6 +92,29 @@ int cli_want_args(const char *cmd, int got, int want, const char *what)
     cli_error("%s needs %s, got %d argument%s", cmd, what, got,
               got == 1 ? "" : "s");
     return -1;
+}
+
+/* ---- the environment ----------------------------------------------- */
+
+int cli_apply_environment(void)
+{
+    const char *isa = getenv("BFP_ISA");
+    if (isa && *isa && bfp_set_isa(isa) != BFP_OK) {
+        cli_error("BFP_ISA='%s' is not one of generic, avx2, avx512, auto", isa);
+        return -1;
+    }
+    const char *threads = getenv("BFP_THREADS");
+    if (threads && *threads) {
+        char *end;
+        errno = 0;
+        long n = strtol(threads, &end, 10);
+        if (errno || *end || n < 0 || n > INT_MAX || bfp_set_threads((int)n) != BFP_OK) {
+            cli_error("BFP_THREADS='%s' is not a thread count (an integer >= 0; 0 = automatic)",
+                      threads);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* ---- quantization options ------------------------------------------- */
