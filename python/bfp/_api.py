@@ -57,7 +57,11 @@ def formats() -> List[Dict[str, Any]]:
     Keys: ``id``, ``name`` (as the CLI spells it), ``family`` (``mx``,
     ``mx+``, ``mx++``, ``nvfp4``, ``nvfp4+``, ``hif4``), ``block``,
     ``elem_bits``, ``elem``, ``scale``, ``scale_bytes``, ``meta_bytes``,
-    ``has_tensor_scale``, ``bits_per_value``, ``max_value``, ``description``.
+    ``has_tensor_scale``, ``bits_per_value``, ``max_value``, ``description``,
+    ``default_rounding`` (the bfp_rounding code DEFAULT means), ``options``
+    (the quantize keywords it accepts: ``rounding``, ``scale_mode``,
+    ``nvfp4_no_tensor_scale``, ``nvfp4_2d``), ``matmul`` and ``cuda``
+    (whether the GPU matmul and the GPU quantizer take it).
     """
     global _FORMATS
     if _FORMATS is None:
@@ -65,8 +69,13 @@ def formats() -> List[Dict[str, Any]]:
     return [dict(f) for f in _FORMATS]
 
 
+def _table() -> List[Dict[str, Any]]:
+    """The library's table, read once (not copied)."""
+    return formats() if _FORMATS is None else _FORMATS
+
+
 def _info(fmt: Union[str, int]) -> Dict[str, Any]:
-    table = formats() if _FORMATS is None else _FORMATS
+    table = _table()
     if isinstance(fmt, str):
         fid = _core.format_id(fmt)  # BfpError listing the names if unknown
     elif isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
@@ -122,13 +131,17 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
     threads = int(threads)
     if threads < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
-    # The library answers BFP_ERR_UNSUPPORTED for these; say which option.
-    if _SCALE_MODE[skey] != 0 and fmt_info["family"] != "mx":
-        raise _unsupported(f"scale_mode={scale_mode!r} is for the MX family only; "
-                           f"{fmt_info['name']} is {fmt_info['family']} (it needs 'floor')")
+    # The library answers BFP_ERR_UNSUPPORTED for these; say which option,
+    # and who takes it, from the library's table ("options" of each row).
+    if _SCALE_MODE[skey] != 0 and "scale_mode" not in fmt_info["options"]:
+        fams = sorted({f["family"] for f in _table() if "scale_mode" in f["options"]})
+        raise _unsupported(f"scale_mode={scale_mode!r} is for the {' and '.join(fams).upper()} "
+                           f"family only; {fmt_info['name']} is {fmt_info['family']} "
+                           "(it needs 'floor')")
     for flag, val in (("nvfp4_no_tensor_scale", nvfp4_no_tensor_scale), ("nvfp4_2d", nvfp4_2d)):
-        if val and not fmt_info["has_tensor_scale"]:
-            raise _unsupported(f"{flag}=True is for nvfp4 and nvfp4+ only, not "
+        if val and flag not in fmt_info["options"]:
+            names = [f["name"] for f in _table() if flag in f["options"]]
+            raise _unsupported(f"{flag}=True is for {' and '.join(names)} only, not "
                                f"{fmt_info['name']}")
     return (_ROUNDING[key], seed, _SCALE_MODE[skey], int(bool(nvfp4_no_tensor_scale)),
             int(bool(nvfp4_2d)), threads)
