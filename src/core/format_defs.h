@@ -1,8 +1,8 @@
 /* format_defs.h - every fact about the formats, once, as preprocessor data.
  *
- * Plain C preprocessor, no declarations of its own beyond a few enums and
- * macros, so that C (src/core, src/cpu) and CUDA (src/cuda) read the same
- * rows: the format table (format_table.c), the element grids (minifloat.c,
+ * Plain C: macros, a few enums and one inline function (no objects), so that
+ * C (src/core, src/cpu) and CUDA (src/cuda, which compiles it as C++) read
+ * the same rows: the format table (format_table.c), the element grids (minifloat.c,
  * the CPU kernels' constants, the CUDA kernels' constexpr grids), the CPU
  * kernel tables' size, the CUDA launchers and the matmul's format kinds.
  * docs/adding-a-format.md walks through adding a row. */
