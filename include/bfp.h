@@ -2,8 +2,9 @@
  * bfp.h - block floating-point formats: MX (OCP), MX+ / MX++, NVFP4, HiF4.
  *
  * The one public header of libbfp. Plain C11, no dependency beyond libc/libm.
- * Every function is thread-safe (no global mutable state) and reports bad
- * input through a bfp_status code; nothing aborts.
+ * Every function is thread-safe and reports bad input through a bfp_status
+ * code; nothing aborts. The only global state is two process-wide settings,
+ * bfp_set_isa() and bfp_set_threads(); the library reads no environment.
  *
  * Layout of a quantized tensor (docs/formats.md has the details): a tensor of
  * rows x cols values is cut into blocks along cols. It is stored as planes:
@@ -106,6 +107,25 @@ typedef enum {
     BFP_DTYPE_F16 = 3
 } bfp_dtype;
 
+/* Element rounding. DEFAULT is the format's own rule: RNE, except HiF4,
+ * whose elements round half away from zero. */
+typedef enum {
+    BFP_ROUND_DEFAULT = 0,
+    BFP_ROUND_NEAREST_EVEN = 1,
+    BFP_ROUND_NEAREST_AWAY = 2,
+    BFP_ROUND_TOWARD_ZERO = 3,
+    BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
+} bfp_rounding;
+
+/* Options a format may accept: the bits of bfp_format_info.options. */
+typedef enum {
+    BFP_OPT_NONE = 0,            /* no option (bfp_options_check: nothing at fault) */
+    BFP_OPT_ROUNDING = 1,        /* rounding modes other than the default */
+    BFP_OPT_SCALE_MODE = 2,      /* any scale mode but DEFAULT (MX only) */
+    BFP_OPT_NO_TENSOR_SCALE = 4, /* bfp_options.nvfp4_no_tensor_scale */
+    BFP_OPT_2D = 8               /* bfp_options.nvfp4_2d (NVFP4, not NVFP4+) */
+} bfp_option;
+
 /* One row of the format table. */
 typedef struct {
     bfp_format id;
@@ -121,6 +141,11 @@ typedef struct {
     double bits_per_value;     /* (block*elem_bits + scale and meta bits) / block */
     double max_value;          /* largest finite magnitude the format stores */
     const char *description;
+    bfp_rounding default_rounding; /* what BFP_ROUND_DEFAULT means for it */
+    unsigned options;          /* the bfp_option bits it accepts */
+    int matmul;                /* 1 if bfp_matmul_* and the GPU matmul take it */
+    int cuda;                  /* 1 if bfp_cuda_quantize / _dequantize have
+                                  kernels for it (else BFP_ERR_UNSUPPORTED) */
 } bfp_format_info;
 
 /** Number of formats in the table. */
@@ -137,6 +162,13 @@ const bfp_format_info *bfp_format_get(bfp_format id);
  * @return BFP_OK and *out set, or BFP_ERR_FORMAT (also for NULL name).
  */
 bfp_status bfp_format_from_name(const char *name, bfp_format *out);
+
+/** 1 if the format accepts the option (see bfp_option), 0 if not or if the
+ * id is unknown. */
+int bfp_format_accepts(bfp_format fmt, bfp_option opt);
+
+/** Name of a family ("mx", "mx+", "mx++", "nvfp4", "nvfp4+", "hif4"), or "?". */
+const char *bfp_family_name(bfp_family family);
 
 /** Name of an element / scale / dtype enum value ("e2m1", "ue4m3", "bf16"). */
 const char *bfp_elem_name(bfp_elem_type t);
@@ -163,16 +195,6 @@ typedef struct {
  */
 bfp_status bfp_plane_sizes_for(bfp_format fmt, size_t rows, size_t cols,
                                bfp_plane_sizes *out);
-
-/* Element rounding. DEFAULT is the format's own rule: RNE, except HiF4,
- * whose elements round half away from zero. */
-typedef enum {
-    BFP_ROUND_DEFAULT = 0,
-    BFP_ROUND_NEAREST_EVEN = 1,
-    BFP_ROUND_NEAREST_AWAY = 2,
-    BFP_ROUND_TOWARD_ZERO = 3,
-    BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
-} bfp_rounding;
 
 /* MX shared-exponent rule. Only the MX family has a choice: every other
  * family (MX+, MX++, NVFP4, NVFP4+, HiF4) has one scale rule and takes only
@@ -201,21 +223,12 @@ typedef struct {
 /** Fill *o with the defaults (same as zeroing it). */
 void bfp_options_init(bfp_options *o);
 
-/* A field of bfp_options, as bfp_options_check() names it. */
-typedef enum {
-    BFP_OPTION_NONE = 0,
-    BFP_OPTION_ROUNDING = 1,
-    BFP_OPTION_SCALE_MODE = 2,
-    BFP_OPTION_NO_TENSOR_SCALE = 3,
-    BFP_OPTION_2D = 4
-} bfp_option;
-
 /**
  * Check options against a format: the check every quantize entry point
  * (reference, CPU, GPU) makes first, and the one place the rules live.
  * A field left at its default is always accepted.
  * @param opts  options, or NULL for defaults
- * @param bad   optional: the first field at fault, BFP_OPTION_NONE if none
+ * @param bad   optional: the first field at fault, BFP_OPT_NONE if none
  * @param why   optional: a static clause to follow the option's name
  *              ("applies only to the MX formats"), "" if none
  * @return BFP_OK; BFP_ERR_FORMAT (unknown format); BFP_ERR_ARG (a value
@@ -279,12 +292,30 @@ bfp_status bfp_dequantize_ref(bfp_format fmt, const bfp_const_planes *in,
                               void *dst);
 
 /**
- * Name of the CPU kernel set in use: "generic", "avx2" or "avx512". Chosen at
- * first use from the CPU's features; the environment variable BFP_ISA
- * (generic|avx2|avx512) forces one (a path the CPU lacks falls back to the
- * best available, and bfp_isa() tells which).
+ * Name of the CPU kernel set in use: "generic", "avx2" or "avx512": the best
+ * the CPU has, unless bfp_set_isa() asked for less.
  */
 const char *bfp_isa(void);
+
+/**
+ * Choose the CPU kernel set of bfp_quantize() / bfp_dequantize(): "generic",
+ * "avx2", "avx512", or "auto" (or NULL) for the best the CPU has. A set the
+ * CPU or this build lacks falls back to the best one below it (bfp_isa()
+ * tells which). Results are identical for every set. The library reads no
+ * environment: the CLI and the Python module pass BFP_ISA here.
+ * A process-wide setting: call it before other threads use the library.
+ * @return BFP_OK, or BFP_ERR_ARG for any other name (nothing changes)
+ */
+bfp_status bfp_set_isa(const char *name);
+
+/**
+ * Cap the automatic thread count of large calls (bfp_options.threads == 0,
+ * bfp_dequantize, the matmul prepack) at n; 0 restores the default, the
+ * online CPUs (at most 64). Results are identical for any count. The CLI and
+ * the Python module pass BFP_THREADS here. Process-wide, like bfp_set_isa().
+ * @return BFP_OK, or BFP_ERR_ARG for n < 0 (nothing changes)
+ */
+bfp_status bfp_set_threads(int n);
 
 /** bfp_quantize() for float32 input. */
 bfp_status bfp_quantize_f32(bfp_format fmt, const float *src, size_t rows,

@@ -161,7 +161,7 @@ static void test_roundtrip_every_scale(void)
 }
 
 /* W = [[1, 2, ...], ...] chosen exactly representable, so y is known. */
-/* The prepack splits W's row bands across threads (BFP_THREADS caps them):
+/* The prepack splits W's row bands across threads (bfp_set_threads caps them):
  * the packed bytes must not depend on the count. 1000 x 4160 (2 MiB of codes,
  * a partial last band and k tile) of random plane bytes, 1 against 3 and 7
  * threads. */
@@ -179,21 +179,21 @@ static void test_prepack_threads(void)
             p.meta[i] = (uint8_t)rnd();
         bfp_const_planes c = cview(&p);
         uint8_t *pc1 = malloc(p.ps.codes), *psc1 = malloc(p.ps.scales), *pr1 = malloc(p.ps.corr + 1);
-        setenv("BFP_THREADS", "1", 1);
+        bfp_set_threads(1);
         CHECK(bfp_matmul_prepack(fmts[fi], &c, n, k, pc1, psc1, pr1) == BFP_OK, "prepack 1");
-        static const char *const counts[] = {"3", "7"};
+        static const int counts[] = {3, 7};
         for (int ti = 0; ti < 2; ti++) {
-            setenv("BFP_THREADS", counts[ti], 1);
+            bfp_set_threads(counts[ti]);
             memset(p.pc, 0xA5, p.ps.codes), memset(p.psc, 0xA5, p.ps.scales);
             memset(p.pcorr, 0xA5, p.ps.corr + 1);
             CHECK(bfp_matmul_prepack(fmts[fi], &c, n, k, p.pc, p.psc, p.pcorr) == BFP_OK,
-                  "prepack %s", counts[ti]);
+                  "prepack %d", counts[ti]);
             CHECK(!memcmp(pc1, p.pc, p.ps.codes) && !memcmp(psc1, p.psc, p.ps.scales) &&
                       !memcmp(pr1, p.pcorr, p.ps.corr),
-                  "%s: prepack with %s threads differs from 1 thread", bfp_format_get(fmts[fi])->name,
+                  "%s: prepack with %d threads differs from 1 thread", bfp_format_get(fmts[fi])->name,
                   counts[ti]);
         }
-        unsetenv("BFP_THREADS");
+        bfp_set_threads(0);
         free(pc1), free(psc1), free(pr1);
         planes_free(&p);
     }

@@ -351,7 +351,7 @@ static void test_options_check(const fmodel *m)
                 bfp_status sd = bfp_quantize(id, BFP_DTYPE_F32, x, 1, 64, &o, &out, NULL);
                 CHECK(st == sr && st == sd, "%s: options check %d, ref %d, dispatch %d "
                       "(rounding %d, scale mode %d, flags %d)", nm, st, sr, sd, rnd, sm, flags);
-                CHECK(why && (st == BFP_OK) == (bad == BFP_OPTION_NONE) &&
+                CHECK(why && (st == BFP_OK) == (bad == BFP_OPT_NONE) &&
                           (st == BFP_OK) == (*why == 0),
                       "%s: check %d names field %d", nm, st, (int)bad);
             }
@@ -361,13 +361,13 @@ static void test_options_check(const fmodel *m)
     bfp_option bad;
     CHECK(bfp_options_check(id, &o, &bad, NULL) ==
               (m->f->family == BFP_FAMILY_NVFP4 ? BFP_OK : BFP_ERR_UNSUPPORTED) &&
-              bad == (m->f->family == BFP_FAMILY_NVFP4 ? BFP_OPTION_NONE : BFP_OPTION_2D),
+              bad == (m->f->family == BFP_FAMILY_NVFP4 ? BFP_OPT_NONE : BFP_OPT_2D),
           "%s: 2-D", nm);
     bfp_options_init(&o);
     o.scale_mode = BFP_SCALE_FLOOR;
     CHECK(bfp_options_check(id, &o, &bad, NULL) ==
               (m->f->family == BFP_FAMILY_MX ? BFP_OK : BFP_ERR_UNSUPPORTED) &&
-              bad == (m->f->family == BFP_FAMILY_MX ? BFP_OPTION_NONE : BFP_OPTION_SCALE_MODE),
+              bad == (m->f->family == BFP_FAMILY_MX ? BFP_OPT_NONE : BFP_OPT_SCALE_MODE),
           "%s: scale mode floor by name", nm);
     CHECK(bfp_options_check(id, NULL, NULL, NULL) == BFP_OK, "%s: NULL options", nm);
 }

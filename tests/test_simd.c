@@ -546,8 +546,32 @@ static void test_errors(void)
     simd_planes_free(&q);
 }
 
+/* The settings the front ends pass from BFP_ISA / BFP_THREADS: bad values
+ * are refused and change nothing; "auto" is the best the CPU has. */
+static void test_settings(void)
+{
+    char before[16];
+    snprintf(before, sizeof before, "%s", bfp_isa());
+    CHECK(bfp_set_isa("avx3") == BFP_ERR_ARG && bfp_set_isa("") == BFP_ERR_ARG &&
+              bfp_set_isa("AVX2") == BFP_ERR_ARG,
+          "bfp_set_isa refuses names it does not know");
+    CHECK(strcmp(bfp_isa(), before) == 0, "a refused name left %s, not %s", bfp_isa(), before);
+    CHECK(bfp_set_isa("generic") == BFP_OK && strcmp(bfp_isa(), "generic") == 0, "generic");
+    CHECK(bfp_set_isa("auto") == BFP_OK, "auto");
+    const char *best = bfp_isa();
+    CHECK(bfp_set_isa("avx512") == BFP_OK && strcmp(bfp_isa(), best) == 0,
+          "avx512 falls back to the best set, %s, not %s", best, bfp_isa());
+    CHECK(bfp_set_isa("generic") == BFP_OK && bfp_set_isa(NULL) == BFP_OK &&
+              strcmp(bfp_isa(), best) == 0,
+          "NULL is auto");
+    CHECK(bfp_set_isa(before) == BFP_OK && strcmp(bfp_isa(), before) == 0, "back to %s", before);
+    CHECK(bfp_set_threads(-1) == BFP_ERR_ARG, "bfp_set_threads(-1) refused");
+    CHECK(bfp_set_threads(3) == BFP_OK && bfp_set_threads(0) == BFP_OK, "bfp_set_threads");
+}
+
 int main(void)
 {
+    test_settings();
     if (simd_isa_skip("test_simd"))
         return check_summary("test_simd");
     test_random();

@@ -1,6 +1,6 @@
 /* test_simd_threads.c - results do not depend on the thread count: quantize
  * with bfp_options.threads = 1, 2, 3, 7 and automatic, dequantize with
- * BFP_THREADS = 1, 2, 3, 7, on a multi-MiB tensor whose rows end in partial
+ * bfp_set_threads(1, 2, 3, 7), on a multi-MiB tensor whose rows end in partial
  * blocks; NVFP4's tensor amax (placed where only one thread sees it) and
  * the block statistics must come out as the reference's. Rows without a
  * partial block are dequantized by one kernel call per thread (long calls
@@ -43,13 +43,11 @@ static void test_format(bfp_format fmt, bfp_dtype dt, const void *src, int with_
               "%s %s: three threads match the reference", f->name, bfp_dtype_name(dt));
         simd_planes_free(&ref);
     }
-    /* dequantize: the thread count comes from BFP_THREADS */
+    /* dequantize: the thread count comes from bfp_set_threads() */
     size_t n = (size_t)ROWS * COLS;
     float *y[4];
     for (int k = 0; k < 4; k++) {
-        char v[8];
-        snprintf(v, sizeof v, "%d", counts[k]);
-        setenv("BFP_THREADS", v, 1);
+        CHECK(bfp_set_threads(counts[k]) == BFP_OK, "bfp_set_threads");
         y[k] = malloc(n * sizeof(float));
         bfp_const_planes in = simd_const(&q[0]);
         CHECK(bfp_dequantize(fmt, &in, ROWS, COLS, BFP_DTYPE_F32, y[k]) == BFP_OK, "dequantize");
@@ -57,7 +55,7 @@ static void test_format(bfp_format fmt, bfp_dtype dt, const void *src, int with_
             CHECK(simd_diff(y[k], y[0], n * sizeof(float)) < 0,
                   "%s dequantize with %d threads matches one", f->name, counts[k]);
     }
-    unsetenv("BFP_THREADS");
+    bfp_set_threads(0);
     for (int k = 0; k < 4; k++)
         free(y[k]);
     for (size_t k = 0; k < NCOUNTS; k++)
@@ -101,14 +99,12 @@ static void test_whole_rows(bfp_format fmt, simd_rng *r)
         unsigned char *want = malloc(bytes), *got = malloc(bytes);
         CHECK(bfp_dequantize_ref(fmt, &in, WROWS, WCOLS, dt, want) == BFP_OK, "reference");
         for (int k = 0; k < 4; k++) {
-            char v[8];
-            snprintf(v, sizeof v, "%d", counts[k]);
-            setenv("BFP_THREADS", v, 1);
+            CHECK(bfp_set_threads(counts[k]) == BFP_OK, "bfp_set_threads");
             CHECK(bfp_dequantize(fmt, &in, WROWS, WCOLS, dt, got) == BFP_OK, "dequantize");
             CHECK(simd_diff(got, want, bytes) < 0, "%s whole rows to %s, %d threads: as the reference",
                   f->name, bfp_dtype_name(dt), counts[k]);
         }
-        unsetenv("BFP_THREADS");
+        bfp_set_threads(0);
         free(want);
         free(got);
     }
@@ -137,9 +133,7 @@ static void test_streamed(bfp_format fmt, simd_rng *r)
         unsigned char *want = malloc(bytes), *buf = aligned_alloc(64, bytes + 128);
         CHECK(bfp_dequantize_ref(fmt, &in, SROWS, SCOLS, dt, want) == BFP_OK, "reference");
         for (size_t k = 0; k < sizeof offsets / sizeof offsets[0]; k++) {
-            char v[8];
-            snprintf(v, sizeof v, "%d", threads[k]);
-            setenv("BFP_THREADS", v, 1);
+            CHECK(bfp_set_threads(threads[k]) == BFP_OK, "bfp_set_threads");
             memset(buf, 0xA5, bytes + 128);
             CHECK(bfp_dequantize(fmt, &in, SROWS, SCOLS, dt, buf + offsets[k]) == BFP_OK, "dequantize");
             int around = 1;
@@ -149,7 +143,7 @@ static void test_streamed(bfp_format fmt, simd_rng *r)
                   "%s to %s at offset %d, %d threads: as the reference, nothing else written", f->name,
                   bfp_dtype_name(dt), offsets[k], threads[k]);
         }
-        unsetenv("BFP_THREADS");
+        bfp_set_threads(0);
         free(want);
         free(buf);
     }

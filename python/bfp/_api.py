@@ -57,7 +57,11 @@ def formats() -> List[Dict[str, Any]]:
     Keys: ``id``, ``name`` (as the CLI spells it), ``family`` (``mx``,
     ``mx+``, ``mx++``, ``nvfp4``, ``nvfp4+``, ``hif4``), ``block``,
     ``elem_bits``, ``elem``, ``scale``, ``scale_bytes``, ``meta_bytes``,
-    ``has_tensor_scale``, ``bits_per_value``, ``max_value``, ``description``.
+    ``has_tensor_scale``, ``bits_per_value``, ``max_value``, ``description``,
+    ``default_rounding`` (the bfp_rounding code DEFAULT means), ``options``
+    (the quantize keywords it accepts: ``rounding``, ``scale_mode``,
+    ``nvfp4_no_tensor_scale``, ``nvfp4_2d``), ``matmul`` and ``cuda``
+    (whether the GPU matmul and the GPU quantizer take it).
     """
     global _FORMATS
     if _FORMATS is None:
@@ -65,8 +69,13 @@ def formats() -> List[Dict[str, Any]]:
     return [dict(f) for f in _FORMATS]
 
 
+def _table() -> List[Dict[str, Any]]:
+    """The library's table, read once (not copied)."""
+    return formats() if _FORMATS is None else _FORMATS
+
+
 def _info(fmt: Union[str, int]) -> Dict[str, Any]:
-    table = formats() if _FORMATS is None else _FORMATS
+    table = _table()
     if isinstance(fmt, str):
         fid = _core.format_id(fmt)  # BfpError listing the names if unknown
     elif isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
@@ -132,7 +141,7 @@ def _options(fmt_info: Mapping[str, Any], rounding: Optional[str], seed: int,
     status, bad, why = _core.options_check(fmt_info["id"], opts)
     if status != _core.OK:
         given = {1: f"rounding={rounding!r}", 2: f"scale_mode={scale_mode!r}",
-                 3: "nvfp4_no_tensor_scale=True", 4: "nvfp4_2d=True"}.get(bad, "options")
+                 4: "nvfp4_no_tensor_scale=True", 8: "nvfp4_2d=True"}.get(bad, "options")
         raise _unsupported(f"{given} {why}, not {fmt_info['name']}")
     return opts
 

@@ -189,29 +189,50 @@ static int sizes_for(int fmt, Py_ssize_t rows, Py_ssize_t cols,
 
 /* ------------------------------------------------------------- format table */
 
-static const char *family_name(bfp_family f)
+/* The options a format accepts (bfp_format_accepts), by the keyword names
+ * of bfp.quantize(). */
+static PyObject *accepted_options(const bfp_format_info *f)
 {
-    switch (f) {
-    case BFP_FAMILY_MX: return "mx";
-    case BFP_FAMILY_MX_PLUS: return "mx+";
-    case BFP_FAMILY_MX_PP: return "mx++";
-    case BFP_FAMILY_NVFP4: return "nvfp4";
-    case BFP_FAMILY_NVFP4_PLUS: return "nvfp4+";
-    case BFP_FAMILY_HIF4: return "hif4";
+    static const struct {
+        bfp_option opt;
+        const char *name;
+    } opts[] = {
+        {BFP_OPT_ROUNDING, "rounding"},
+        {BFP_OPT_SCALE_MODE, "scale_mode"},
+        {BFP_OPT_NO_TENSOR_SCALE, "nvfp4_no_tensor_scale"},
+        {BFP_OPT_2D, "nvfp4_2d"},
+    };
+    PyObject *t = PyTuple_New(0);
+    for (size_t i = 0; t && i < sizeof opts / sizeof opts[0]; i++) {
+        if (!bfp_format_accepts(f->id, opts[i].opt))
+            continue;
+        PyObject *name = PyUnicode_FromString(opts[i].name);
+        if (!name || _PyTuple_Resize(&t, PyTuple_GET_SIZE(t) + 1) < 0) {
+            Py_XDECREF(name);
+            Py_XDECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, PyTuple_GET_SIZE(t) - 1, name);
     }
-    return "unknown";
+    return t;
 }
 
 static PyObject *info_dict(const bfp_format_info *f)
 {
-    return Py_BuildValue(
-        "{s:i,s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:O,s:d,s:d,s:s}",
-        "id", (int)f->id, "name", f->name, "family", family_name(f->family),
+    PyObject *opts = accepted_options(f);
+    if (!opts)
+        return NULL;
+    PyObject *d = Py_BuildValue(
+        "{s:i,s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:i,s:O,s:d,s:d,s:s,s:i,s:N,s:O,s:O}",
+        "id", (int)f->id, "name", f->name, "family", bfp_family_name(f->family),
         "block", f->block, "elem_bits", f->elem_bits, "elem", bfp_elem_name(f->elem),
         "scale", bfp_scale_name(f->scale), "scale_bytes", f->scale_bytes,
         "meta_bytes", f->meta_bytes, "has_tensor_scale",
         f->has_tensor_scale ? Py_True : Py_False, "bits_per_value",
-        f->bits_per_value, "max_value", f->max_value, "description", f->description);
+        f->bits_per_value, "max_value", f->max_value, "description", f->description,
+        "default_rounding", (int)f->default_rounding, "options", opts, "matmul",
+        f->matmul ? Py_True : Py_False, "cuda", f->cuda ? Py_True : Py_False);
+    return d;
 }
 
 static PyObject *py_formats(PyObject *self, PyObject *noargs)
@@ -752,6 +773,52 @@ static PyObject *py_isa(PyObject *self, PyObject *noargs)
     return PyUnicode_FromString(bfp_isa());
 }
 
+static PyObject *py_set_isa(PyObject *self, PyObject *arg)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    bfp_status st = bfp_set_isa(name);
+    if (st != BFP_OK)
+        return raise_status(st, "isa '%s' is not one of generic, avx2, avx512, auto", name);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_threads(PyObject *self, PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    bfp_status st = n > INT_MAX ? BFP_ERR_ARG : bfp_set_threads((int)n);
+    if (st != BFP_OK)
+        return raise_status(st, "threads %ld is not a thread count (>= 0; 0 = automatic)", n);
+    Py_RETURN_NONE;
+}
+
+/* The module's front-end duty: pass BFP_ISA and BFP_THREADS to the library
+ * (which reads no environment). A bad value fails the import. */
+static int apply_environment(void)
+{
+    const char *isa = getenv("BFP_ISA");
+    if (isa && *isa && bfp_set_isa(isa) != BFP_OK) {
+        raise_status(BFP_ERR_ARG, "BFP_ISA='%s' is not one of generic, avx2, avx512, auto", isa);
+        return -1;
+    }
+    const char *threads = getenv("BFP_THREADS");
+    if (threads && *threads) {
+        char *end;
+        errno = 0;
+        long n = strtol(threads, &end, 10);
+        if (errno || *end || n < 0 || n > INT_MAX || bfp_set_threads((int)n) != BFP_OK) {
+            raise_status(BFP_ERR_ARG,
+                         "BFP_THREADS='%s' is not a thread count (an integer >= 0; 0 = automatic)",
+                         threads);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *py_cuda_available(PyObject *self, PyObject *noargs)
 {
     return PyBool_FromLong(bfp_cuda_available());
@@ -791,6 +858,8 @@ static PyMethodDef methods[] = {
      "bfp_cuda_dequantize on device pointers."},
     {"version", py_version, METH_NOARGS, "version() -> libbfp version string."},
     {"isa", py_isa, METH_NOARGS, "isa() -> CPU kernel set in use."},
+    {"set_isa", py_set_isa, METH_O, "set_isa(name) -> None: bfp_set_isa."},
+    {"set_threads", py_set_threads, METH_O, "set_threads(n) -> None: bfp_set_threads."},
     {"cuda_available", py_cuda_available, METH_NOARGS,
      "cuda_available() -> True if libbfp was built with CUDA and a GPU is usable."},
     {"status_str", py_status_str, METH_O, "status_str(code) -> description."},
@@ -835,5 +904,9 @@ PyMODINIT_FUNC PyInit__core(void)
             Py_DECREF(m);
             return NULL;
         }
+    if (apply_environment() < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

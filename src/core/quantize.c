@@ -11,44 +11,61 @@ void bfp_options_init(bfp_options *o)
         memset(o, 0, sizeof *o);
 }
 
-/* Which fields a family takes, first fault first. Only MX has a choice of
- * scale rule (MX+ relies on the BM having exponent emax); NVFP4+ has no 2-D
- * variant (a tile's shared scale puts most row blocks' maxima below the
- * binade its BM code assumes: SPEC section 5). */
+/* The fields of o the format must accept (bfp_option bits). */
+static unsigned options_used(const bfp_options *o, const bfp_format_info *f)
+{
+    unsigned used = 0;
+    if (o->rounding != BFP_ROUND_DEFAULT && o->rounding != f->default_rounding)
+        used |= BFP_OPT_ROUNDING;
+    if (o->scale_mode != BFP_SCALE_DEFAULT)
+        used |= BFP_OPT_SCALE_MODE;
+    if (o->nvfp4_no_tensor_scale)
+        used |= BFP_OPT_NO_TENSOR_SCALE;
+    if (o->nvfp4_2d)
+        used |= BFP_OPT_2D;
+    return used;
+}
+
+/* The first field of o at fault, and why: enum ranges first, then the
+ * format table's accepted options (format_defs.h). */
 static bfp_status options_fault(const bfp_format_info *f, const bfp_options *o,
                                 bfp_option *bad, const char **why)
 {
-    *bad = BFP_OPTION_NONE;
+    *bad = BFP_OPT_NONE;
     *why = "";
     if ((unsigned)o->rounding > BFP_ROUND_STOCHASTIC) {
-        *bad = BFP_OPTION_ROUNDING;
+        *bad = BFP_OPT_ROUNDING;
         *why = "is not a known rounding";
         return BFP_ERR_ARG;
     }
     if ((unsigned)o->scale_mode > BFP_SCALE_FLOOR) {
-        *bad = BFP_OPTION_SCALE_MODE;
+        *bad = BFP_OPT_SCALE_MODE;
         *why = "is not a known scale mode";
         return BFP_ERR_ARG;
     }
-    if (o->scale_mode != BFP_SCALE_DEFAULT && f->family != BFP_FAMILY_MX) {
-        *bad = BFP_OPTION_SCALE_MODE;
+    unsigned refused = options_used(o, f) & ~f->options;
+    if (refused & BFP_OPT_SCALE_MODE) {
+        *bad = BFP_OPT_SCALE_MODE;
         *why = "applies only to the MX formats";
-    } else if (o->nvfp4_no_tensor_scale && !f->has_tensor_scale) {
-        *bad = BFP_OPTION_NO_TENSOR_SCALE;
+    } else if (refused & BFP_OPT_NO_TENSOR_SCALE) {
+        *bad = BFP_OPT_NO_TENSOR_SCALE;
         *why = "applies only to nvfp4 and nvfp4+";
-    } else if (o->nvfp4_2d && f->family != BFP_FAMILY_NVFP4) {
-        *bad = BFP_OPTION_2D;
+    } else if (refused & BFP_OPT_2D) {
+        *bad = BFP_OPT_2D;
         *why = f->family == BFP_FAMILY_NVFP4_PLUS
                    ? "applies only to nvfp4 (nvfp4+ has no 2-D variant)"
                    : "applies only to nvfp4";
+    } else if (refused & BFP_OPT_ROUNDING) {
+        *bad = BFP_OPT_ROUNDING;
+        *why = "is not offered by this format";
     }
-    return *bad == BFP_OPTION_NONE ? BFP_OK : BFP_ERR_UNSUPPORTED;
+    return *bad == BFP_OPT_NONE ? BFP_OK : BFP_ERR_UNSUPPORTED;
 }
 
 bfp_status bfp_options_check(bfp_format fmt, const bfp_options *opts, bfp_option *bad,
                              const char **why)
 {
-    bfp_option b = BFP_OPTION_NONE;
+    bfp_option b = BFP_OPT_NONE;
     const char *w = "";
     bfp_options o;
     bfp_options_init(&o);
@@ -76,8 +93,7 @@ bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
     if (st != BFP_OK)
         return st;
     if (o.rounding == BFP_ROUND_DEFAULT)
-        o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
-                                                  : BFP_ROUND_NEAREST_EVEN;
+        o.rounding = f->default_rounding;
     /* every family's own rule computes the shared exponent as FLOOR does */
     if (o.scale_mode == BFP_SCALE_DEFAULT)
         o.scale_mode = BFP_SCALE_FLOOR;

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BFP_CPU_NFMT 23   /* format ids are 1..22 */
+#define BFP_CPU_NFMT BFP_FORMAT_ID_LIMIT /* kernel tables are indexed by format id */
 #define BFP_CPU_MAXBLOCK 64
 #define BFP_CPU_MAX_THREADS 64
 
@@ -72,7 +72,7 @@ int bfp_cpu_avx512_dequant_init(bfp_kernels *k);
 
 /* Kernel sets by ISA, for tests that run every path in one process (the
  * differential fuzz target); the public entry points use the one the CPU
- * and BFP_ISA pick. */
+ * and bfp_set_isa() pick. */
 enum { BFP_ISA_GENERIC, BFP_ISA_AVX2, BFP_ISA_AVX512, BFP_ISA_COUNT };
 /* The table for isa, or NULL when the CPU or this build lacks it. */
 const bfp_kernels *bfp_cpu_kernels_for(int isa);
@@ -96,8 +96,8 @@ typedef void (*bfp_task_fn)(void *ctx, int t, int nthreads);
  * on new threads (run on the calling thread if a thread cannot start). */
 void bfp_cpu_parallel(int n, bfp_task_fn fn, void *ctx);
 /* Threads for a call moving `bytes` bytes: requested > 0 is taken as given
- * (capped); 0 means automatic: 1 below 1 MiB, else up to BFP_THREADS or the
- * number of online CPUs, at least 512 KiB per thread. Never more than units. */
+ * (capped); 0 means automatic: 1 below 1 MiB, else up to bfp_set_threads()'s
+ * count or the number of online CPUs, at least 512 KiB per thread. Never more than units. */
 int bfp_cpu_threads_for(int requested, size_t bytes, size_t units);
 
 #endif /* BFP_CPU_INTERNAL_H */

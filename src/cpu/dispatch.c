@@ -1,19 +1,19 @@
 /* dispatch.c - public quantize/dequantize entry points over the CPU kernels.
  *
- * The kernel table is filled once (call_once) reference-first: the generic C
- * kernels, then AVX2 and AVX-512 overrides when the CPU has them, unless
- * BFP_ISA=generic|avx2|avx512 asks for less. Arguments are checked exactly
+ * The kernel tables are filled once (call_once) reference-first: the generic
+ * C kernels, then AVX2 and AVX-512 overrides when the CPU has them. The
+ * active one is the best this CPU has unless bfp_set_isa() asked for less
+ * (front ends call it for BFP_ISA; the library reads no environment). Arguments are checked exactly
  * as the reference checks them (same statuses, same order). Options the
  * kernels do not implement (non-default rounding, other scale modes, 2-D
  * NVFP4) and float16 output go to the reference. */
 #include "cpu_internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
 
-static bfp_kernels kernels;
-static once_flag kernels_once = ONCE_FLAG_INIT;
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <cpuid.h>
@@ -58,24 +58,7 @@ static int kernels_fill(bfp_kernels *k, int isa)
     return got;
 }
 
-static void kernels_init(void)
-{
-    int have = cpu_isa(), want = have;
-    const char *env = getenv("BFP_ISA");
-    if (env && strcmp(env, "generic") == 0)
-        want = BFP_ISA_GENERIC;
-    else if (env && strcmp(env, "avx2") == 0)
-        want = BFP_ISA_AVX2;
-    kernels_fill(&kernels, want < have ? want : have);
-}
-
-static const bfp_kernels *get_kernels(void)
-{
-    call_once(&kernels_once, kernels_init);
-    return &kernels;
-}
-
-/* One table per ISA for bfp_cpu_kernels_for(), each filled once. */
+/* One table per ISA, each filled once. */
 static bfp_kernels isa_tables[BFP_ISA_COUNT];
 static int isa_table_ok[BFP_ISA_COUNT];
 static once_flag isa_once = ONCE_FLAG_INIT;
@@ -95,6 +78,44 @@ const bfp_kernels *bfp_cpu_kernels_for(int isa)
     return isa_table_ok[isa] ? &isa_tables[isa] : NULL;
 }
 
+/* The best table at or below isa (generic always exists). */
+static const bfp_kernels *best_up_to(int isa)
+{
+    const bfp_kernels *k = NULL;
+    while (!(k = bfp_cpu_kernels_for(isa)))
+        isa--;
+    return k;
+}
+
+/* The table the public entry points use; NULL until first use or bfp_set_isa(). */
+static _Atomic(const bfp_kernels *) active;
+
+static const bfp_kernels *get_kernels(void)
+{
+    const bfp_kernels *k = atomic_load_explicit(&active, memory_order_acquire);
+    if (k)
+        return k;
+    const bfp_kernels *expected = NULL;
+    k = best_up_to(BFP_ISA_COUNT - 1);
+    atomic_compare_exchange_strong(&active, &expected, k); /* a racing bfp_set_isa() wins */
+    return atomic_load_explicit(&active, memory_order_acquire);
+}
+
+bfp_status bfp_set_isa(const char *name)
+{
+    static const char *const names[BFP_ISA_COUNT] = {"generic", "avx2", "avx512"};
+    int want = -1;
+    if (!name || strcmp(name, "auto") == 0)
+        want = BFP_ISA_COUNT - 1;
+    for (int isa = 0; isa < BFP_ISA_COUNT && want < 0; isa++)
+        if (strcmp(name, names[isa]) == 0)
+            want = isa;
+    if (want < 0)
+        return BFP_ERR_ARG;
+    atomic_store_explicit(&active, best_up_to(want), memory_order_release);
+    return BFP_OK;
+}
+
 const char *bfp_isa(void)
 {
     return get_kernels()->name;
@@ -105,9 +126,7 @@ const char *bfp_isa(void)
 /* The kernels implement each format's default rounding, FLOOR scales, 1-D. */
 static int kernels_take(const bfp_format_info *f, const bfp_options *o)
 {
-    bfp_rounding native = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
-                                                       : BFP_ROUND_NEAREST_EVEN;
-    return o->rounding == native && o->scale_mode == BFP_SCALE_FLOOR && !o->nvfp4_2d;
+    return o->rounding == f->default_rounding && o->scale_mode == BFP_SCALE_FLOOR && !o->nvfp4_2d;
 }
 
 /* ---- quantize ------------------------------------------------------------- */
@@ -219,10 +238,7 @@ bfp_status bfp_cpu_quantize(const bfp_kernels *k, bfp_format fmt, bfp_dtype dtyp
             float amax = 0;
             for (int t = 0; t < n; t++)
                 amax = q->amax[t] > amax ? q->amax[t] : amax;
-            if (amax > 0) {
-                s_enc = 2688.0f / amax; /* 448 * 6, one fp32 division */
-                s_enc = s_enc > 3.40282347e38f ? 3.40282347e38f : s_enc;
-            }
+            s_enc = bfp_nvfp4_s_enc(amax);
         }
         q->p.s_enc = s_enc;
         *out->tensor_scale = s_enc;

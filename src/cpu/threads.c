@@ -8,6 +8,7 @@
 
 #include "cpu_internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <threads.h>
 
@@ -52,6 +53,17 @@ void bfp_cpu_parallel(int n, bfp_task_fn fn, void *ctx)
     }
 }
 
+/* bfp_set_threads(): the automatic count's cap, 0 = the online CPUs */
+static atomic_int threads_setting;
+
+bfp_status bfp_set_threads(int n)
+{
+    if (n < 0)
+        return BFP_ERR_ARG;
+    atomic_store(&threads_setting, n);
+    return BFP_OK;
+}
+
 static int online_cpus(void)
 {
 #if defined(_SC_NPROCESSORS_ONLN)
@@ -70,9 +82,8 @@ int bfp_cpu_threads_for(int requested, size_t bytes, size_t units)
     } else {
         if (bytes < AUTO_MIN_BYTES)
             return 1;
-        const char *env = getenv("BFP_THREADS");
-        long want = env ? strtol(env, NULL, 10) : 0;
-        n = want > 0 ? (int)(want < MAX_THREADS ? want : MAX_THREADS) : online_cpus();
+        int want = atomic_load(&threads_setting);
+        n = want > 0 ? (want < MAX_THREADS ? want : MAX_THREADS) : online_cpus();
         size_t by_size = bytes / BYTES_PER_THREAD;
         if ((size_t)n > by_size)
             n = by_size > 0 ? (int)by_size : 1;

@@ -185,8 +185,7 @@ static void tabs_build(void)
         if (e)
             wdef_build(&wdefs[id], e);
     }
-    static const float e1m2[16] = {0, .25f, .5f, .75f, 1, 1.25f, 1.5f, 1.75f,
-                                   -0.0f, -.25f, -.5f, -.75f, -1, -1.25f, -1.5f, -1.75f};
+    const float *e1m2 = bfp_cpu_elem_lut(&bfp_e1m2); /* the grid's values, -0 included */
     for (unsigned code = 0; code < 256; code++)
         for (int i = 0; i < 16; i++)
             hif4_rows[code][i] = ks_bf16(ks_bits(e1m2[i] * ks_hif4_scale(code))); /* exact */

@@ -17,12 +17,13 @@
 
 using namespace bfpcuda;
 
-/* the launchers are instantiated in bfp_cuda_k_*.cu */
-#define X(id) BFP_FORMAT_LAUNCHERS(extern, id)
-X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)
-X(18) X(19) X(20) X(21) X(22)
+/* the launchers are instantiated in bfp_cuda_k_*.cu, one pair per format
+ * whose row in format_defs.h says CUDA = 1 */
+#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
+    BFP_IF_(CUDA, BFP_FORMAT_LAUNCHERS(extern, BFP_##ID))
+BFP_FORMAT_LIST(X)
 #undef X
-BFP_NV2D_LAUNCHER(extern, 8) /* NVFP4 only: NVFP4+ has no 2-D variant */
+BFP_NV2D_LAUNCHER(extern, BFP_NVFP4)
 
 namespace {
 
@@ -100,12 +101,10 @@ __global__ void __launch_bounds__(256)
         atomicMax(out, m);
 }
 
-/* amax bits -> s_enc = min(fp32(2688 / amax), FLT_MAX), 1 if amax is 0 */
+/* amax bits -> s_enc (format_defs.h) */
 __global__ void tscale_kernel(float *ts)
 {
-    uint32_t b = f2u(*ts);
-    float s = b == 0 ? 1.0f : __fdiv_rn(2688.0f, u2f(b));
-    *ts = s > FLT_MAX ? FLT_MAX : s;
+    *ts = bfp_nvfp4_s_enc(u2f(f2u(*ts)));
 }
 
 __global__ void one_kernel(float *ts) { *ts = 1.0f; }
@@ -148,30 +147,27 @@ bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling
     return BFP_OK;
 }
 
-#define FOR_EACH_FORMAT(X)                                                                 \
-    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) \
-        X(17) X(18) X(19) X(20) X(21) X(22)
-
+/* A format of the table without kernels (CUDA = 0) is BFP_ERR_UNSUPPORTED. */
 bfp_status dispatch_quant(int fmt, const QParams &P, const Tiling &t, cudaStream_t s)
 {
     switch (fmt) {
-#define X(id)                                                                              \
-    case id: return launch_quant<id>(P, t, s);
-        FOR_EACH_FORMAT(X)
+#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
+    BFP_IF_(CUDA, case BFP_##ID: return launch_quant<BFP_##ID>(P, t, s);)
+        BFP_FORMAT_LIST(X)
 #undef X
     }
-    return BFP_ERR_FORMAT;
+    return BFP_ERR_UNSUPPORTED;
 }
 
 bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t, cudaStream_t s)
 {
     switch (fmt) {
-#define X(id)                                                                              \
-    case id: return launch_dequant<id>(P, t, s);
-        FOR_EACH_FORMAT(X)
+#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
+    BFP_IF_(CUDA, case BFP_##ID: return launch_dequant<BFP_##ID>(P, t, s);)
+        BFP_FORMAT_LIST(X)
 #undef X
     }
-    return BFP_ERR_FORMAT;
+    return BFP_ERR_UNSUPPORTED;
 }
 
 /* QU rows per thread pays off once the grid has many more threads than the
@@ -219,7 +215,7 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     if (st != BFP_OK)
         return st;
     const bfp_format_info *f = bfp_format_get(fmt);
-    if (swizzled_scales && f->scale_bytes != 1)
+    if (!f->cuda || (swizzled_scales && f->scale_bytes != 1))
         return BFP_ERR_UNSUPPORTED;
     size_t swz_bytes = 0;
     if (swizzled_scales && (swz_bytes = bfp_swizzled_scales_size(rows, sz.blocks_per_row)) == 0)
@@ -230,8 +226,7 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     Tiling t;
     /* QU rows per thread on the hot path (the family's default rounding) of
      * large tensors; small ones need every thread they can get */
-    int def = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY : BFP_ROUND_NEAREST_EVEN;
-    int qu = (int)o.rounding == def && rows_per_thread_ok(rows, sz.blocks_per_row * T) ? QU : 1;
+    int qu = o.rounding == f->default_rounding && rows_per_thread_ok(rows, sz.blocks_per_row * T) ? QU : 1;
     st = make_tiling(rows, cols, sz.blocks_per_row, T, qu, &t);
     if (st != BFP_OK)
         return st;
@@ -295,6 +290,8 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, siz
     if (st != BFP_OK)
         return st;
     const bfp_format_info *f = bfp_format_get(fmt);
+    if (!f->cuda)
+        return BFP_ERR_UNSUPPORTED;
     Tiling t;
     int qu = rows_per_thread_ok(rows, sz.blocks_per_row * (size_t)(f->block / 8)) ? QU : 1;
     st = make_tiling(rows, cols, sz.blocks_per_row, f->block / 8, qu, &t);

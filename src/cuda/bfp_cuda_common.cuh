@@ -14,6 +14,7 @@
 #define BFP_CUDA_COMMON_CUH
 
 #include "bfp.h"
+#include "format_defs.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,9 +22,9 @@
 
 namespace bfpcuda {
 
-/* ---- format table as constants ---------------------------------------- */
+/* ---- format table as constants (src/core/format_defs.h) ---------------- */
 
-enum { GK_FLOAT = 0, GK_INT = 1, GK_EXT = 2 };
+enum { GK_FLOAT = BFP_GK_FLOAT, GK_INT = BFP_GK_INT, GK_EXT = BFP_GK_EXT, GK_NONE = -1 };
 
 /* An element grid (see minifloat.h): magnitude index 0..maxidx. FLOAT: m
  * mantissa bits, exponent bias; INT: value i / 2^m; EXT (MX+ block max):
@@ -32,24 +33,21 @@ struct Grid {
     int kind, bits, m, bias, emax, maxidx;
 };
 
+/* GK_NONE for an unknown element type: every kernel that uses it fails to compile */
+#define BFP_CUDA_GRID_(ELEM, ...) elem == BFP_ELEM_##ELEM ? Grid{BFP_GRID_##ELEM} :
+#define BFP_CUDA_EXT_(ELEM, ...) elem == BFP_ELEM_##ELEM ? Grid{BFP_GRID_EXT(BFP_GRID_##ELEM)} :
 __host__ __device__ constexpr Grid grid_of(int elem)
 {
-    return elem == BFP_ELEM_E2M1   ? Grid{GK_FLOAT, 4, 1, 1, 2, 7}
-           : elem == BFP_ELEM_E1M2 ? Grid{GK_FLOAT, 4, 2, 1, 0, 7}
-           : elem == BFP_ELEM_E2M3 ? Grid{GK_FLOAT, 6, 3, 1, 2, 31}
-           : elem == BFP_ELEM_E3M2 ? Grid{GK_FLOAT, 6, 2, 3, 4, 31}
-           : elem == BFP_ELEM_E4M3 ? Grid{GK_FLOAT, 8, 3, 7, 8, 126}
-           : elem == BFP_ELEM_E5M2 ? Grid{GK_FLOAT, 8, 2, 15, 15, 123}
-           : elem == BFP_ELEM_INT8 ? Grid{GK_INT, 8, 6, 0, 0, 127}
-                                   : Grid{GK_INT, 4, 2, 0, 0, 7};
+    return BFP_ELEM_LIST(BFP_CUDA_GRID_) Grid{GK_NONE, 0, 0, 0, 0, 0};
 }
 
 /* The MX+ block-max codec of an element type: sign + bits-1 mantissa bits. */
 __host__ __device__ constexpr Grid ext_of(int elem)
 {
-    return Grid{GK_EXT, grid_of(elem).bits, grid_of(elem).bits - 1, 0, grid_of(elem).emax,
-                (1 << (grid_of(elem).bits - 1)) - 1};
+    return BFP_ELEM_LIST(BFP_CUDA_EXT_) Grid{GK_NONE, 0, 0, 0, 0, 0};
 }
+#undef BFP_CUDA_GRID_
+#undef BFP_CUDA_EXT_
 
 /* floor(log2(largest value)) and its significand as a 24-bit integer
  * (value = sig24 * 2^(maxe - 23)), for the RCEIL scale mode. */
@@ -69,31 +67,17 @@ struct FmtT {
     int fam, elem, block;
 };
 
+/* fam 0 for an id outside the table (or without CUDA kernels): fmt_known()
+ * is false and the launchers refuse to instantiate it */
+#define BFP_CUDA_FMT_(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
+    BFP_IF_(CUDA, id == BFP_##ID ? FmtT{BFP_FAMILY_##FAM, BFP_ELEM_##ELEM, BLOCK} :)
 __host__ __device__ constexpr FmtT fmt_of(int id)
 {
-    return id == BFP_MXFP4             ? FmtT{BFP_FAMILY_MX, BFP_ELEM_E2M1, 32}
-           : id == BFP_MXFP6_E2M3      ? FmtT{BFP_FAMILY_MX, BFP_ELEM_E2M3, 32}
-           : id == BFP_MXFP6_E3M2      ? FmtT{BFP_FAMILY_MX, BFP_ELEM_E3M2, 32}
-           : id == BFP_MXFP8_E4M3      ? FmtT{BFP_FAMILY_MX, BFP_ELEM_E4M3, 32}
-           : id == BFP_MXFP8_E5M2      ? FmtT{BFP_FAMILY_MX, BFP_ELEM_E5M2, 32}
-           : id == BFP_MXINT8          ? FmtT{BFP_FAMILY_MX, BFP_ELEM_INT8, 32}
-           : id == BFP_MXINT4          ? FmtT{BFP_FAMILY_MX, BFP_ELEM_INT4, 32}
-           : id == BFP_NVFP4           ? FmtT{BFP_FAMILY_NVFP4, BFP_ELEM_E2M1, 16}
-           : id == BFP_HIF4            ? FmtT{BFP_FAMILY_HIF4, BFP_ELEM_E1M2, 64}
-           : id == BFP_MXFP4_PLUS      ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_E2M1, 32}
-           : id == BFP_MXFP6_E2M3_PLUS ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_E2M3, 32}
-           : id == BFP_MXFP6_E3M2_PLUS ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_E3M2, 32}
-           : id == BFP_MXFP8_E4M3_PLUS ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_E4M3, 32}
-           : id == BFP_MXFP8_E5M2_PLUS ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_E5M2, 32}
-           : id == BFP_MXINT8_PLUS     ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_INT8, 32}
-           : id == BFP_MXINT4_PLUS     ? FmtT{BFP_FAMILY_MX_PLUS, BFP_ELEM_INT4, 32}
-           : id == BFP_MXFP4_PP        ? FmtT{BFP_FAMILY_MX_PP, BFP_ELEM_E2M1, 32}
-           : id == BFP_MXFP6_E2M3_PP   ? FmtT{BFP_FAMILY_MX_PP, BFP_ELEM_E2M3, 32}
-           : id == BFP_MXFP6_E3M2_PP   ? FmtT{BFP_FAMILY_MX_PP, BFP_ELEM_E3M2, 32}
-           : id == BFP_MXFP8_E4M3_PP   ? FmtT{BFP_FAMILY_MX_PP, BFP_ELEM_E4M3, 32}
-           : id == BFP_MXFP8_E5M2_PP   ? FmtT{BFP_FAMILY_MX_PP, BFP_ELEM_E5M2, 32}
-                                       : FmtT{BFP_FAMILY_NVFP4_PLUS, BFP_ELEM_E2M1, 16};
+    return BFP_FORMAT_LIST(BFP_CUDA_FMT_) FmtT{0, 0, 0};
 }
+#undef BFP_CUDA_FMT_
+
+__host__ __device__ constexpr bool fmt_known(int id) { return fmt_of(id).fam != 0; }
 
 /* ---- scalar helpers ------------------------------------------------------ */
 

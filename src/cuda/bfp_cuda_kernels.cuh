@@ -997,6 +997,7 @@ bfp_status launch_quant_dt(QParams P, const Tiling &t, cudaStream_t s)
 template <int FMT>
 bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
 {
+    static_assert(fmt_known(FMT), "not a format with CUDA kernels (format_defs.h)");
     if (hif4_block_ok<FMT>(P)) /* bfp_cuda_qblock_hif4.cuh */
         return launch_hif4_block<FMT>(P, s);
     if (nv_block_ok<FMT>(P)) /* bfp_cuda_qblock_nv.cuh */
@@ -1018,6 +1019,7 @@ bfp_status launch_quant(QParams P, const Tiling &t, cudaStream_t s)
 template <int FMT>
 bfp_status launch_nv2d(QParams P, cudaStream_t s)
 {
+    static_assert(FMT == BFP_NVFP4, "2-D tiles are NVFP4's alone (SPEC section 5)");
     size_t gx = (P.G + 7) / 8;
     if (gx > (size_t)INT_MAX)
         return BFP_ERR_SHAPE;
@@ -1077,6 +1079,7 @@ __host__ __device__ constexpr bool dequant_flat_fmt()
 template <int FMT>
 bfp_status launch_dequant(DParams P, const Tiling &t, cudaStream_t s)
 {
+    static_assert(fmt_known(FMT), "not a format with CUDA kernels (format_defs.h)");
     if (dequant_flat_fmt<FMT>() && P.dt == BFP_DTYPE_BF16 && P.vec_in && P.vec_out &&
         P.L.cols % fmt_of(FMT).block == 0 &&
         P.L.rows > 0 && P.L.cols > 0 &&

@@ -43,15 +43,15 @@ constexpr size_t CUBLAS_WS = (size_t)32 << 20; /* cuBLAS's own workspace */
 constexpr size_t DEQ_CHUNK_BYTES = (size_t)256 << 20;
 const float ONE = 1.0f; /* the cuBLAS path's tensor scale (pl_ts) */
 
+/* the matmul kind of a format's row in format_defs.h (BFP_MM_NONE: none) */
 int kind_of(bfp_format f)
 {
     switch (f) {
-    case BFP_MXFP4: return FMT_MX;
-    case BFP_MXFP4_PLUS: return FMT_MXPLUS;
-    case BFP_NVFP4: return FMT_NV;
-    case BFP_NVFP4_PLUS: return FMT_NVPLUS;
-    default: return FMT_HIF4;
+#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, ...) case BFP_##ID: return BFP_MM_##MM;
+        BFP_FORMAT_LIST(X)
+#undef X
     }
+    return BFP_MM_NONE;
 }
 
 size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }

@@ -12,11 +12,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "format_defs.h"
 #include "bfp_cuda_quant_bf16.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
 
 namespace bfpgemm {
 
-enum { FMT_MX = 0, FMT_MXPLUS = 1, FMT_NV = 2, FMT_NVPLUS = 3, FMT_HIF4 = 4 };
+enum { FMT_MX = BFP_MM_MX, FMT_MXPLUS = BFP_MM_MXPLUS, FMT_NV = BFP_MM_NV, FMT_NVPLUS = BFP_MM_NVPLUS,
+       FMT_HIF4 = BFP_MM_HIF4 }; /* matmul kinds of format_defs.h */
 
 constexpr int WARPS = 4;
 constexpr int SMEM_X_BUDGET = 64 << 10; /* bytes of staged x per CTA */

@@ -47,11 +47,8 @@ constexpr int skinny_rows(int nt) { return nt == 4 ? 2 : 4; }
 /* bytes per tile of the scale record and of the MX+ / NVFP4+ correction
  * record (0: none) of format kind f, as prepacked (the skinny and mid
  * kernels' stages, the skinny kernel's tensor maps) */
-constexpr int tile_scale_bytes(int f)
-{
-    return f == FMT_NV || f == FMT_NVPLUS || f == FMT_HIF4 ? 64 : 32;
-}
-constexpr int tile_corr_bytes(int f) { return f == FMT_MXPLUS ? 32 : f == FMT_NVPLUS ? 64 : 0; }
+constexpr int tile_scale_bytes(int f) { return BFP_MM_SCALE_REC(f); }
+constexpr int tile_corr_bytes(int f) { return BFP_MM_CORR_REC(f); }
 /* The TMA tensor maps the skinny kernel copies a unit with (gemm.cu makes
  * them): codes, scales and corr as 3-D tensors {record bytes / 8, tiles_k,
  * tiles_n} of 8-byte elements with boxes {record / 8, 1, R} (R row tiles of

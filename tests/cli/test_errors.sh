@@ -91,6 +91,11 @@ fails "unknown scale mode" "unknown scale mode 'up'" "$O" -- golden -f mxfp4 -s 
 fails "negative seed" "--seed wants a non-negative integer" "$O" -- golden -f mxfp4 -s 2x32 --rounding stochastic --seed -1 "$W/in.bin" "$O"
 fails "seed too large" "does not fit in 64 bits" "$O" -- golden -f mxfp4 -s 2x32 --rounding stochastic --seed 18446744073709551616 "$W/in.bin" "$O"
 fails "seed without stochastic rounding" "--seed needs --rounding stochastic" "$O" -- golden -f mxfp4 -s 2x32 --seed 1 "$W/in.bin" "$O"
+# the environment the CLI passes to the library (bfp_set_isa, bfp_set_threads)
+BFP_ISA=avx3 fails "BFP_ISA not a kernel set" "BFP_ISA='avx3' is not one of generic, avx2, avx512" "$O" -- golden -f mxfp4 -s 2x32 "$W/in.bin" "$O"
+BFP_THREADS=four fails "BFP_THREADS not a number" "BFP_THREADS='four' is not a thread count" "" -- formats
+BFP_THREADS=-2 fails "BFP_THREADS negative" "BFP_THREADS='-2' is not a thread count" "" -- formats
+BFP_THREADS=3x fails "BFP_THREADS with junk" "BFP_THREADS='3x' is not a thread count" "" -- formats
 fails "--2d on mxfp4" "--2d applies only to nvfp4" "$O" -- golden -f mxfp4 -s 2x32 --2d "$W/in.bin" "$O"
 fails "--no-tensor-scale on hif4" "--no-tensor-scale applies only" "$O" -- golden -f hif4 -s 1x64 --no-tensor-scale "$W/in.bin" "$O"
 fails "--scale-mode on mxfp4+" "--scale-mode ceil applies only to the MX formats" "$O" -- golden -f mxfp4+ -s 2x32 --scale-mode ceil "$W/in.bin" "$O"

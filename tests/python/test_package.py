@@ -82,6 +82,39 @@ def test_formats_table():
     assert bfp.format_info("MXFP4+")["id"] == 10 and bfp.format_info(10)["name"] == "mxfp4+"
 
 
+def test_format_rules_from_the_library():
+    # SPEC: scale modes for MX alone; the tensor scale opt-out for NVFP4(+);
+    # 2-D for NVFP4, not NVFP4+ (section 5); HiF4 rounds half away by default
+    by = {f["name"]: f for f in bfp.formats()}
+    for name, f in by.items():
+        assert ("scale_mode" in f["options"]) == (name in MX), name
+        assert ("nvfp4_no_tensor_scale" in f["options"]) == (name in ("nvfp4", "nvfp4+")), name
+        assert ("nvfp4_2d" in f["options"]) == (name == "nvfp4"), name
+        assert "rounding" in f["options"]
+        assert f["default_rounding"] == (2 if name == "hif4" else 1), name
+        assert f["matmul"] == (name in ("mxfp4", "mxfp4+", "nvfp4", "nvfp4+", "hif4")), name
+    with pytest.raises(bfp.BfpError, match="nvfp4_2d=True applies only to nvfp4 \\(nvfp4\\+ has no 2-D variant\\), not nvfp4\\+") as ei:
+        bfp.quantize(np.ones((16, 16), np.float32), "nvfp4+", nvfp4_2d=True)
+    assert ei.value.status == 4
+
+
+@pytest.mark.parametrize("env,ok", [({"BFP_ISA": "generic"}, "generic"),
+                                    ({"BFP_ISA": "avx3"}, "BFP_ISA='avx3' is not one of"),
+                                    ({"BFP_THREADS": "2"}, None),
+                                    ({"BFP_THREADS": "two"}, "BFP_THREADS='two' is not a thread"),
+                                    ({"BFP_THREADS": "-1"}, "BFP_THREADS='-1' is not a thread")])
+def test_environment_at_import(env, ok):
+    # the module passes BFP_ISA / BFP_THREADS to the library; a bad one fails the import
+    p = subprocess.run([sys.executable, "-c", "import bfp; print(bfp.isa())"],
+                       env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    if ok is None or ok == "generic":
+        assert p.returncode == 0, p.stderr
+        if ok:
+            assert p.stdout.strip() == ok
+    else:
+        assert p.returncode != 0 and ok in p.stderr and "BfpError" in p.stderr, p.stderr
+
+
 def test_formats_match_cli():
     out = run(cli(), "formats")
     rows = [line.split()[0] for line in out.splitlines()[1:] if line.strip()]

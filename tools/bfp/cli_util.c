@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -101,6 +102,29 @@ int cli_want_args(const char *cmd, int got, int want, const char *what)
     return -1;
 }
 
+/* ---- the environment ----------------------------------------------- */
+
+int cli_apply_environment(void)
+{
+    const char *isa = getenv("BFP_ISA");
+    if (isa && *isa && bfp_set_isa(isa) != BFP_OK) {
+        cli_error("BFP_ISA='%s' is not one of generic, avx2, avx512, auto", isa);
+        return -1;
+    }
+    const char *threads = getenv("BFP_THREADS");
+    if (threads && *threads) {
+        char *end;
+        errno = 0;
+        long n = strtol(threads, &end, 10);
+        if (errno || *end || n < 0 || n > INT_MAX || bfp_set_threads((int)n) != BFP_OK) {
+            cli_error("BFP_THREADS='%s' is not a thread count (an integer >= 0; 0 = automatic)",
+                      threads);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- quantization options ------------------------------------------- */
 
 void cli_quant_opts_init(cli_quant_opts *q)
@@ -175,13 +199,13 @@ static const char *option_spelling(const cli_quant_opts *q, bfp_option opt, char
                                    size_t len)
 {
     switch (opt) {
-    case BFP_OPTION_ROUNDING: return "--rounding";
-    case BFP_OPTION_SCALE_MODE:
+    case BFP_OPT_ROUNDING: return "--rounding";
+    case BFP_OPT_SCALE_MODE:
         snprintf(buf, len, "--scale-mode %s", cli_scale_mode_name(q->opts.scale_mode));
         return buf;
-    case BFP_OPTION_NO_TENSOR_SCALE: return "--no-tensor-scale";
-    case BFP_OPTION_2D: return "--2d";
-    case BFP_OPTION_NONE: break;
+    case BFP_OPT_NO_TENSOR_SCALE: return "--no-tensor-scale";
+    case BFP_OPT_2D: return "--2d";
+    case BFP_OPT_NONE: break;
     }
     return "an option";
 }
@@ -208,11 +232,11 @@ int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f)
 static void option_reset(bfp_options *o, bfp_option opt)
 {
     switch (opt) {
-    case BFP_OPTION_ROUNDING: o->rounding = BFP_ROUND_DEFAULT; break;
-    case BFP_OPTION_SCALE_MODE: o->scale_mode = BFP_SCALE_DEFAULT; break;
-    case BFP_OPTION_NO_TENSOR_SCALE: o->nvfp4_no_tensor_scale = 0; break;
-    case BFP_OPTION_2D: o->nvfp4_2d = 0; break;
-    case BFP_OPTION_NONE: break;
+    case BFP_OPT_ROUNDING: o->rounding = BFP_ROUND_DEFAULT; break;
+    case BFP_OPT_SCALE_MODE: o->scale_mode = BFP_SCALE_DEFAULT; break;
+    case BFP_OPT_NO_TENSOR_SCALE: o->nvfp4_no_tensor_scale = 0; break;
+    case BFP_OPT_2D: o->nvfp4_2d = 0; break;
+    case BFP_OPT_NONE: break;
     }
 }
 
@@ -223,7 +247,7 @@ bfp_options cli_quant_opts_for(const cli_quant_opts *q,
     bfp_option bad;
     /* each field the library refuses for f goes back to its default */
     for (int i = 0; i < 8 && bfp_options_check(f->id, &o, &bad, NULL) != BFP_OK &&
-                    bad != BFP_OPTION_NONE;
+                    bad != BFP_OPT_NONE;
          i++)
         option_reset(&o, bad);
     return o;
@@ -232,8 +256,7 @@ bfp_options cli_quant_opts_for(const cli_quant_opts *q,
 const char *cli_rounding_name(bfp_rounding r, const bfp_format_info *f)
 {
     if (r == BFP_ROUND_DEFAULT)
-        r = (f && f->family == BFP_FAMILY_HIF4) ? BFP_ROUND_NEAREST_AWAY
-                                                : BFP_ROUND_NEAREST_EVEN;
+        r = f ? f->default_rounding : BFP_ROUND_NEAREST_EVEN;
     for (size_t i = 0; i < COUNT(roundings); i++)
         if (roundings[i].value == r)
             return roundings[i].name;
@@ -252,15 +275,7 @@ const char *cli_scale_mode_name(bfp_scale_mode m)
 
 const char *cli_family_name(bfp_family fam)
 {
-    switch (fam) {
-    case BFP_FAMILY_MX: return "mx";
-    case BFP_FAMILY_MX_PLUS: return "mx+";
-    case BFP_FAMILY_MX_PP: return "mx++";
-    case BFP_FAMILY_NVFP4: return "nvfp4";
-    case BFP_FAMILY_NVFP4_PLUS: return "nvfp4+";
-    case BFP_FAMILY_HIF4: return "hif4";
-    }
-    return "?";
+    return bfp_family_name(fam);
 }
 
 /* ---- formats, shapes, numbers ---------------------------------------- */

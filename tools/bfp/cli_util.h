@@ -67,6 +67,11 @@ typedef struct {
     int scale_mode_set;
 } cli_quant_opts;
 
+/* Pass BFP_ISA and BFP_THREADS from the environment to the library
+ * (bfp_set_isa, bfp_set_threads); unset or empty leaves the default. An
+ * invalid value prints one error line and returns -1. */
+int cli_apply_environment(void);
+
 void cli_quant_opts_init(cli_quant_opts *q);
 
 /**

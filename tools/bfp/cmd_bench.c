@@ -31,7 +31,7 @@ const char cmd_bench_usage[] =
     "  ratio        GB/s / memcpy GB/s\n"
     "\n"
     "  --threads N        threads per call: bfp_options.threads for quantize,\n"
-    "                     BFP_THREADS for dequantize; 0 = automatic (default 1;\n"
+    "                     bfp_set_threads() for dequantize; 0 = automatic (default 1;\n"
     "                     memcpy always runs on one thread)\n"
     "  --json             one JSON array of records {\"format\", \"op\",\n"
     "                     \"dtype\", \"threads\", \"gbps\", \"memcpy_gbps\"}\n"
@@ -83,15 +83,10 @@ static void fill(float *x, size_t n)
     }
 }
 
-static void set_threads_env(int threads)
+/* dequantize has no options: its automatic thread count is capped instead */
+static void set_dequant_threads(int threads)
 {
-    if (threads > 0) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", threads);
-        setenv("BFP_THREADS", v, 1);
-    } else {
-        unsetenv("BFP_THREADS");
-    }
+    bfp_set_threads(threads > 0 ? threads : 0);
 }
 
 typedef struct {
@@ -204,7 +199,7 @@ static int run(bench *b, const bfp_format *formats, int nformats, int json)
         printf("%-14s %-10s %-5s %7s %8s %8s %7s\n", "format", "op", "dtype", "threads",
                "GB/s", "memcpy", "ratio");
     }
-    set_threads_env(b->threads);
+    set_dequant_threads(b->threads);
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < nformats && rc == CLI_EXIT_OK; i++) {
         const bfp_format_info *f = bfp_format_get(formats[i]);

@@ -122,6 +122,8 @@ int main(int argc, char **argv)
                 cli_error("unknown command '%s' (see 'bfp --help')", name);
             return CLI_EXIT_ERR;
         }
+        if (cli_apply_environment() != 0)
+            return CLI_EXIT_ERR;
         cli_getopt_reset();
         rc = c->run(argc - 1, argv + 1);
     }
