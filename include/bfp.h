@@ -221,7 +221,9 @@ typedef struct {
 } bfp_stats;
 
 /**
- * Quantize a rows x cols row-major tensor with the reference (golden) model.
+ * Quantize a rows x cols row-major tensor: the fastest kernels this CPU has
+ * (bfp_isa()), split over threads for large tensors, bit for bit the planes
+ * of the reference bfp_quantize_ref().
  * @param fmt   format id
  * @param dtype type of src (F32, BF16 or F16), little-endian host values
  * @param src   rows*cols values, any alignment
@@ -273,7 +275,8 @@ bfp_status bfp_quantize_f16(bfp_format fmt, const uint16_t *src, size_t rows,
                             const bfp_planes *out, bfp_stats *stats);
 
 /**
- * Reconstruct values from planes (reference decoder). Any plane bytes are
+ * Reconstruct values from planes: the fastest kernels this CPU has, the
+ * values of the reference decoder bfp_dequantize_ref(). Any plane bytes are
  * accepted: NaN scale codes and impossible bytes decode to NaN, never to
  * garbage. Blocks flagged non-finite decode to NaN.
  * @param dtype F32 or BF16 (F16 also accepted; values round to nearest even)

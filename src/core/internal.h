@@ -55,6 +55,21 @@ bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
                                      size_t rows, size_t cols, bfp_dtype dtype,
                                      const void *dst, bfp_plane_sizes *sz);
 
+/* How the layer above core spreads work over threads (core starts none):
+ * threads_for(requested, bytes, units) picks a count, run(n, fn, ctx) calls
+ * fn(ctx, t, n) for t in [0, n). */
+typedef void (*bfp_task_fn)(void *ctx, int t, int nthreads);
+typedef struct {
+    int (*threads_for)(int requested, size_t bytes, size_t units);
+    void (*run)(int n, bfp_task_fn fn, void *ctx);
+} bfp_parallel;
+
+/* bfp_matmul_prepack() with its bands of tiles spread by par (NULL: all on
+ * the calling thread); the bytes are the same for any thread count. */
+bfp_status bfp_matmul_prepack_par(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                  size_t k, uint8_t *codes, uint8_t *scales, uint8_t *corr,
+                                  const bfp_parallel *par);
+
 /* Family entry points (mx.c, mxplus.c, nvfp4.c, hif4.c). */
 bfp_status bfp_mx_quantize_ref(const bfp_qjob *job);
 void bfp_mx_dequantize_row_ref(const bfp_format_impl *, const bfp_const_planes *,
