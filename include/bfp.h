@@ -106,6 +106,24 @@ typedef enum {
     BFP_DTYPE_F16 = 3
 } bfp_dtype;
 
+/* Element rounding. DEFAULT is the format's own rule: RNE, except HiF4,
+ * whose elements round half away from zero. */
+typedef enum {
+    BFP_ROUND_DEFAULT = 0,
+    BFP_ROUND_NEAREST_EVEN = 1,
+    BFP_ROUND_NEAREST_AWAY = 2,
+    BFP_ROUND_TOWARD_ZERO = 3,
+    BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
+} bfp_rounding;
+
+/* Options a format may accept: the bits of bfp_format_info.options. */
+typedef enum {
+    BFP_OPT_ROUNDING = 1,        /* rounding modes other than the default */
+    BFP_OPT_SCALE_MODE = 2,      /* scale modes other than FLOOR (MX only) */
+    BFP_OPT_NO_TENSOR_SCALE = 4, /* bfp_options.nvfp4_no_tensor_scale */
+    BFP_OPT_2D = 8               /* bfp_options.nvfp4_2d (NVFP4, not NVFP4+) */
+} bfp_option;
+
 /* One row of the format table. */
 typedef struct {
     bfp_format id;
@@ -121,6 +139,11 @@ typedef struct {
     double bits_per_value;     /* (block*elem_bits + scale and meta bits) / block */
     double max_value;          /* largest finite magnitude the format stores */
     const char *description;
+    bfp_rounding default_rounding; /* what BFP_ROUND_DEFAULT means for it */
+    unsigned options;          /* the bfp_option bits it accepts */
+    int matmul;                /* 1 if bfp_matmul_* and the GPU matmul take it */
+    int cuda;                  /* 1 if bfp_cuda_quantize / _dequantize have
+                                  kernels for it (else BFP_ERR_UNSUPPORTED) */
 } bfp_format_info;
 
 /** Number of formats in the table. */
@@ -137,6 +160,13 @@ const bfp_format_info *bfp_format_get(bfp_format id);
  * @return BFP_OK and *out set, or BFP_ERR_FORMAT (also for NULL name).
  */
 bfp_status bfp_format_from_name(const char *name, bfp_format *out);
+
+/** 1 if the format accepts the option (see bfp_option), 0 if not or if the
+ * id is unknown. */
+int bfp_format_accepts(bfp_format fmt, bfp_option opt);
+
+/** Name of a family ("mx", "mx+", "mx++", "nvfp4", "nvfp4+", "hif4"), or "?". */
+const char *bfp_family_name(bfp_family family);
 
 /** Name of an element / scale / dtype enum value ("e2m1", "ue4m3", "bf16"). */
 const char *bfp_elem_name(bfp_elem_type t);
@@ -164,16 +194,6 @@ typedef struct {
 bfp_status bfp_plane_sizes_for(bfp_format fmt, size_t rows, size_t cols,
                                bfp_plane_sizes *out);
 
-/* Element rounding. DEFAULT is the format's own rule: RNE, except HiF4,
- * whose elements round half away from zero. */
-typedef enum {
-    BFP_ROUND_DEFAULT = 0,
-    BFP_ROUND_NEAREST_EVEN = 1,
-    BFP_ROUND_NEAREST_AWAY = 2,
-    BFP_ROUND_TOWARD_ZERO = 3,
-    BFP_ROUND_STOCHASTIC = 4  /* reproducible: bits from (seed, element index) */
-} bfp_rounding;
-
 /* MX shared-exponent rule (MX family only; MX+ and MX++ need FLOOR). */
 typedef enum {
     BFP_SCALE_FLOOR = 0, /* floor(log2 amax) - emax (OCP default) */
@@ -196,6 +216,15 @@ typedef struct {
 
 /** Fill *o with the defaults (same as zeroing it). */
 void bfp_options_init(bfp_options *o);
+
+/**
+ * Check options against a format, the rule every quantizer applies.
+ * @param opts options, or NULL for the defaults
+ * @return BFP_OK; BFP_ERR_FORMAT for an unknown id; BFP_ERR_ARG for a
+ *         rounding or scale mode outside its enum; BFP_ERR_UNSUPPORTED for
+ *         an option the format does not accept (bfp_format_accepts())
+ */
+bfp_status bfp_check_options(bfp_format fmt, const bfp_options *opts);
 
 /* The planes of a quantized tensor. Unused planes may be NULL. */
 typedef struct {

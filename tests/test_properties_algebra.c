@@ -215,7 +215,7 @@ static void test_dtypes(const fmodel *m)
                 }
                 snprintf(pctx, sizeof pctx, "%s %s %s %zux%zu", m->f->name, dt ? "f16" : "bf16",
                          g < G_COUNT ? gen_name[g] : "raw", rows, cols);
-                for (int o2d = 0; o2d <= fam_is_nv(m->f); o2d++) {
+                for (int o2d = 0; o2d <= (m->f->id == BFP_NVFP4); o2d++) {
                     bfp_options o;
                     bfp_options_init(&o);
                     o.nvfp4_2d = o2d;

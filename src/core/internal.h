@@ -3,6 +3,7 @@
 #define BFP_INTERNAL_H
 
 #include "bfp.h"
+#include "format_defs.h"
 #include "minifloat.h"
 
 #include <stdint.h>
@@ -25,6 +26,7 @@ typedef struct bfp_format_impl {
     bfp_format_info info;
     const bfp_elem_desc *elem;     /* element codec */
     const bfp_elem_desc *bm_elem;  /* MX+/NVFP4+ block-max codec, else NULL */
+    int mm_kind;                   /* matmul kind BFP_MM_* (format_defs.h) */
     bfp_status (*quantize)(const bfp_qjob *job);
     /* Decode row r into out[0..cols); never fails (bad bytes give NaN). */
     void (*dequantize_row)(const struct bfp_format_impl *impl,
@@ -38,8 +40,8 @@ typedef struct bfp_format_impl {
 
 const bfp_format_impl *bfp_impl_get(bfp_format id);
 
-/* Check options against the format and resolve DEFAULT rounding; the one
- * rule every path (reference, CPU kernels, CUDA) applies. */
+/* Check options against the format (bfp_check_options) and resolve DEFAULT
+ * rounding; the one rule every path (reference, CPU kernels, CUDA) applies. */
 bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
                                bfp_options *out);
 

@@ -36,14 +36,11 @@ static bfp_status pack_fmt_get(bfp_format fmt, pack_fmt *pf)
     if (!pf->impl)
         return BFP_ERR_FORMAT;
     pf->block = pf->impl->info.block;
-    switch (fmt) {
-    case BFP_MXFP4: pf->scale_rec = 32; pf->corr_rec = 0; return BFP_OK;
-    case BFP_MXFP4_PLUS: pf->scale_rec = 32; pf->corr_rec = 32; return BFP_OK;
-    case BFP_NVFP4: pf->scale_rec = 64; pf->corr_rec = 0; return BFP_OK;
-    case BFP_NVFP4_PLUS: pf->scale_rec = 64; pf->corr_rec = 64; return BFP_OK;
-    case BFP_HIF4: pf->scale_rec = 64; pf->corr_rec = 0; return BFP_OK;
-    default: return BFP_ERR_UNSUPPORTED;
-    }
+    if (pf->impl->mm_kind == BFP_MM_NONE)
+        return BFP_ERR_UNSUPPORTED;
+    pf->scale_rec = BFP_MM_SCALE_REC(pf->impl->mm_kind);
+    pf->corr_rec = BFP_MM_CORR_REC(pf->impl->mm_kind);
+    return BFP_OK;
 }
 
 int bfp_matmul_format_supported(bfp_format fmt)
@@ -416,7 +413,7 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
     pack_fmt_get(fmt, &pf);
     if (!codes || !scales || !w || (pf.corr_rec && !corr))
         return BFP_ERR_ARG;
-    const bfp_elem_desc *elem = pf.block == 64 ? &bfp_e1m2 : &bfp_e2m1;
+    const bfp_elem_desc *elem = pf.impl->elem; /* E2M1 or E1M2 */
     const int per_row = TILE_K / pf.block;
     size_t tiles_n = (n + TILE_N - 1) / TILE_N, tiles_k = (k + TILE_K - 1) / TILE_K;
 

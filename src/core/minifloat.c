@@ -3,36 +3,20 @@
 
 #include <math.h>
 
-/*                                 name     kind            bits mb bias emax max */
-const bfp_elem_desc bfp_e2m1 = {"e2m1", BFP_GRID_FLOAT, 4, 1, 1, 2, 7};
-const bfp_elem_desc bfp_e1m2 = {"e1m2", BFP_GRID_FLOAT, 4, 2, 1, 0, 7};
-const bfp_elem_desc bfp_e2m3 = {"e2m3", BFP_GRID_FLOAT, 6, 3, 1, 2, 31};
-const bfp_elem_desc bfp_e3m2 = {"e3m2", BFP_GRID_FLOAT, 6, 2, 3, 4, 31};
-const bfp_elem_desc bfp_e4m3 = {"e4m3", BFP_GRID_FLOAT, 8, 3, 7, 8, 0x7E};
-const bfp_elem_desc bfp_e5m2 = {"e5m2", BFP_GRID_FLOAT, 8, 2, 15, 15, 0x7B};
-const bfp_elem_desc bfp_int8 = {"int8", BFP_GRID_INT, 8, 6, 0, 0, 127};
-const bfp_elem_desc bfp_int4 = {"int4", BFP_GRID_INT, 4, 2, 0, 0, 7};
-const bfp_elem_desc bfp_ext_e2m1 = {"e0m3@2", BFP_GRID_EXT, 4, 3, 0, 2, 7};
-const bfp_elem_desc bfp_ext_e2m3 = {"e0m5@2", BFP_GRID_EXT, 6, 5, 0, 2, 31};
-const bfp_elem_desc bfp_ext_e3m2 = {"e0m5@4", BFP_GRID_EXT, 6, 5, 0, 4, 31};
-const bfp_elem_desc bfp_ext_e4m3 = {"e0m7@8", BFP_GRID_EXT, 8, 7, 0, 8, 127};
-const bfp_elem_desc bfp_ext_e5m2 = {"e0m7@15", BFP_GRID_EXT, 8, 7, 0, 15, 127};
-const bfp_elem_desc bfp_ext_int8 = {"u1.7@0", BFP_GRID_EXT, 8, 7, 0, 0, 127};
-const bfp_elem_desc bfp_ext_int4 = {"u1.3@0", BFP_GRID_EXT, 4, 3, 0, 0, 7};
+#define GRID(ELEM, NAME, XNAME) [BFP_ELEM_##ELEM] = {NAME, BFP_GRID_##ELEM},
+#define EXT_GRID(ELEM, NAME, XNAME) [BFP_ELEM_##ELEM] = {XNAME, BFP_GRID_EXT(BFP_GRID_##ELEM)},
+#define ELEM_IN_RANGE(ELEM, ...) \
+    _Static_assert((int)BFP_ELEM_##ELEM >= 1 && (int)BFP_ELEM_##ELEM < (int)BFP_ELEM_ID_LIMIT, #ELEM);
+BFP_ELEM_LIST(ELEM_IN_RANGE)
+
+const bfp_elem_desc bfp_elem_grid[BFP_ELEM_ID_LIMIT] = {BFP_ELEM_LIST(GRID)};
+const bfp_elem_desc bfp_ext_grid[BFP_ELEM_ID_LIMIT] = {BFP_ELEM_LIST(EXT_GRID)};
 
 const bfp_elem_desc *bfp_elem_desc_for(bfp_elem_type t)
 {
-    switch (t) {
-    case BFP_ELEM_E2M1: return &bfp_e2m1;
-    case BFP_ELEM_E1M2: return &bfp_e1m2;
-    case BFP_ELEM_E2M3: return &bfp_e2m3;
-    case BFP_ELEM_E3M2: return &bfp_e3m2;
-    case BFP_ELEM_E4M3: return &bfp_e4m3;
-    case BFP_ELEM_E5M2: return &bfp_e5m2;
-    case BFP_ELEM_INT8: return &bfp_int8;
-    case BFP_ELEM_INT4: return &bfp_int4;
-    }
-    return NULL;
+    if ((int)t < 1 || (int)t >= BFP_ELEM_ID_LIMIT || !bfp_elem_grid[t].name)
+        return NULL;
+    return &bfp_elem_grid[t];
 }
 
 double bfp_grid_value(const bfp_elem_desc *e, unsigned i)

@@ -3,10 +3,15 @@
 #define BFP_MINIFLOAT_H
 
 #include "bfp.h"
+#include "format_defs.h"
 
 #include <stdint.h>
 
-typedef enum { BFP_GRID_FLOAT, BFP_GRID_INT, BFP_GRID_EXT } bfp_grid_kind;
+typedef enum {
+    BFP_GRID_FLOAT = BFP_GK_FLOAT,
+    BFP_GRID_INT = BFP_GK_INT,
+    BFP_GRID_EXT = BFP_GK_EXT
+} bfp_grid_kind;
 
 /* An element code: a sign bit (bit bits-1) and a magnitude index into a
  * monotonic grid of values 0..max_mag. */
@@ -21,13 +26,27 @@ typedef struct {
     int max_mag;   /* largest finite magnitude index */
 } bfp_elem_desc;
 
-/* FLOAT: E2M1, E1M2, E2M3, E3M2, E4M3, E5M2; INT: INT8, INT4 (two's
- * complement); EXT: MX+ block-max codecs, sign + all-mantissa with the
- * exponent fixed at emax: value 2^emax * (1 + i / 2^mbits). */
-extern const bfp_elem_desc bfp_e2m1, bfp_e1m2, bfp_e2m3, bfp_e3m2, bfp_e4m3,
-    bfp_e5m2, bfp_int8, bfp_int4;
-extern const bfp_elem_desc bfp_ext_e2m1, bfp_ext_e2m3, bfp_ext_e3m2,
-    bfp_ext_e4m3, bfp_ext_e5m2, bfp_ext_int8, bfp_ext_int4;
+/* The grids of format_defs.h, indexed by bfp_elem_type: FLOAT (E2M1, E1M2,
+ * E2M3, E3M2, E4M3, E5M2) and INT (INT8, INT4, two's complement) element
+ * grids, and their EXT (MX+ block-max) grids: sign + all-mantissa with the
+ * exponent fixed at emax, value 2^emax * (1 + i / 2^mbits). */
+extern const bfp_elem_desc bfp_elem_grid[BFP_ELEM_ID_LIMIT];
+extern const bfp_elem_desc bfp_ext_grid[BFP_ELEM_ID_LIMIT];
+#define bfp_e2m1 (bfp_elem_grid[BFP_ELEM_E2M1])
+#define bfp_e1m2 (bfp_elem_grid[BFP_ELEM_E1M2])
+#define bfp_e2m3 (bfp_elem_grid[BFP_ELEM_E2M3])
+#define bfp_e3m2 (bfp_elem_grid[BFP_ELEM_E3M2])
+#define bfp_e4m3 (bfp_elem_grid[BFP_ELEM_E4M3])
+#define bfp_e5m2 (bfp_elem_grid[BFP_ELEM_E5M2])
+#define bfp_int8 (bfp_elem_grid[BFP_ELEM_INT8])
+#define bfp_int4 (bfp_elem_grid[BFP_ELEM_INT4])
+#define bfp_ext_e2m1 (bfp_ext_grid[BFP_ELEM_E2M1])
+#define bfp_ext_e2m3 (bfp_ext_grid[BFP_ELEM_E2M3])
+#define bfp_ext_e3m2 (bfp_ext_grid[BFP_ELEM_E3M2])
+#define bfp_ext_e4m3 (bfp_ext_grid[BFP_ELEM_E4M3])
+#define bfp_ext_e5m2 (bfp_ext_grid[BFP_ELEM_E5M2])
+#define bfp_ext_int8 (bfp_ext_grid[BFP_ELEM_INT8])
+#define bfp_ext_int4 (bfp_ext_grid[BFP_ELEM_INT4])
 
 const bfp_elem_desc *bfp_elem_desc_for(bfp_elem_type t);
 

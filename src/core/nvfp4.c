@@ -23,10 +23,7 @@ static float nvfp4_tensor_scale(const bfp_qjob *j, float *row)
             if (bfp_f32_is_finite(row[i]))
                 amax = fmaxf(amax, fabsf(row[i]));
     }
-    if (amax == 0)
-        return 1.0f;
-    float s = 2688.0f / amax; /* 448 * 6, one fp32 division */
-    return s > FLT_MAX ? FLT_MAX : s;
+    return bfp_nvfp4_s_enc(amax);
 }
 
 /* Encode one row-block of scaled values t with block scale code sc. */

@@ -13,6 +13,38 @@ void bfp_options_init(bfp_options *o)
         memset(o, 0, sizeof *o);
 }
 
+/* The format-independent part: enum ranges. */
+static bfp_status options_in_range(const bfp_options *o)
+{
+    if ((unsigned)o->rounding > BFP_ROUND_STOCHASTIC || (unsigned)o->scale_mode > BFP_SCALE_RCEIL)
+        return BFP_ERR_ARG;
+    return BFP_OK;
+}
+
+/* Which options of o the format must accept (bfp_option bits). */
+static unsigned options_used(const bfp_options *o, const bfp_format_info *f)
+{
+    unsigned used = 0;
+    if (o->rounding != BFP_ROUND_DEFAULT && o->rounding != f->default_rounding)
+        used |= BFP_OPT_ROUNDING;
+    if (o->scale_mode != BFP_SCALE_FLOOR)
+        used |= BFP_OPT_SCALE_MODE;
+    if (o->nvfp4_no_tensor_scale)
+        used |= BFP_OPT_NO_TENSOR_SCALE;
+    if (o->nvfp4_2d)
+        used |= BFP_OPT_2D;
+    return used;
+}
+
+bfp_status bfp_check_options(bfp_format fmt, const bfp_options *opts)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    if (!f)
+        return BFP_ERR_FORMAT;
+    bfp_options o;
+    return bfp_resolve_options(f, opts, &o);
+}
+
 bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
                                bfp_options *out)
 {
@@ -20,16 +52,13 @@ bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
     bfp_options_init(&o);
     if (in)
         o = *in;
-    if ((unsigned)o.rounding > BFP_ROUND_STOCHASTIC || (unsigned)o.scale_mode > BFP_SCALE_RCEIL)
-        return BFP_ERR_ARG;
+    bfp_status st = options_in_range(&o);
+    if (st != BFP_OK)
+        return st;
+    if (options_used(&o, f) & ~f->options)
+        return BFP_ERR_UNSUPPORTED;
     if (o.rounding == BFP_ROUND_DEFAULT)
-        o.rounding = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
-                                                  : BFP_ROUND_NEAREST_EVEN;
-    /* scale modes move the shared exponent; MX+ relies on BM having exponent emax */
-    if (o.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX)
-        return BFP_ERR_UNSUPPORTED;
-    if ((o.nvfp4_no_tensor_scale || o.nvfp4_2d) && !f->has_tensor_scale)
-        return BFP_ERR_UNSUPPORTED;
+        o.rounding = f->default_rounding;
     *out = o;
     return BFP_OK;
 }

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BFP_CPU_NFMT 23   /* format ids are 1..22 */
+#define BFP_CPU_NFMT BFP_FORMAT_ID_LIMIT /* kernel tables are indexed by format id */
 #define BFP_CPU_MAXBLOCK 64
 #define BFP_CPU_MAX_THREADS 64
 

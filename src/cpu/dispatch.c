@@ -105,9 +105,7 @@ const char *bfp_isa(void)
 /* The kernels implement each format's default rounding, FLOOR scales, 1-D. */
 static int kernels_take(const bfp_format_info *f, const bfp_options *o)
 {
-    bfp_rounding native = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY
-                                                       : BFP_ROUND_NEAREST_EVEN;
-    return o->rounding == native && o->scale_mode == BFP_SCALE_FLOOR && !o->nvfp4_2d;
+    return o->rounding == f->default_rounding && o->scale_mode == BFP_SCALE_FLOOR && !o->nvfp4_2d;
 }
 
 /* ---- quantize ------------------------------------------------------------- */
@@ -219,10 +217,7 @@ bfp_status bfp_cpu_quantize(const bfp_kernels *k, bfp_format fmt, bfp_dtype dtyp
             float amax = 0;
             for (int t = 0; t < n; t++)
                 amax = q->amax[t] > amax ? q->amax[t] : amax;
-            if (amax > 0) {
-                s_enc = 2688.0f / amax; /* 448 * 6, one fp32 division */
-                s_enc = s_enc > 3.40282347e38f ? 3.40282347e38f : s_enc;
-            }
+            s_enc = bfp_nvfp4_s_enc(amax);
         }
         q->p.s_enc = s_enc;
         *out->tensor_scale = s_enc;

@@ -141,13 +141,14 @@ typedef struct {
     int kind, bits, mbits, bias, emax, max_mag;
 } ks_elem;
 
-#define KS_E2M1 ((ks_elem){BFP_GRID_FLOAT, 4, 1, 1, 2, 7})
-#define KS_E2M3 ((ks_elem){BFP_GRID_FLOAT, 6, 3, 1, 2, 31})
-#define KS_E3M2 ((ks_elem){BFP_GRID_FLOAT, 6, 2, 3, 4, 31})
-#define KS_E4M3 ((ks_elem){BFP_GRID_FLOAT, 8, 3, 7, 8, 0x7E})
-#define KS_E5M2 ((ks_elem){BFP_GRID_FLOAT, 8, 2, 15, 15, 0x7B})
-#define KS_INT8 ((ks_elem){BFP_GRID_INT, 8, 6, 0, 0, 127})
-#define KS_INT4 ((ks_elem){BFP_GRID_INT, 4, 2, 0, 0, 7})
+/* the grids of format_defs.h */
+#define KS_E2M1 ((ks_elem){BFP_GRID_E2M1})
+#define KS_E2M3 ((ks_elem){BFP_GRID_E2M3})
+#define KS_E3M2 ((ks_elem){BFP_GRID_E3M2})
+#define KS_E4M3 ((ks_elem){BFP_GRID_E4M3})
+#define KS_E5M2 ((ks_elem){BFP_GRID_E5M2})
+#define KS_INT8 ((ks_elem){BFP_GRID_INT8})
+#define KS_INT4 ((ks_elem){BFP_GRID_INT4})
 
 enum { KS_ID_E2M1, KS_ID_E2M3, KS_ID_E3M2, KS_ID_E4M3, KS_ID_E5M2, KS_ID_INT8, KS_ID_INT4,
        KS_ID_NONE };

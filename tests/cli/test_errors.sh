@@ -90,7 +90,7 @@ fails "seed too large" "does not fit in 64 bits" "$O" -- golden -f mxfp4 -s 2x32
 fails "seed without stochastic rounding" "--seed needs --rounding stochastic" "$O" -- golden -f mxfp4 -s 2x32 --seed 1 "$W/in.bin" "$O"
 fails "--2d on mxfp4" "--2d applies only to nvfp4" "$O" -- golden -f mxfp4 -s 2x32 --2d "$W/in.bin" "$O"
 fails "--no-tensor-scale on hif4" "--no-tensor-scale applies only" "$O" -- golden -f hif4 -s 1x64 --no-tensor-scale "$W/in.bin" "$O"
-fails "--scale-mode on mxfp4+" "--scale-mode ceil applies only to the MX formats" "$O" -- golden -f mxfp4+ -s 2x32 --scale-mode ceil "$W/in.bin" "$O"
+fails "--scale-mode on mxfp4+" "--scale-mode ceil applies only to mxfp4, mxfp6_e2m3" "$O" -- golden -f mxfp4+ -s 2x32 --scale-mode ceil "$W/in.bin" "$O"
 
 # quantize / dequantize.
 fails "quantize: missing input" "missing.npy" "$W/q.safetensors" -- quantize -f mxfp4 "$W/missing.npy" "$W/q.safetensors"

@@ -45,7 +45,7 @@ def test_save_load_round_trip(tmp_path, fmt):
 
 
 def test_header_layout(tmp_path):
-    q = bfp.quantize(heavy((4, 40), seed=2), "nvfp4+", nvfp4_2d=True)
+    q = bfp.quantize(heavy((4, 40), seed=2), "nvfp4+", nvfp4_no_tensor_scale=True)
     p = tmp_path / "q.safetensors"
     bfp.save(q, p, name="blk.0.w")
     raw = p.read_bytes()
@@ -65,7 +65,7 @@ def test_header_layout(tmp_path):
     assert md["bfp.layout"] == "planar-v1" and md["bfp.version"] == bfp.library_version()
     assert json.loads(md["bfp.options"]) == {"rounding": "default", "seed": "0",
                                              "scale_mode": "floor",
-                                             "nvfp4_no_tensor_scale": False, "nvfp4_2d": True}
+                                             "nvfp4_no_tensor_scale": True, "nvfp4_2d": False}
     safetensors = pytest.importorskip("safetensors.numpy")
     st = safetensors.load_file(str(p))
     assert np.array_equal(st["blk.0.w.codes"], q.codes)

@@ -162,32 +162,54 @@ int cli_quant_opts_parse(cli_quant_opts *q, int c, const char *arg)
     }
 }
 
-static int is_nvfp4(const bfp_format_info *f)
+/* "nvfp4 and nvfp4+": the formats whose table rows accept opt. */
+static const char *formats_accepting(bfp_option opt, char *buf, size_t size)
 {
-    return f->family == BFP_FAMILY_NVFP4 || f->family == BFP_FAMILY_NVFP4_PLUS;
+    int n = 0, total = 0;
+    for (int i = 0; i < bfp_format_count(); i++)
+        total += bfp_format_accepts(bfp_format_at(i)->id, opt);
+    buf[0] = 0;
+    for (int i = 0; i < bfp_format_count(); i++) {
+        const bfp_format_info *f = bfp_format_at(i);
+        if (!bfp_format_accepts(f->id, opt))
+            continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", n == 0 ? "" : n + 1 == total ? " and " : ", ",
+                 f->name);
+        n++;
+    }
+    return buf;
 }
 
 int cli_quant_opts_check(const cli_quant_opts *q, const bfp_format_info *f)
 {
+    char list[512];
     if (q->seed_set && q->opts.rounding != BFP_ROUND_STOCHASTIC) {
         cli_error("--seed needs --rounding stochastic");
         return -1;
     }
     if (!f)
         return 0;
-    if (q->opts.nvfp4_2d && !is_nvfp4(f)) {
-        cli_error("--2d applies only to nvfp4 and nvfp4+, not %s", f->name);
+    if (q->opts.nvfp4_2d && !bfp_format_accepts(f->id, BFP_OPT_2D)) {
+        cli_error("--2d applies only to %s, not %s",
+                  formats_accepting(BFP_OPT_2D, list, sizeof list), f->name);
         return -1;
     }
-    if (q->opts.nvfp4_no_tensor_scale && !is_nvfp4(f)) {
-        cli_error("--no-tensor-scale applies only to nvfp4 and nvfp4+, not %s",
-                  f->name);
+    if (q->opts.nvfp4_no_tensor_scale && !bfp_format_accepts(f->id, BFP_OPT_NO_TENSOR_SCALE)) {
+        cli_error("--no-tensor-scale applies only to %s, not %s",
+                  formats_accepting(BFP_OPT_NO_TENSOR_SCALE, list, sizeof list), f->name);
         return -1;
     }
-    if (q->opts.scale_mode != BFP_SCALE_FLOOR && f->family != BFP_FAMILY_MX) {
-        cli_error("--scale-mode %s applies only to the MX formats, not %s "
-                  "(it uses its own scale rule)",
-                  cli_scale_mode_name(q->opts.scale_mode), f->name);
+    if (q->opts.scale_mode != BFP_SCALE_FLOOR && !bfp_format_accepts(f->id, BFP_OPT_SCALE_MODE)) {
+        cli_error("--scale-mode %s applies only to %s, not %s (it uses its own scale rule)",
+                  cli_scale_mode_name(q->opts.scale_mode),
+                  formats_accepting(BFP_OPT_SCALE_MODE, list, sizeof list), f->name);
+        return -1;
+    }
+    /* anything else the library refuses (the checks above name the flag) */
+    bfp_status st = bfp_check_options(f->id, &q->opts);
+    if (st != BFP_OK) {
+        cli_error("options not accepted for %s: %s", f->name, bfp_status_str(st));
         return -1;
     }
     return 0;
@@ -197,11 +219,11 @@ bfp_options cli_quant_opts_for(const cli_quant_opts *q,
                                const bfp_format_info *f)
 {
     bfp_options o = q->opts;
-    if (!is_nvfp4(f)) {
+    if (!bfp_format_accepts(f->id, BFP_OPT_2D))
         o.nvfp4_2d = 0;
+    if (!bfp_format_accepts(f->id, BFP_OPT_NO_TENSOR_SCALE))
         o.nvfp4_no_tensor_scale = 0;
-    }
-    if (f->family != BFP_FAMILY_MX)
+    if (!bfp_format_accepts(f->id, BFP_OPT_SCALE_MODE))
         o.scale_mode = BFP_SCALE_FLOOR;
     return o;
 }
@@ -209,8 +231,7 @@ bfp_options cli_quant_opts_for(const cli_quant_opts *q,
 const char *cli_rounding_name(bfp_rounding r, const bfp_format_info *f)
 {
     if (r == BFP_ROUND_DEFAULT)
-        r = (f && f->family == BFP_FAMILY_HIF4) ? BFP_ROUND_NEAREST_AWAY
-                                                : BFP_ROUND_NEAREST_EVEN;
+        r = f ? f->default_rounding : BFP_ROUND_NEAREST_EVEN;
     for (size_t i = 0; i < COUNT(roundings); i++)
         if (roundings[i].value == r)
             return roundings[i].name;
@@ -227,15 +248,7 @@ const char *cli_scale_mode_name(bfp_scale_mode m)
 
 const char *cli_family_name(bfp_family fam)
 {
-    switch (fam) {
-    case BFP_FAMILY_MX: return "mx";
-    case BFP_FAMILY_MX_PLUS: return "mx+";
-    case BFP_FAMILY_MX_PP: return "mx++";
-    case BFP_FAMILY_NVFP4: return "nvfp4";
-    case BFP_FAMILY_NVFP4_PLUS: return "nvfp4+";
-    case BFP_FAMILY_HIF4: return "hif4";
-    }
-    return "?";
+    return bfp_family_name(fam);
 }
 
 /* ---- formats, shapes, numbers ---------------------------------------- */
