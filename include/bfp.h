@@ -413,6 +413,36 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in,
                                void *d_dst, void *stream);
 
 /**
+ * Launch choices of the GPU quantizer and dequantizer. They change speed
+ * only, never a byte of output. A field left 0 takes the library's default
+ * (docs/gpu.md says how each default was measured); benchmarks sweep them
+ * (bench/gpu_bench.cu).
+ */
+typedef struct {
+    /** CTAs per SM of the flat bf16 dequantize kernel's grid (each CTA
+     *  strides over the rest), 1..2^20; 0: the default, 96. */
+    unsigned dequant_ctas_per_sm;
+} bfp_cuda_quant_tuning;
+
+/**
+ * Every launch choice of the GPU kernels, by part: the quantizer's here;
+ * the matmul's beside it.
+ */
+typedef struct {
+    bfp_cuda_quant_tuning quant;
+} bfp_cuda_tuning;
+
+/**
+ * bfp_cuda_dequantize() with explicit launch choices.
+ * @param tuning NULL, or the launch choices (0 fields: defaults)
+ * @return as bfp_cuda_dequantize(); BFP_ERR_ARG for a field out of range
+ */
+bfp_status bfp_cuda_dequantize_tuned(bfp_format fmt, const bfp_const_planes *d_in,
+                                     size_t rows, size_t cols, bfp_dtype dtype,
+                                     void *d_dst, void *stream,
+                                     const bfp_cuda_tuning *tuning);
+
+/**
  * Share of the squared error sum (x - y)^2 that falls on each block's largest
  * finite |x| (ties: lowest index), blocks of `block` values along each row of
  * a rows x cols tensor; pairs with a non-finite side are skipped. This is the

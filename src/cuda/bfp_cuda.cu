@@ -9,21 +9,16 @@
  * amax pass (atomicMax on the fp32 bits, finite values only), a one-thread
  * kernel that turns it into s_enc, then the quantize pass, all on the
  * caller's stream. No call allocates or synchronizes. */
-#include "bfp_cuda_kernels.cuh"
+#include "bfp_cuda_launch.h"
+#include "bfp_cuda_quant_bf16.cuh" /* amax8_bf16, words_of */
+#include "check_args.h"
+#include "instances/formats.h"
 
 #include <float.h>
 #include <limits.h>
 #include <string.h>
 
 using namespace bfpcuda;
-
-/* the launchers are instantiated in bfp_cuda_k_*.cu */
-#define X(id) BFP_FORMAT_LAUNCHERS(extern, id)
-X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)
-X(18) X(19) X(20) X(21) X(22)
-#undef X
-BFP_NV2D_LAUNCHER(extern, 8)
-BFP_NV2D_LAUNCHER(extern, 22)
 
 namespace {
 
@@ -113,15 +108,6 @@ __global__ void one_kernel(float *ts) { *ts = 1.0f; }
 
 /* ---- host side ---------------------------------------------------------------------- */
 
-/* The argument checks of the reference (src/core/quantize.c), shared by every path. */
-extern "C" bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
-                                              size_t rows, size_t cols, const bfp_options *opts,
-                                              const bfp_planes *out, bfp_plane_sizes *sz,
-                                              bfp_options *resolved);
-extern "C" bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
-                                                size_t rows, size_t cols, bfp_dtype dtype,
-                                                const void *dst, bfp_plane_sizes *sz);
-
 bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling *t)
 {
     size_t gpr = G * (size_t)T;
@@ -149,35 +135,33 @@ bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling
     return BFP_OK;
 }
 
-#define FOR_EACH_FORMAT(X)                                                                 \
-    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) \
-        X(17) X(18) X(19) X(20) X(21) X(22)
-
+/* The formats with GPU kernels (instances/formats.h); any other valid id
+ * is BFP_ERR_UNSUPPORTED here */
 bfp_status dispatch_quant(int fmt, const QParams &P, const Tiling &t, cudaStream_t s)
 {
     switch (fmt) {
-#define X(id)                                                                              \
-    case id: return launch_quant<id>(P, t, s);
-        FOR_EACH_FORMAT(X)
+#define X(ID)                                                                              \
+    case BFP_##ID: return launch_quant<BFP_##ID>(P, t, s);
+        BFP_CUDA_FORMATS(X)
 #undef X
     }
-    return BFP_ERR_FORMAT;
+    return BFP_ERR_UNSUPPORTED;
 }
 
-bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t, cudaStream_t s)
+bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t,
+                            const bfp_cuda_quant_tuning *tu, cudaStream_t s)
 {
     switch (fmt) {
-#define X(id)                                                                              \
-    case id: return launch_dequant<id>(P, t, s);
-        FOR_EACH_FORMAT(X)
+#define X(ID)                                                                              \
+    case BFP_##ID: return launch_dequant<BFP_##ID>(P, t, tu, s);
+        BFP_CUDA_FORMATS(X)
 #undef X
     }
-    return BFP_ERR_FORMAT;
+    return BFP_ERR_UNSUPPORTED;
 }
 
 /* QU rows per thread pays off once the grid has many more threads than the
- * GPU runs at once (measured on an H200: 16384x16384 faster with QU, 16x8192
- * twice as slow); below 2^22 threads keep one row per thread. */
+ * GPU runs at once (docs/gpu.md); below 2^22 threads keep one row per thread. */
 #ifndef BFP_CUDA_QU_MIN_THREADS
 #define BFP_CUDA_QU_MIN_THREADS ((size_t)1 << 22) /* a test build may lower it */
 #endif
@@ -231,8 +215,7 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     Tiling t;
     /* QU rows per thread on the hot path (the family's default rounding) of
      * large tensors; small ones need every thread they can get */
-    int def = f->family == BFP_FAMILY_HIF4 ? BFP_ROUND_NEAREST_AWAY : BFP_ROUND_NEAREST_EVEN;
-    int qu = (int)o.rounding == def && rows_per_thread_ok(rows, sz.blocks_per_row * T) ? QU : 1;
+    int qu = o.rounding == f->default_rounding && rows_per_thread_ok(rows, sz.blocks_per_row * T) ? QU : 1;
     st = make_tiling(rows, cols, sz.blocks_per_row, T, qu, &t);
     if (st != BFP_OK)
         return st;
@@ -291,10 +274,19 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
 bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, size_t rows,
                                size_t cols, bfp_dtype dtype, void *d_dst, void *stream)
 {
+    return bfp_cuda_dequantize_tuned(fmt, d_in, rows, cols, dtype, d_dst, stream, NULL);
+}
+
+bfp_status bfp_cuda_dequantize_tuned(bfp_format fmt, const bfp_const_planes *d_in, size_t rows,
+                                     size_t cols, bfp_dtype dtype, void *d_dst, void *stream,
+                                     const bfp_cuda_tuning *tuning)
+{
     bfp_plane_sizes sz;
     bfp_status st = bfp_check_dequantize_args(fmt, d_in, rows, cols, dtype, d_dst, &sz);
     if (st != BFP_OK)
         return st;
+    if (tuning && tuning->quant.dequant_ctas_per_sm > (1u << 20))
+        return BFP_ERR_ARG;
     const bfp_format_info *f = bfp_format_get(fmt);
     Tiling t;
     int qu = rows_per_thread_ok(rows, sz.blocks_per_row * (size_t)(f->block / 8)) ? QU : 1;
@@ -314,7 +306,7 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, siz
     P.tscale = f->has_tensor_scale ? d_in->tensor_scale : NULL;
     P.dst = (unsigned char *)d_dst;
     P.dt = (int)dtype;
-    return dispatch_dequant((int)fmt, P, t, (cudaStream_t)stream);
+    return dispatch_dequant((int)fmt, P, t, tuning ? &tuning->quant : NULL, (cudaStream_t)stream);
 }
 
 } /* extern "C" */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bfp_cuda_quant_bf16.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
+#include "bfp_cuda_ptx.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
 
 namespace bfpgemm {
 
