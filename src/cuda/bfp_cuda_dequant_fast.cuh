@@ -421,146 +421,8 @@ __device__ __forceinline__ uint32_t nv_bm_bf16(uint32_t sc, uint32_t c, float s_
     return (qb + 0x7FFFu + (qb >> 16 & 1u)) >> 16;
 }
 
-/* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
- * mpbad: the MX+ block check (from mxplus_bad); nvtab: the NVFP4 tables.
- * FLAT (dequant_flat_kernel): mpbad is the code part of the MX+ check only
- * (the meta part is tested here: with a good scale it is the block-max index
- * and MX+'s delta); the MX+ / NVFP4+ block max is not put into w but
- * returned as its bf16 bits in patch (else ~0u), for flat_out to put at
- * element (aux >> 8) % 8; NVFP4+ reads it from nvbm. */
-/* decode8_bf16's fast path of the MX, MX+ and MX++ formats: true when it
- * wrote w (and patch), false when the block falls back */
-template <int FMT, bool FLAT>
-__device__ __forceinline__ bool decode8_bf16_mx(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
-                                                int sub, int nblk, bool mpbad, uint32_t w[4],
-                                                uint32_t &patch)
-{
-    constexpr FmtT F = fmt_of(FMT);
-    constexpr int W = grid_of(F.elem).bits;
-    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
-    bool fast;
-    uint32_t sc = aux & 0xFFu;
-    int se = (int)sc - 127;
-    /* elements but the block max: 2^(se - delta); delta is 0 for MX+ (the
-     * flat path tests that below, so it need not subtract it) */
-    if (F.fam == BFP_FAMILY_MX_PP || (MXP && !FLAT))
-        se -= (int)(aux >> 13 & 7u);
-    /* MX: the range excludes sc = 0xFF; MX+ also needs a good block and
-     * sc != 0 (flushed: zeros), sc != 0xFF (NaN), sc + emax <= 254 (the
-     * block max is a normal bf16) */
-    fast = (unsigned)(se - fast_se_lo<F.elem>()) <=
-               (unsigned)(fast_se_hi<F.elem>() - fast_se_lo<F.elem>()) &&
-           (MXP ? !mpbad && sc - 1u < 254u - (uint32_t)ext_of(F.elem).emax &&
-                      (!FLAT || ((int)(aux >> 8 & 0x1Fu) < nblk &&
-                                 (F.fam != BFP_FAMILY_MX_PLUS || (aux & 0xE000u) == 0)))
-                : !any_nan_inf<F.elem>((uint64_t)codes));
-    if (FLAT && F.fam == BFP_FAMILY_MX_PLUS) {
-        /* the same test with se = sc - 127: both scale ranges as one */
-        constexpr int LO = fast_se_lo<F.elem>() + 127 > 1 ? fast_se_lo<F.elem>() + 127 : 1;
-        constexpr int HI = fast_se_hi<F.elem>() + 127 < 254 - ext_of(F.elem).emax
-                               ? fast_se_hi<F.elem>() + 127
-                               : 254 - ext_of(F.elem).emax;
-        fast = sc - (uint32_t)LO <= (uint32_t)(HI - LO) && !mpbad && (aux & 0xE000u) == 0 &&
-               (int)(aux >> 8 & 0x1Fu) < nblk;
-    }
-    if (fast) {
-        if (F.elem == BFP_ELEM_E2M1) {
-            /* e * 2^se for the 2-significant-bit normal bf16 e is exact
-             * and normal in this range; +-0 stays +-0 */
-            lut4_bf16((uint32_t)codes, E2M1_HIA, E2M1_HIB, E2M1_LOA, E2M1_LOB, w);
-            uint32_t s2 = (uint32_t)(se + 127) * 0x00800080u; /* 2^se twice */
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                w[k] = bf2_mul(w[k], s2);
-        } else if (grid_of(F.elem).kind == GK_INT && W == 4) {
-            /* k * s, s = 2^(se - m), in bf16 pairs: x = 0x4300 | (k + 8)
-             * is the bf16 of 136 + k (7 mantissa bits), and the fma
-             * x * s - 136 s rounds the exact k * s once: at most 4
-             * significant bits, normal or zero in the fast range, where
-             * s and 136 s (bf16 0x08 mantissa) are normal bf16 numbers */
-            constexpr Grid G = grid_of(F.elem);
-            uint32_t sb = (uint32_t)(se - G.m + 127) << 7;
-            uint32_t s2 = sb * 0x10001u, n2 = (0x8000u | (sb + (7u << 7)) | 0x08u) * 0x10001u;
-            uint32_t c = (uint32_t)codes ^ 0x88888888u; /* k + 8 per nibble */
-            uint32_t e = c & 0x0F0F0F0Fu, o = c >> 4 & 0x0F0F0F0Fu; /* even, odd elements */
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                /* bytes e_k, 0, o_k, 0 (selector 8: the sign of byte 0 of e, 0) */
-                uint32_t x = prmt_sx(e, o, 0x8480u + 0x101u * (uint32_t)k) | 0x43004300u;
-                w[k] = bf2_fma(x, s2, n2);
-            }
-        } else if (grid_of(F.elem).kind == GK_INT) {
-            /* k * s, s = 2^(se - m): f = 2^23 + 2^(W-1) + k is exact; the
-             * fma f * s - (2^23 + 2^(W-1)) * s rounds once, and k * s (at
-             * most 8 significant bits, normal or zero for se in the fast
-             * range) is representable: exact, and its high half is its
-             * bf16 encoding */
-            constexpr Grid G = grid_of(F.elem);
-            float sv = u2f((uint32_t)(se - G.m + 127) << 23);
-            float nc = -u2f((uint32_t)(se - G.m + 127 + 23) << 23 | 1u << (W - 1)); /* (2^23 + 2^(W-1)) s */
-            /* code bytes with the top bit flipped (c ^ 2^(W-1) = k + 2^(W-1)),
-             * INT4 spread to bytes: even elements in e, odd in o */
-            uint32_t e, o;
-            if (W == 8) {
-                e = (uint32_t)(uint64_t)codes ^ 0x80808080u;
-                o = (uint32_t)((uint64_t)codes >> 32) ^ 0x80808080u;
-            } else {
-                uint32_t c = (uint32_t)codes ^ 0x88888888u;
-                e = c & 0x0F0F0F0Fu;
-                o = c >> 4 & 0x0F0F0F0Fu;
-            }
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                /* f = 2^23 + byte: PRMT of the byte under 0x4B000000 */
-                uint32_t fa, fb;
-                if (W == 8) {
-                    uint32_t r = k < 2 ? e : o;
-                    fa = prmt_sx(r, 0x4B000000u, 0x7440u | (uint32_t)(2 * k & 3));
-                    fb = prmt_sx(r, 0x4B000000u, 0x7440u | (uint32_t)((2 * k + 1) & 3));
-                } else {
-                    fa = prmt_sx(e, 0x4B000000u, 0x7440u | (uint32_t)k);
-                    fb = prmt_sx(o, 0x4B000000u, 0x7440u | (uint32_t)k);
-                }
-                w[k] = prmt_sx(f2u(__fmaf_rn(u2f(fa), sv, nc)), f2u(__fmaf_rn(u2f(fb), sv, nc)), 0x7632u);
-            }
-        } else {
-            /* f16 value * 2^(se - f16_shift): v * 2^se exactly, a normal
-             * fp32 number (or +-0) with at most 4 significant bits, so its
-             * high half is its bf16 encoding */
-            uint32_t h[4];
-            f16_pairs<F.elem>(codes, h);
-            float sv = u2f((uint32_t)(se - f16_shift<F.elem>() + 127) << 23);
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                float fx = __half2float(__ushort_as_half((unsigned short)h[k]));
-                float fy = __half2float(__ushort_as_half((unsigned short)(h[k] >> 16)));
-                w[k] = __byte_perm(f2u(__fmul_rn(fx, sv)), f2u(__fmul_rn(fy, sv)), 0x7632u);
-            }
-        }
-        if (MXP) { /* the block max, in the lane that holds it (no branch) */
-            /* ext value 2^emax (1 + i / 2^(W-1)) * 2^se: at most 8
-             * significant bits, exponent field sc + emax in [1, 254]
-             * (checked above): an exact normal bf16 */
-            constexpr Grid X = ext_of(F.elem);
-            uint32_t bmi = aux >> 8 & 0x1Fu;
-            int jb = (int)(bmi % 8);
-            uint32_t c = (uint32_t)(codes >> (W * jb)) & ((1u << W) - 1);
-            uint32_t e7 = ((aux & 0xFFu) + X.emax) << 7, hb;
-            if (F.elem == BFP_ELEM_E2M1) /* c << 4 | c << 12: mantissa and sign at once */
-                hb = (c * 0x1010u & 0x8070u) | e7;
-            else
-                hb = (c >> (W - 1)) << 15 | e7 | (c & (uint32_t)X.maxidx) << (7 - X.m);
-            if (FLAT)
-                patch = bmi / 8 == (uint32_t)sub ? hb : ~0u;
-            else
-                put_bf16(w, jb, hb, bmi / 8 == (uint32_t)sub);
-        }
-        return true;
-    }
-    return false;
-}
-
-/* decode8_bf16's fast path of HiF4 (as decode8_bf16_mx) */
+/* decode8_bf16's fast path of HiF4: true when it wrote w, false when the
+ * block falls back */
 template <int FMT>
 __device__ __forceinline__ bool decode8_bf16_hif4(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
                                                   int sub, uint32_t w[4])
@@ -586,8 +448,9 @@ __device__ __forceinline__ bool decode8_bf16_hif4(PackT<grid_of(fmt_of(FMT).elem
     return false;
 }
 
-/* decode8_bf16's fast path of NVFP4 and NVFP4+: the CTA's table for this
- * scale byte (as decode8_bf16_mx) */
+/* decode8_bf16's fast path of NVFP4 and NVFP4+ (the CTA's table for this
+ * scale byte): true when it wrote w (and patch), false when the block falls
+ * back */
 template <int FMT, bool FLAT>
 __device__ __forceinline__ bool decode8_bf16_nv(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
                                                 bool valid, int sub, int nblk, float s_enc, const uint4 *nvtab,
@@ -623,6 +486,13 @@ __device__ __forceinline__ bool decode8_bf16_nv(PackT<grid_of(fmt_of(FMT).elem).
     return false;
 }
 
+/* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
+ * mpbad: the MX+ block check (from mxplus_bad); nvtab: the NVFP4 tables.
+ * FLAT (dequant_flat_kernel): mpbad is the code part of the MX+ check only
+ * (the meta part is tested here: with a good scale it is the block-max index
+ * and MX+'s delta); the MX+ / NVFP4+ block max is not put into w but
+ * returned as its bf16 bits in patch (else ~0u), for flat_out to put at
+ * element (aux >> 8) % 8; NVFP4+ reads it from nvbm. */
 template <int FMT, bool FLAT = false>
 __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
                                              bool valid, int sub, int nblk, float s_enc, bool mpbad,
@@ -631,10 +501,128 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
 {
     patch = ~0u;
     constexpr FmtT F = fmt_of(FMT);
+    constexpr int W = grid_of(F.elem).bits;
     constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
+    bool fast;
     if (F.fam == BFP_FAMILY_MX || MXP) {
-        if (decode8_bf16_mx<FMT, FLAT>(codes, aux, sub, nblk, mpbad, w, patch))
+        uint32_t sc = aux & 0xFFu;
+        int se = (int)sc - 127;
+        /* elements but the block max: 2^(se - delta); delta is 0 for MX+ (the
+         * flat path tests that below, so it need not subtract it) */
+        if (F.fam == BFP_FAMILY_MX_PP || (MXP && !FLAT))
+            se -= (int)(aux >> 13 & 7u);
+        /* MX: the range excludes sc = 0xFF; MX+ also needs a good block and
+         * sc != 0 (flushed: zeros), sc != 0xFF (NaN), sc + emax <= 254 (the
+         * block max is a normal bf16) */
+        fast = (unsigned)(se - fast_se_lo<F.elem>()) <=
+                   (unsigned)(fast_se_hi<F.elem>() - fast_se_lo<F.elem>()) &&
+               (MXP ? !mpbad && sc - 1u < 254u - (uint32_t)ext_of(F.elem).emax &&
+                          (!FLAT || ((int)(aux >> 8 & 0x1Fu) < nblk &&
+                                     (F.fam != BFP_FAMILY_MX_PLUS || (aux & 0xE000u) == 0)))
+                    : !any_nan_inf<F.elem>((uint64_t)codes));
+        if (FLAT && F.fam == BFP_FAMILY_MX_PLUS) {
+            /* the same test with se = sc - 127: both scale ranges as one */
+            constexpr int LO = fast_se_lo<F.elem>() + 127 > 1 ? fast_se_lo<F.elem>() + 127 : 1;
+            constexpr int HI = fast_se_hi<F.elem>() + 127 < 254 - ext_of(F.elem).emax
+                                   ? fast_se_hi<F.elem>() + 127
+                                   : 254 - ext_of(F.elem).emax;
+            fast = sc - (uint32_t)LO <= (uint32_t)(HI - LO) && !mpbad && (aux & 0xE000u) == 0 &&
+                   (int)(aux >> 8 & 0x1Fu) < nblk;
+        }
+        if (fast) {
+            if (F.elem == BFP_ELEM_E2M1) {
+                /* e * 2^se for the 2-significant-bit normal bf16 e is exact
+                 * and normal in this range; +-0 stays +-0 */
+                lut4_bf16((uint32_t)codes, E2M1_HIA, E2M1_HIB, E2M1_LOA, E2M1_LOB, w);
+                uint32_t s2 = (uint32_t)(se + 127) * 0x00800080u; /* 2^se twice */
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    w[k] = bf2_mul(w[k], s2);
+            } else if (grid_of(F.elem).kind == GK_INT && W == 4) {
+                /* k * s, s = 2^(se - m), in bf16 pairs: x = 0x4300 | (k + 8)
+                 * is the bf16 of 136 + k (7 mantissa bits), and the fma
+                 * x * s - 136 s rounds the exact k * s once: at most 4
+                 * significant bits, normal or zero in the fast range, where
+                 * s and 136 s (bf16 0x08 mantissa) are normal bf16 numbers */
+                constexpr Grid G = grid_of(F.elem);
+                uint32_t sb = (uint32_t)(se - G.m + 127) << 7;
+                uint32_t s2 = sb * 0x10001u, n2 = (0x8000u | (sb + (7u << 7)) | 0x08u) * 0x10001u;
+                uint32_t c = (uint32_t)codes ^ 0x88888888u; /* k + 8 per nibble */
+                uint32_t e = c & 0x0F0F0F0Fu, o = c >> 4 & 0x0F0F0F0Fu; /* even, odd elements */
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    /* bytes e_k, 0, o_k, 0 (selector 8: the sign of byte 0 of e, 0) */
+                    uint32_t x = prmt_sx(e, o, 0x8480u + 0x101u * (uint32_t)k) | 0x43004300u;
+                    w[k] = bf2_fma(x, s2, n2);
+                }
+            } else if (grid_of(F.elem).kind == GK_INT) {
+                /* k * s, s = 2^(se - m): f = 2^23 + 2^(W-1) + k is exact; the
+                 * fma f * s - (2^23 + 2^(W-1)) * s rounds once, and k * s (at
+                 * most 8 significant bits, normal or zero for se in the fast
+                 * range) is representable: exact, and its high half is its
+                 * bf16 encoding */
+                constexpr Grid G = grid_of(F.elem);
+                float sv = u2f((uint32_t)(se - G.m + 127) << 23);
+                float nc = -u2f((uint32_t)(se - G.m + 127 + 23) << 23 | 1u << (W - 1)); /* (2^23 + 2^(W-1)) s */
+                /* code bytes with the top bit flipped (c ^ 2^(W-1) = k + 2^(W-1)),
+                 * INT4 spread to bytes: even elements in e, odd in o */
+                uint32_t e, o;
+                if (W == 8) {
+                    e = (uint32_t)(uint64_t)codes ^ 0x80808080u;
+                    o = (uint32_t)((uint64_t)codes >> 32) ^ 0x80808080u;
+                } else {
+                    uint32_t c = (uint32_t)codes ^ 0x88888888u;
+                    e = c & 0x0F0F0F0Fu;
+                    o = c >> 4 & 0x0F0F0F0Fu;
+                }
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    /* f = 2^23 + byte: PRMT of the byte under 0x4B000000 */
+                    uint32_t fa, fb;
+                    if (W == 8) {
+                        uint32_t r = k < 2 ? e : o;
+                        fa = prmt_sx(r, 0x4B000000u, 0x7440u | (uint32_t)(2 * k & 3));
+                        fb = prmt_sx(r, 0x4B000000u, 0x7440u | (uint32_t)((2 * k + 1) & 3));
+                    } else {
+                        fa = prmt_sx(e, 0x4B000000u, 0x7440u | (uint32_t)k);
+                        fb = prmt_sx(o, 0x4B000000u, 0x7440u | (uint32_t)k);
+                    }
+                    w[k] = prmt_sx(f2u(__fmaf_rn(u2f(fa), sv, nc)), f2u(__fmaf_rn(u2f(fb), sv, nc)), 0x7632u);
+                }
+            } else {
+                /* f16 value * 2^(se - f16_shift): v * 2^se exactly, a normal
+                 * fp32 number (or +-0) with at most 4 significant bits, so its
+                 * high half is its bf16 encoding */
+                uint32_t h[4];
+                f16_pairs<F.elem>(codes, h);
+                float sv = u2f((uint32_t)(se - f16_shift<F.elem>() + 127) << 23);
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    float fx = __half2float(__ushort_as_half((unsigned short)h[k]));
+                    float fy = __half2float(__ushort_as_half((unsigned short)(h[k] >> 16)));
+                    w[k] = __byte_perm(f2u(__fmul_rn(fx, sv)), f2u(__fmul_rn(fy, sv)), 0x7632u);
+                }
+            }
+            if (MXP) { /* the block max, in the lane that holds it (no branch) */
+                /* ext value 2^emax (1 + i / 2^(W-1)) * 2^se: at most 8
+                 * significant bits, exponent field sc + emax in [1, 254]
+                 * (checked above): an exact normal bf16 */
+                constexpr Grid X = ext_of(F.elem);
+                uint32_t bmi = aux >> 8 & 0x1Fu;
+                int jb = (int)(bmi % 8);
+                uint32_t c = (uint32_t)(codes >> (W * jb)) & ((1u << W) - 1);
+                uint32_t e7 = ((aux & 0xFFu) + X.emax) << 7, hb;
+                if (F.elem == BFP_ELEM_E2M1) /* c << 4 | c << 12: mantissa and sign at once */
+                    hb = (c * 0x1010u & 0x8070u) | e7;
+                else
+                    hb = (c >> (W - 1)) << 15 | e7 | (c & (uint32_t)X.maxidx) << (7 - X.m);
+                if (FLAT)
+                    patch = bmi / 8 == (uint32_t)sub ? hb : ~0u;
+                else
+                    put_bf16(w, jb, hb, bmi / 8 == (uint32_t)sub);
+            }
             return;
+        }
     } else if (F.fam == BFP_FAMILY_HIF4) {
         if (decode8_bf16_hif4<FMT>(codes, aux, sub, w))
             return;
