@@ -5,13 +5,13 @@
 #define BFP_CUDA_LAUNCH_DEQUANT_CUH
 
 #include "bfp_cuda_launch.h"
-#include "bfp_cuda_dequant_fast.cuh"
+#include "bfp_cuda_dequant_flat.cuh"
 
 namespace bfpcuda {
 
 /* bf16 output, rows of whole blocks, vector-aligned codes and output (6-bit
  * codes and HiF4 scales 4-byte aligned): the flat kernel
- * (bfp_cuda_dequant_fast.cuh) on a grid of at most ctas_per_sm CTAs per SM
+ * (bfp_cuda_dequant_flat.cuh) on a grid of at most ctas_per_sm CTAs per SM
  * (bfp_cuda_quant_tuning; docs/gpu.md has the measurements behind the
  * default), each striding over the chunks. */
 constexpr unsigned FLAT_CTAS_PER_SM = 96;
