@@ -1,11 +1,20 @@
-# Two commands: `make` builds everything (CLI at build/bfp), `make test` builds
-# and runs every test: the whole suite under ASan+UBSan, then built without
-# the SIMD kernels (BFP_SIMD=OFF), then the normal build. Each includes the
-# replay of every fuzz corpus and crash (fuzz/).
+# Two commands: `make` installs the Debian packages the build needs when run
+# as root (otherwise it stops and names the command; tools/setup/system-deps.sh)
+# and builds everything (CLI at build/bfp); `make test` puts the Python test
+# packages of requirements-test.txt into .venv/ (tools/setup/test-venv.sh) and
+# builds and runs every test: the whole suite under ASan+UBSan, then built
+# without the SIMD kernels (BFP_SIMD=OFF), then the normal build. Each
+# includes the replay of every fuzz corpus and crash (fuzz/).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 NOSIMD_BUILD ?= build-nosimd
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+VENV ?= .venv
+# the interpreter ctest runs the Python tests with (cmake's BFP_TEST_PYTHON)
+TEST_PYTHON = $(abspath $(VENV))/bin/python
+# extra cmake options for every build, e.g. CMAKE_FLAGS=-DBFP_CUDA=OFF
+CMAKE_FLAGS ?=
+CONFIGURE = cmake -DBFP_TEST_PYTHON=$(TEST_PYTHON) $(CMAKE_FLAGS)
 # make fuzz: every libFuzzer target for FUZZ_SECONDS each, FUZZ_JOBS at once
 # (clang and libclang-rt-14-dev; docs/hardening.md).
 FUZZ_BUILD ?= build-fuzz
@@ -13,27 +22,33 @@ FUZZ_SECONDS ?= 1200
 FUZZ_JOBS ?= 2
 FUZZ_TARGETS ?= npy safetensors gguf container dequant cli_args verify_layouts differential
 
-.PHONY: all test test-fast fuzz fuzz-build clean
+.PHONY: all deps venv test test-fast fuzz fuzz-build clean distclean
 
-all:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+all: deps
+	$(CONFIGURE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test-fast: all
+deps:
+	@tools/setup/system-deps.sh
+
+venv:
+	@tools/setup/test-venv.sh $(VENV) requirements-test.txt
+
+test-fast: all venv
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: all
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DBFP_SANITIZE=ON -DBFP_CUDA=OFF >/dev/null
+test: all venv
+	$(CONFIGURE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DBFP_SANITIZE=ON -DBFP_CUDA=OFF >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
-	cmake -S . -B $(NOSIMD_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBFP_SIMD=OFF -DBFP_CUDA=OFF >/dev/null
+	$(CONFIGURE) -S . -B $(NOSIMD_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBFP_SIMD=OFF -DBFP_CUDA=OFF >/dev/null
 	cmake --build $(NOSIMD_BUILD) -j $(JOBS)
 	cd $(NOSIMD_BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 fuzz-build:
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DBFP_FUZZ=ON -DBFP_CUDA=OFF >/dev/null
+		-DBFP_FUZZ=ON -DBFP_CUDA=OFF -DBFP_PYTHON=OFF >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 fuzz: fuzz-build
@@ -42,3 +57,7 @@ fuzz: fuzz-build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(NOSIMD_BUILD) $(FUZZ_BUILD)
+
+# also the test environment
+distclean: clean
+	rm -rf $(VENV)

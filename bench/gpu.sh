@@ -29,16 +29,18 @@ say "GPU"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | head -3
 
 # ---- build --------------------------------------------------------------------
-say "build (cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release)"
+# (no file layer, CLI or Python extension: the GPU tests and benchmarks need none,
+# and the GPU machine may lack cJSON and the Python headers)
+say "build (cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF)"
 t0=$(date +%s)
-if cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+if cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF >"$OUT/build.log" 2>&1 &&
     cmake --build $B --target test_cuda test_cuda_matmul bfp_cuda -j "$JOBS" >>"$OUT/build.log" 2>&1; then
     LIBS="$B/libbfp_cuda.a $B/libbfp.a"
     TEST=$B/test_cuda
     TEST_MM=$B/test_cuda_matmul
 else
-    # e.g. a machine without cJSON (only the io library needs it): build the
-    # two libraries and the test directly, with the same flags
+    # e.g. a machine with too old a cmake: build the two libraries and the
+    # tests directly, with the same flags
     say "cmake build failed (tail of build.log below); building bfp, bfp_cuda and test_cuda directly"
     tail -n 5 "$OUT/build.log"
     D=$B/direct
@@ -48,7 +50,7 @@ else
         gcc -O3 -std=c11 -ffp-contract=off -fno-fast-math -Iinclude -Isrc/core -Isrc/cpu \
             -c "$f" -o "$D/core/$(basename "$f" .c).o" &
     done
-    for f in src/cuda/*.cu; do
+    for f in src/cuda/*.cu src/cuda/instances/*.cu; do
         nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Isrc/core -Isrc/cuda \
             -c "$f" -o "$D/cuda/$(basename "$f" .cu).o" &
     done
@@ -180,7 +182,7 @@ fi
 
 # ---- SASS of the MX kernels (PARTS=sass; no disassembler on the build machine) ----
 if want sass; then
-    o=$(find $B -name "${SASS_OBJ:-bfp_cuda_k_mx.cu.o}" | head -1)
+    o=$(find $B -name "${SASS_OBJ:-quant_mxfp4.cu.o}" | head -1)
     cuobjdump -sass "$o" >"$OUT/sass.log" 2>&1 || echo "cuobjdump failed"
     echo "sass: $(wc -l <"$OUT/sass.log") lines from $o"
 fi
@@ -311,8 +313,8 @@ want skinnysweep && skinny_sweep BFP_MATMUL_WARPS_PER_SM "${SWEEP_WARPS:-4 8 12 
 want postsweep && skinny_sweep BFP_MATMUL_POST_MAX_M "${POST_SWEEP:-0 8}" postsweep 1,2,4,8 \
     mxfp4,mxfp4+,nvfp4,nvfp4+
 
-# ---- the block quantizers' register cap (PARTS=qctas): rebuild their four
-# translation units with BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} (min CTAs per SM;
+# ---- the block quantizers' register cap (PARTS=qctas): rebuild their
+# translation units (src/cuda/instances/quant_*.cu but HiF4's) with BFP_QBLOCK_CTAS_{MX,MXPLUS,MXPP,NV} (min CTAs per SM;
 # 0 = the compiler's choice, -1 = the library's default) and
 # BFP_MXQ_BLOCKS_{MXPLUS,MXPP} (blocks per thread; -1 = the default), one
 # library per variant "mx:mxplus:mxpp:nv:blocks_mxplus:blocks_mxpp" of
@@ -320,16 +322,17 @@ want postsweep && skinny_sweep BFP_MATMUL_POST_MAX_M "${POST_SWEEP:-0 8}" postsw
 if want qctas; then
 QV=${QCTAS_VARIANTS:-"-1:-1:-1:-1:-1:-1 -1:-1:0:-1:-1:2 -1:-1:4:-1:-1:2"}
 QF=${QCTAS_FORMATS:-mxfp4,mxfp4+,mxfp4++,mxfp6_e2m3,mxfp6_e2m3+,mxfp6_e2m3++,mxfp8_e4m3,mxfp8_e4m3++}
+QCTAS_TUS=$(cd src/cuda/instances && ls quant_*.cu | grep -v '^quant_hif4' | sed 's/\.cu$//')
 say "quantize block kernels' min CTAs per SM: variants $QV on $QF"
 t0=$(date +%s)
 for v in $QV; do
     IFS=: read -r a b c d e f2 <<<"$v"
     D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
     mkdir -p "$D"
-    for f in k_mx k_mxplus k_mxpp k_nv; do
+    for f in $QCTAS_TUS; do
         lib_tu -Xptxas -v -DBFP_QBLOCK_CTAS_MX=$a -DBFP_QBLOCK_CTAS_MXPLUS=$b \
             -DBFP_QBLOCK_CTAS_MXPP=$c -DBFP_QBLOCK_CTAS_NV=$d -DBFP_MXQ_BLOCKS_MXPLUS=${e:--1} \
-            -DBFP_MXQ_BLOCKS_MXPP=${f2:--1} -c src/cuda/bfp_cuda_$f.cu -o "$D/bfp_cuda_$f.cu.o" \
+            -DBFP_MXQ_BLOCKS_MXPP=${f2:--1} -c src/cuda/instances/$f.cu -o "$D/$f.cu.o" \
             >"$D/ptxas_$f.log" 2>&1 &
     done
 done
@@ -338,7 +341,7 @@ echo "variant builds took $(($(date +%s) - t0)) s"
 for v in $QV; do
     IFS=: read -r a b c d e f2 <<<"$v"
     D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
-    lib_variant "$D" bfp_cuda_k_mx.cu.o bfp_cuda_k_mxplus.cu.o bfp_cuda_k_mxpp.cu.o bfp_cuda_k_nv.cu.o &&
+    lib_variant "$D" $(for f in $QCTAS_TUS; do echo "$f.cu.o"; done) &&
         build_gpu_bench "$D/libbfp_cuda.a" $B/libbfp.a -o "$D/gpu_bench" >>"$OUT/qctas.log" 2>&1 ||
         { echo "variant $v: build failed"; status=1; continue; }
     echo "#### variant $v" >>"$OUT/qctas.log"

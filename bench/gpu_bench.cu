@@ -9,7 +9,10 @@
  * ratio is to the copy's (read + write) GB/s. Small inputs rotate over
  * enough buffers to exceed the L2 cache, so every call reads HBM. Inputs
  * are random bf16 (normal-ish, per-block scales spread over 2^-20..2^20,
- * outliers), made on the device. */
+ * outliers), made on the device.
+ *
+ * BFP_BENCH_DEQUANT_CTAS_PER_SM=N times the dequantizer with that launch
+ * choice (bfp_cuda_tuning.quant.dequant_ctas_per_sm; unset: the default). */
 #include "bfp.h"
 
 #include <cuda_runtime.h>
@@ -52,6 +55,7 @@ struct Row {
 
 static std::vector<Row> results;
 static double copy_gbps;
+static bfp_cuda_tuning tuning; /* zero: the library's defaults */
 
 /* median per-call time in microseconds of `reps` batches of `batch` calls */
 template <class F>
@@ -216,7 +220,8 @@ static void bench_shape(size_t rows, size_t cols)
             [&](int k) {
                 int i = k % nbuf;
                 bfp_const_planes cp = {pl[i].codes, pl[i].scales, pl[i].meta, pl[i].tensor_scale};
-                BFP(bfp_cuda_dequantize(f->id, &cp, rows, cols, BFP_DTYPE_BF16, dq[i], NULL));
+                BFP(bfp_cuda_dequantize_tuned(f->id, &cp, rows, cols, BFP_DTYPE_BF16, dq[i], NULL,
+                                              &tuning));
             },
             batch, reps);
         add(f->name, "dequantize", rows, cols, us, dbytes);
@@ -236,6 +241,8 @@ static void bench_shape(size_t rows, size_t cols)
 int main(int argc, char **argv)
 {
     const char *out = argc > 1 ? argv[1] : "gpu_bench.json";
+    if (const char *e = getenv("BFP_BENCH_DEQUANT_CTAS_PER_SM"))
+        tuning.quant.dequant_ctas_per_sm = (unsigned)strtoul(e, NULL, 10);
     if (!bfp_cuda_available()) {
         fprintf(stderr, "no usable GPU\n");
         return 1;

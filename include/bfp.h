@@ -263,7 +263,9 @@ typedef struct {
 } bfp_stats;
 
 /**
- * Quantize a rows x cols row-major tensor with the reference (golden) model.
+ * Quantize a rows x cols row-major tensor: the fastest kernels this CPU has
+ * (bfp_isa()), split over threads for large tensors, bit for bit the planes
+ * of the reference bfp_quantize_ref().
  * @param fmt   format id
  * @param dtype type of src (F32, BF16 or F16), little-endian host values
  * @param src   rows*cols values, any alignment
@@ -333,7 +335,8 @@ bfp_status bfp_quantize_f16(bfp_format fmt, const uint16_t *src, size_t rows,
                             const bfp_planes *out, bfp_stats *stats);
 
 /**
- * Reconstruct values from planes (reference decoder). Any plane bytes are
+ * Reconstruct values from planes: the fastest kernels this CPU has, the
+ * values of the reference decoder bfp_dequantize_ref(). Any plane bytes are
  * accepted: NaN scale codes and impossible bytes decode to NaN, never to
  * garbage. Blocks flagged non-finite decode to NaN.
  * @param dtype F32 or BF16 (F16 also accepted; values round to nearest even)
@@ -468,6 +471,36 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
 bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in,
                                size_t rows, size_t cols, bfp_dtype dtype,
                                void *d_dst, void *stream);
+
+/**
+ * Launch choices of the GPU quantizer and dequantizer. They change speed
+ * only, never a byte of output. A field left 0 takes the library's default
+ * (docs/gpu.md says how each default was measured); benchmarks sweep them
+ * (bench/gpu_bench.cu).
+ */
+typedef struct {
+    /** CTAs per SM of the flat bf16 dequantize kernel's grid (each CTA
+     *  strides over the rest), 1..2^20; 0: the default, 96. */
+    unsigned dequant_ctas_per_sm;
+} bfp_cuda_quant_tuning;
+
+/**
+ * Every launch choice of the GPU kernels, by part: the quantizer's here;
+ * the matmul's beside it.
+ */
+typedef struct {
+    bfp_cuda_quant_tuning quant;
+} bfp_cuda_tuning;
+
+/**
+ * bfp_cuda_dequantize() with explicit launch choices.
+ * @param tuning NULL, or the launch choices (0 fields: defaults)
+ * @return as bfp_cuda_dequantize(); BFP_ERR_ARG for a field out of range
+ */
+bfp_status bfp_cuda_dequantize_tuned(bfp_format fmt, const bfp_const_planes *d_in,
+                                     size_t rows, size_t cols, bfp_dtype dtype,
+                                     void *d_dst, void *stream,
+                                     const bfp_cuda_tuning *tuning);
 
 /**
  * Share of the squared error sum (x - y)^2 that falls on each block's largest

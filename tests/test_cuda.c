@@ -373,6 +373,21 @@ static void run_big(bfp_format fmt, bfp_dtype dt, const bfp_options *o, const vo
     CHECK(bfp_cuda_dequantize(fmt, &dcp, rows, cols, BFP_DTYPE_BF16, dq, NULL) == BFP_OK,
           "gpu dequant %s", name);
     CU(cudaDeviceSynchronize());
+    {
+        /* a launch choice changes no byte: one CTA per SM strides over everything */
+        void *bt;
+        uint16_t *dt1 = dev_alloc(n * 2, 0, &bt);
+        bfp_cuda_tuning tu = {{1}};
+        CHECK(bfp_cuda_dequantize_tuned(fmt, &dcp, rows, cols, BFP_DTYPE_BF16, dt1, NULL, &tu) ==
+                  BFP_OK, "gpu dequant tuned %s", name);
+        uint16_t *h0 = malloc(n * 2), *h1 = malloc(n * 2);
+        CU(cudaMemcpy(h0, dq, n * 2, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(h1, dt1, n * 2, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(h0, h1, n * 2) == 0, "gpu dequant tuned %s: same bytes", name);
+        free(h0);
+        free(h1);
+        CU(cudaFree(bt));
+    }
 
     size_t tile = o->nvfp4_2d ? 16 : 1, step = o->nvfp4_2d ? 16 * 13 : 97;
     int has_ts = f->has_tensor_scale && !o->nvfp4_no_tensor_scale;
@@ -544,6 +559,9 @@ static void arg_tests(void)
     CHECK(bfp_cuda_dequantize(BFP_MXFP4, &cp, 1, 32, (bfp_dtype)0, d + 3500, NULL) == BFP_ERR_ARG, "dequant dtype");
     CHECK(bfp_cuda_dequantize(BFP_MXFP4, &cp, 1, 0, BFP_DTYPE_F32, d + 3500, NULL) == BFP_ERR_SHAPE, "dequant shape");
     CHECK(bfp_cuda_dequantize(BFP_MXFP4, NULL, 1, 32, BFP_DTYPE_F32, d + 3500, NULL) == BFP_ERR_ARG, "dequant planes");
+    bfp_cuda_tuning tu = {{(1u << 20) + 1}};
+    CHECK(bfp_cuda_dequantize_tuned(BFP_MXFP4, &cp, 1, 32, BFP_DTYPE_F32, d + 3500, NULL, &tu) == BFP_ERR_ARG,
+          "dequant tuning out of range");
     CU(cudaFree(base));
 }
 

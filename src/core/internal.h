@@ -3,6 +3,7 @@
 #define BFP_INTERNAL_H
 
 #include "bfp.h"
+#include "check_args.h"
 #include "format_defs.h"
 #include "minifloat.h"
 
@@ -45,17 +46,20 @@ const bfp_format_impl *bfp_impl_get(bfp_format id);
 bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
                                bfp_options *out);
 
-/* The argument checks of every quantize / dequantize entry point (reference,
- * CPU kernels, CUDA), in one order so all return the same status: format,
- * shape, NULL pointers and dtype, byte-size overflow, options. On BFP_OK,
- * *sz holds the plane sizes (and *resolved the options). */
-bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
-                                   size_t rows, size_t cols, const bfp_options *opts,
-                                   const bfp_planes *out, bfp_plane_sizes *sz,
-                                   bfp_options *resolved);
-bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
-                                     size_t rows, size_t cols, bfp_dtype dtype,
-                                     const void *dst, bfp_plane_sizes *sz);
+/* How the layer above core spreads work over threads (core starts none):
+ * threads_for(requested, bytes, units) picks a count, run(n, fn, ctx) calls
+ * fn(ctx, t, n) for t in [0, n). */
+typedef void (*bfp_task_fn)(void *ctx, int t, int nthreads);
+typedef struct {
+    int (*threads_for)(int requested, size_t bytes, size_t units);
+    void (*run)(int n, bfp_task_fn fn, void *ctx);
+} bfp_parallel;
+
+/* bfp_matmul_prepack() with its bands of tiles spread by par (NULL: all on
+ * the calling thread); the bytes are the same for any thread count. */
+bfp_status bfp_matmul_prepack_par(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                  size_t k, uint8_t *codes, uint8_t *scales, uint8_t *corr,
+                                  const bfp_parallel *par);
 
 /* Family entry points (mx.c, mxplus.c, nvfp4.c, hif4.c). */
 bfp_status bfp_mx_quantize_ref(const bfp_qjob *job);

@@ -14,7 +14,6 @@
  * register hold it and its two low mantissa bits, which the kernel ORs into
  * the decoded bf16 (bits 5:4 under E2M1's one mantissa bit), making the
  * value exact again. */
-#include "cpu_internal.h" /* bfp_cpu_parallel */
 #include "internal.h"
 
 #include <math.h>
@@ -369,9 +368,9 @@ static void prepack_task(void *ctx, int t, int nthreads)
                   c->tiles_n * (size_t)(t + 1) / (size_t)nthreads);
 }
 
-bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
-                              size_t n, size_t k, uint8_t *codes,
-                              uint8_t *scales, uint8_t *corr)
+bfp_status bfp_matmul_prepack_par(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                  size_t k, uint8_t *codes, uint8_t *scales, uint8_t *corr,
+                                  const bfp_parallel *par)
 {
     prepack_ctx *c = malloc(sizeof *c);
     if (!c)
@@ -394,9 +393,11 @@ bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
     c->per_row = TILE_K / c->pf.block, c->e1m2 = c->pf.block == 64;
     c->codes = codes, c->scales = scales, c->corr = corr;
     word_tables_make(c->e1m2, &c->wt);
-    /* bands of tiles are independent: the bytes are the same for any count
-     * (BFP_THREADS caps it, as for bfp_dequantize) */
-    bfp_cpu_parallel(bfp_cpu_threads_for(0, c->sz.codes, c->tiles_n), prepack_task, c);
+    /* bands of tiles are independent: the bytes are the same for any count */
+    if (par)
+        par->run(par->threads_for(0, c->sz.codes, c->tiles_n), prepack_task, c);
+    else
+        prepack_task(c, 0, 1);
     free(c);
     return BFP_OK;
 }

@@ -1,5 +1,7 @@
-/* quantize.c - public entry points: argument checks, then the format's
- * reference functions. Bad input returns a status; nothing aborts. */
+/* quantize.c - the argument checks of every entry point, then the format's
+ * reference functions. Bad input returns a status; nothing aborts. (The
+ * public bfp_quantize / bfp_dequantize and their typed forms are the CPU
+ * layer's: src/cpu/dispatch.c, src/cpu/public_api.c.) */
 #include "internal.h"
 
 #include <math.h>
@@ -168,27 +170,6 @@ bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src, si
     return st;
 }
 
-bfp_status bfp_quantize_f32(bfp_format fmt, const float *src, size_t rows, size_t cols,
-                            const bfp_options *opts, const bfp_planes *out,
-                            bfp_stats *stats)
-{
-    return bfp_quantize(fmt, BFP_DTYPE_F32, src, rows, cols, opts, out, stats);
-}
-
-bfp_status bfp_quantize_bf16(bfp_format fmt, const uint16_t *src, size_t rows,
-                             size_t cols, const bfp_options *opts,
-                             const bfp_planes *out, bfp_stats *stats)
-{
-    return bfp_quantize(fmt, BFP_DTYPE_BF16, src, rows, cols, opts, out, stats);
-}
-
-bfp_status bfp_quantize_f16(bfp_format fmt, const uint16_t *src, size_t rows,
-                            size_t cols, const bfp_options *opts, const bfp_planes *out,
-                            bfp_stats *stats)
-{
-    return bfp_quantize(fmt, BFP_DTYPE_F16, src, rows, cols, opts, out, stats);
-}
-
 static bfp_status check_planes(const bfp_format_impl *impl, const bfp_const_planes *in)
 {
     if (!in || !in->codes || !in->scales || (impl->info.meta_bytes && !in->meta) ||
@@ -225,18 +206,6 @@ bfp_status bfp_dequantize_ref(bfp_format fmt, const bfp_const_planes *in, size_t
     }
     free(row);
     return BFP_OK;
-}
-
-bfp_status bfp_dequantize_to_f32(bfp_format fmt, const bfp_const_planes *in, size_t rows,
-                                 size_t cols, float *dst)
-{
-    return bfp_dequantize(fmt, in, rows, cols, BFP_DTYPE_F32, dst);
-}
-
-bfp_status bfp_dequantize_to_bf16(bfp_format fmt, const bfp_const_planes *in,
-                                  size_t rows, size_t cols, uint16_t *dst)
-{
-    return bfp_dequantize(fmt, in, rows, cols, BFP_DTYPE_BF16, dst);
 }
 
 bfp_status bfp_validate(bfp_format fmt, const bfp_const_planes *in, size_t rows,

@@ -90,8 +90,7 @@ const float *bfp_cpu_elem_lut(const bfp_elem_desc *e);
 /* For the MX+ element types: 1 per code the quantizer never writes. */
 const uint8_t *bfp_cpu_elem_special(const bfp_elem_desc *e);
 
-/* Threads (threads.c). */
-typedef void (*bfp_task_fn)(void *ctx, int t, int nthreads);
+/* Threads (threads.c); bfp_task_fn is core's (internal.h). */
 /* Run fn(ctx, t, n) for t in [0, n): t = 0 on the calling thread, the others
  * on new threads (run on the calling thread if a thread cannot start). */
 void bfp_cpu_parallel(int n, bfp_task_fn fn, void *ctx);

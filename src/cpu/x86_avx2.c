@@ -1,6 +1,6 @@
 /* x86_avx2.c - AVX2 + FMA + F16C kernels for every format (quantize from
  * f32/bf16/f16, dequantize to f32/bf16). Built with -mavx2 -mfma -mf16c
- * (tests/CMakeLists.txt sets the per-file flags); without them this file
+ * (the top-level CMakeLists.txt sets the per-file flags); without them this file
  * provides nothing and the generic kernels stay.
  *
  * Decisions follow kern_scalar.h exactly, eight lanes at a time. Bodies are

@@ -1,7 +1,7 @@
 /* x86_avx512.c - AVX-512 (F, BW, VL) kernels for every format: sixteen
  * lanes, compares into mask registers, 16- and 32-entry value tables in
  * registers for dequantization. Built with -mavx512f -mavx512bw -mavx512vl
- * plus the AVX2 flags (tests/CMakeLists.txt); without them this file gives
+ * plus the AVX2 flags (set per file in the top-level CMakeLists.txt); without them this file gives
  * nothing and the AVX2 kernels stay. Decisions are those of kern_scalar.h,
  * as in x86_avx2.c (whose 256-bit helpers, x86_avx2_inl.h, do the
  * eight-blocks-at-a-time scale arithmetic here too). */

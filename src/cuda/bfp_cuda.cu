@@ -9,21 +9,16 @@
  * amax pass (atomicMax on the fp32 bits, finite values only), a one-thread
  * kernel that turns it into s_enc, then the quantize pass, all on the
  * caller's stream. No call allocates or synchronizes. */
-#include "bfp_cuda_kernels.cuh"
+#include "bfp_cuda_launch.h"
+#include "bfp_cuda_quant_bf16.cuh" /* amax8_bf16, words_of */
+#include "check_args.h"
+#include "instances/formats.h"
 
 #include <float.h>
 #include <limits.h>
 #include <string.h>
 
 using namespace bfpcuda;
-
-/* the launchers are instantiated in bfp_cuda_k_*.cu, one pair per format
- * whose row in format_defs.h says CUDA = 1 */
-#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
-    BFP_IF_(CUDA, BFP_FORMAT_LAUNCHERS(extern, BFP_##ID))
-BFP_FORMAT_LIST(X)
-#undef X
-BFP_NV2D_LAUNCHER(extern, BFP_NVFP4)
 
 namespace {
 
@@ -111,15 +106,6 @@ __global__ void one_kernel(float *ts) { *ts = 1.0f; }
 
 /* ---- host side ---------------------------------------------------------------------- */
 
-/* The argument checks of the reference (src/core/quantize.c), shared by every path. */
-extern "C" bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
-                                              size_t rows, size_t cols, const bfp_options *opts,
-                                              const bfp_planes *out, bfp_plane_sizes *sz,
-                                              bfp_options *resolved);
-extern "C" bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
-                                                size_t rows, size_t cols, bfp_dtype dtype,
-                                                const void *dst, bfp_plane_sizes *sz);
-
 bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling *t)
 {
     size_t gpr = G * (size_t)T;
@@ -147,32 +133,33 @@ bfp_status make_tiling(size_t rows, size_t cols, size_t G, int T, int qu, Tiling
     return BFP_OK;
 }
 
-/* A format of the table without kernels (CUDA = 0) is BFP_ERR_UNSUPPORTED. */
+/* The formats with GPU kernels (instances/formats.h); any other valid id
+ * is BFP_ERR_UNSUPPORTED here */
 bfp_status dispatch_quant(int fmt, const QParams &P, const Tiling &t, cudaStream_t s)
 {
     switch (fmt) {
-#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
-    BFP_IF_(CUDA, case BFP_##ID: return launch_quant<BFP_##ID>(P, t, s);)
-        BFP_FORMAT_LIST(X)
+#define X(ID)                                                                              \
+    case BFP_##ID: return launch_quant<BFP_##ID>(P, t, s);
+        BFP_CUDA_FORMATS(X)
 #undef X
     }
     return BFP_ERR_UNSUPPORTED;
 }
 
-bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t, cudaStream_t s)
+bfp_status dispatch_dequant(int fmt, const DParams &P, const Tiling &t,
+                            const bfp_cuda_quant_tuning *tu, cudaStream_t s)
 {
     switch (fmt) {
-#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, CUDA, ...) \
-    BFP_IF_(CUDA, case BFP_##ID: return launch_dequant<BFP_##ID>(P, t, s);)
-        BFP_FORMAT_LIST(X)
+#define X(ID)                                                                              \
+    case BFP_##ID: return launch_dequant<BFP_##ID>(P, t, tu, s);
+        BFP_CUDA_FORMATS(X)
 #undef X
     }
     return BFP_ERR_UNSUPPORTED;
 }
 
 /* QU rows per thread pays off once the grid has many more threads than the
- * GPU runs at once (measured on an H200: 16384x16384 faster with QU, 16x8192
- * twice as slow); below 2^22 threads keep one row per thread. */
+ * GPU runs at once (docs/gpu.md); below 2^22 threads keep one row per thread. */
 #ifndef BFP_CUDA_QU_MIN_THREADS
 #define BFP_CUDA_QU_MIN_THREADS ((size_t)1 << 22) /* a test build may lower it */
 #endif
@@ -285,10 +272,19 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
 bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, size_t rows,
                                size_t cols, bfp_dtype dtype, void *d_dst, void *stream)
 {
+    return bfp_cuda_dequantize_tuned(fmt, d_in, rows, cols, dtype, d_dst, stream, NULL);
+}
+
+bfp_status bfp_cuda_dequantize_tuned(bfp_format fmt, const bfp_const_planes *d_in, size_t rows,
+                                     size_t cols, bfp_dtype dtype, void *d_dst, void *stream,
+                                     const bfp_cuda_tuning *tuning)
+{
     bfp_plane_sizes sz;
     bfp_status st = bfp_check_dequantize_args(fmt, d_in, rows, cols, dtype, d_dst, &sz);
     if (st != BFP_OK)
         return st;
+    if (tuning && tuning->quant.dequant_ctas_per_sm > (1u << 20))
+        return BFP_ERR_ARG;
     const bfp_format_info *f = bfp_format_get(fmt);
     if (!f->cuda)
         return BFP_ERR_UNSUPPORTED;
@@ -310,7 +306,7 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in, siz
     P.tscale = f->has_tensor_scale ? d_in->tensor_scale : NULL;
     P.dst = (unsigned char *)d_dst;
     P.dt = (int)dtype;
-    return dispatch_dequant((int)fmt, P, t, (cudaStream_t)stream);
+    return dispatch_dequant((int)fmt, P, t, tuning ? &tuning->quant : NULL, (cudaStream_t)stream);
 }
 
 } /* extern "C" */

@@ -7,11 +7,12 @@
  * argument is written beside each); anything else (NaN / zero / huge / tiny
  * scales, NaN and Inf codes, bad MX+ / NVFP4+ planes, a bad tensor scale)
  * falls back, per thread and row, to decode8 + f32_to_bf16, which is the
- * reference's arithmetic (fp32 of the exact product, then RNE to bf16).
- *
- * Included by bfp_cuda_kernels.cuh after DParams, PackT and QU. */
+ * reference's arithmetic (fp32 of the exact product, then RNE to bf16). */
 #ifndef BFP_CUDA_DEQUANT_FAST_CUH
 #define BFP_CUDA_DEQUANT_FAST_CUH
+
+#include "bfp_cuda_params.cuh"
+#include "bfp_cuda_quant_bf16.cuh" /* the bf16x2 helpers */
 
 #include <cuda_fp8.h>
 
@@ -420,6 +421,71 @@ __device__ __forceinline__ uint32_t nv_bm_bf16(uint32_t sc, uint32_t c, float s_
     return (qb + 0x7FFFu + (qb >> 16 & 1u)) >> 16;
 }
 
+/* decode8_bf16's fast path of HiF4: true when it wrote w, false when the
+ * block falls back */
+template <int FMT>
+__device__ __forceinline__ bool decode8_bf16_hif4(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
+                                                  int sub, uint32_t w[4])
+{
+    bool fast;
+    /* value = k * s * 2^(shift - 2): k = code & 7 (3 bits), s = (1 + m/4)
+     * 2^(e-48) (3 bits), so the product has at most 6 significant bits,
+     * and lies in [2^-50, 7 * 1.75 * 2^15]: exact normal bf16 */
+    uint32_t c8 = aux & 0xFFu;
+    fast = c8 != 0xFFu;
+    if (fast) {
+        uint32_t hs = (((c8 >> 2) + 79u) << 7 | (c8 & 3u) << 5) - (2u << 7); /* bf16 s/4 */
+        uint32_t sh8 = aux >> (8 + sub) & 1u;
+        uint32_t ha = hs + ((sh8 + (aux >> (16 + 2 * sub) & 1u)) << 7);
+        uint32_t hb = hs + ((sh8 + (aux >> (17 + 2 * sub) & 1u)) << 7);
+        lut4_bf16((uint32_t)codes, INT3_HIA, INT3_HIB, INT3_LOA, INT3_LOB, w);
+        w[0] = bf2_mul(w[0], ha * 0x10001u);
+        w[1] = bf2_mul(w[1], ha * 0x10001u);
+        w[2] = bf2_mul(w[2], hb * 0x10001u);
+        w[3] = bf2_mul(w[3], hb * 0x10001u);
+        return true;
+    }
+    return false;
+}
+
+/* decode8_bf16's fast path of NVFP4 and NVFP4+ (the CTA's table for this
+ * scale byte): true when it wrote w (and patch), false when the block falls
+ * back */
+template <int FMT, bool FLAT>
+__device__ __forceinline__ bool decode8_bf16_nv(PackT<grid_of(fmt_of(FMT).elem).bits> codes, uint32_t aux,
+                                                bool valid, int sub, int nblk, float s_enc, const uint4 *nvtab,
+                                                uint32_t w[4], const uint16_t *nvbm,
+                                                uint32_t &patch)
+{
+    constexpr FmtT F = fmt_of(FMT);
+    bool fast;
+    uint32_t sc = aux & 0xFFu;
+    uint4 t = nvtab[sc];
+    fast = (t.z & 0xFFu) == 0u; /* entry 0 is 0 in a fast table */
+    uint32_t bm = 0xFFu;
+    if (F.fam == BFP_FAMILY_NVFP4_PLUS) {
+        uint32_t meta = (aux >> 8) & 0xFFu;
+        bool plain = sc <= 0x02u; /* 0x7F: not fast anyway */
+        fast = fast && !((meta & 0xF0u) || (plain && meta != 0) || (int)meta >= (valid ? nblk : 0));
+        if (sc > 0x02u)
+            bm = meta;
+    }
+    if (fast) {
+        lut4_bf16((uint32_t)codes, t.x, t.y, t.z, t.w, w);
+        if (F.fam == BFP_FAMILY_NVFP4_PLUS && bm / 8 == (uint32_t)sub) {
+            int jb = (int)(bm % 8);
+            uint32_t c = ((uint32_t)codes >> (4 * jb)) & 0xFu;
+            if (FLAT) { /* nv_bm_bf16 of this scale byte and magnitude */
+                patch = nvbm[sc * 8 + (c & 7u)] | (c & 8u) << 12;
+                return true;
+            }
+            put_bf16(w, jb, nv_bm_bf16(sc, c, s_enc), true);
+        }
+        return true;
+    }
+    return false;
+}
+
 /* bf16 output of one thread's 8 codes and one row: 4 words of bf16 pairs.
  * mpbad: the MX+ block check (from mxplus_bad); nvtab: the NVFP4 tables.
  * FLAT (dequant_flat_kernel): mpbad is the code part of the MX+ check only
@@ -558,48 +624,11 @@ __device__ __forceinline__ void decode8_bf16(PackT<grid_of(fmt_of(FMT).elem).bit
             return;
         }
     } else if (F.fam == BFP_FAMILY_HIF4) {
-        /* value = k * s * 2^(shift - 2): k = code & 7 (3 bits), s = (1 + m/4)
-         * 2^(e-48) (3 bits), so the product has at most 6 significant bits,
-         * and lies in [2^-50, 7 * 1.75 * 2^15]: exact normal bf16 */
-        uint32_t c8 = aux & 0xFFu;
-        fast = c8 != 0xFFu;
-        if (fast) {
-            uint32_t hs = (((c8 >> 2) + 79u) << 7 | (c8 & 3u) << 5) - (2u << 7); /* bf16 s/4 */
-            uint32_t sh8 = aux >> (8 + sub) & 1u;
-            uint32_t ha = hs + ((sh8 + (aux >> (16 + 2 * sub) & 1u)) << 7);
-            uint32_t hb = hs + ((sh8 + (aux >> (17 + 2 * sub) & 1u)) << 7);
-            lut4_bf16((uint32_t)codes, INT3_HIA, INT3_HIB, INT3_LOA, INT3_LOB, w);
-            w[0] = bf2_mul(w[0], ha * 0x10001u);
-            w[1] = bf2_mul(w[1], ha * 0x10001u);
-            w[2] = bf2_mul(w[2], hb * 0x10001u);
-            w[3] = bf2_mul(w[3], hb * 0x10001u);
+        if (decode8_bf16_hif4<FMT>(codes, aux, sub, w))
             return;
-        }
-    } else { /* NVFP4, NVFP4+: the CTA's table for this scale byte */
-        uint32_t sc = aux & 0xFFu;
-        uint4 t = nvtab[sc];
-        fast = (t.z & 0xFFu) == 0u; /* entry 0 is 0 in a fast table */
-        uint32_t bm = 0xFFu;
-        if (F.fam == BFP_FAMILY_NVFP4_PLUS) {
-            uint32_t meta = (aux >> 8) & 0xFFu;
-            bool plain = sc <= 0x02u; /* 0x7F: not fast anyway */
-            fast = fast && !((meta & 0xF0u) || (plain && meta != 0) || (int)meta >= (valid ? nblk : 0));
-            if (sc > 0x02u)
-                bm = meta;
-        }
-        if (fast) {
-            lut4_bf16((uint32_t)codes, t.x, t.y, t.z, t.w, w);
-            if (F.fam == BFP_FAMILY_NVFP4_PLUS && bm / 8 == (uint32_t)sub) {
-                int jb = (int)(bm % 8);
-                uint32_t c = ((uint32_t)codes >> (4 * jb)) & 0xFu;
-                if (FLAT) { /* nv_bm_bf16 of this scale byte and magnitude */
-                    patch = nvbm[sc * 8 + (c & 7u)] | (c & 8u) << 12;
-                    return;
-                }
-                put_bf16(w, jb, nv_bm_bf16(sc, c, s_enc), true);
-            }
-            return;
-        }
+    } else if (decode8_bf16_nv<FMT, FLAT>(codes, aux, valid, sub, nblk, s_enc, nvtab, w, nvbm,
+                                          patch)) {
+        return;
     }
     /* fallback: the exact decoder */
     if (FLAT && MXP)
@@ -708,201 +737,6 @@ __global__ void __launch_bounds__(256) dequant_kernel(const DParams P)
         dequant_body<FMT, QU>(P, nvtab);
     else
         dequant_body<FMT, 1>(P, nvtab);
-}
-
-/* ---- bf16 output, rows of whole blocks: the flat kernel --------------------------- *
- * With cols a multiple of the block, group g (8 elements) of the tensor reads
- * its codes at g * W bytes, its scale (meta) at g / T and writes 16 bytes at
- * g * 16: the tensor is one flat array of groups, and no row / column
- * arithmetic or partial-group check is left per group. A grid of
- * warps strides over chunks of 32 * FU groups (FU = flat_fu); lane l of a warp takes groups
- * base + l + 32k (k < FU), so every load and store has a constant offset
- * from the lane's pointers and each 16-byte store of the warp is 512
- * contiguous bytes; the next chunk's loads are issued before this chunk's
- * stores. MX+ shuffles only when some lane of the warp has a code-level
- * block error (__any_sync), and the block max is patched into its register. */
-template <int FMT>
-__host__ __device__ constexpr bool flat_plain4()
-{
-    return grid_of(fmt_of(FMT).elem).bits == 4 && fmt_of(FMT).fam != BFP_FAMILY_MX_PLUS &&
-           fmt_of(FMT).fam != BFP_FAMILY_MX_PP && fmt_of(FMT).fam != BFP_FAMILY_NVFP4_PLUS;
-}
-
-/* groups per lane in a chunk: 8 for the plain 4-bit formats, whose warps
- * waited on too few loads in flight with 4 (ncu, mxfp4: DRAM 75% busy, no
- * eligible warp in 63% of cycles, SM 34% busy); 4 for the others */
-template <int FMT>
-__host__ __device__ constexpr int flat_fu()
-{
-    return flat_plain4<FMT>() ? 8 : 4;
-}
-
-template <int FMT, bool FULL>
-__device__ __forceinline__ void flat_load(const DParams &P, size_t ngroups, size_t base, unsigned lane,
-                                          PackT<grid_of(fmt_of(FMT).elem).bits> c[], uint32_t a[])
-{
-    constexpr int T = fmt_of(FMT).block / 8, W = grid_of(fmt_of(FMT).elem).bits, FU = flat_fu<FMT>();
-    size_t g0 = base + lane;
-    const unsigned char *cp = P.codes + g0 * W; /* constant offsets below */
-    size_t b0 = g0 / T;
-#pragma unroll
-    for (int k = 0; k < FU; k++) {
-        bool ok = FULL || g0 + 32 * k < ngroups;
-        if (W == 6) {
-            /* 4-aligned codes (launch_dequant): g * 6 is 4-aligned for even g
-             * (g's parity is the lane's): a 32-bit and a 16-bit load, not three */
-            uint32_t p = lane & 1u;
-            uint32_t u = ok ? __ldg(reinterpret_cast<const uint32_t *>(cp + 32 * k * W + 2 * p)) : 0u;
-            uint32_t h = ok ? __ldg(reinterpret_cast<const uint16_t *>(cp + 32 * k * W + 4 - 4 * p)) : 0u;
-            /* codes 0-3 and 4-7 (24 bits each): even g u0 u1 u2 | u3 h0 h1,
-             * odd g h0 h1 u0 | u1 u2 u3 (selector 6: a zero byte of h) */
-            uint32_t lo = prmt_sx(u, h, p ? 0x6054u : 0x6210u), hi = prmt_sx(u, h, p ? 0x6321u : 0x6543u);
-            c[k] = (PackT<W>)((uint64_t)lo | (uint64_t)hi << 24);
-        } else {
-            c[k] = ok ? (PackT<W>)load_codes<W>(cp + 32 * k * W, W, true) : (PackT<W>)0;
-        }
-        if (fmt_of(FMT).fam == BFP_FAMILY_HIF4) /* 4-aligned scales (launch_dequant) */
-            a[k] = ok ? __ldg(reinterpret_cast<const uint32_t *>(P.scales) + b0 + 32 * k / T) : 0u;
-        else
-            a[k] = ok ? load_aux<FMT>(P, b0 + 32 * k / T) : 0u;
-    }
-}
-
-/* one group (index sub in its block): decode and store (invalid groups of
- * the last chunk store nothing) */
-template <int FMT>
-__device__ __forceinline__ void flat_out(const DParams &P, size_t g, int sub, bool ok, PackT<grid_of(fmt_of(FMT).elem).bits> c,
-                                         uint32_t a, uint32_t lbad, float s_enc, const uint4 *nvtab,
-                                         const uint16_t *nvbm)
-{
-    constexpr FmtT F = fmt_of(FMT);
-    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
-    uint32_t w[4], patch;
-    bool mpbad = MXP && lbad != 0;
-    decode8_bf16<FMT, true>(c, a, true, sub, F.block, s_enc, mpbad, nvtab, w, nvbm, patch);
-    /* the block max into its register: with a second, 2-byte store instead,
-     * ncu showed a memory unit at 85% of its peak while DRAM was 60% busy */
-    if (patch != ~0u)
-        put_bf16(w, (int)(a >> 8 & 7u), patch, true);
-    if (ok)
-        *reinterpret_cast<uint4 *>(P.dst + g * 16) = make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-/* MX+ code check of a lane's FU groups, before the warp exchange: lb[k] is
- * the lane's part (formats with special codes) and the result says whether
- * the warp must exchange. E2M1, E2M3, E3M2 have no special codes: only a
- * flushed block (scale 0 / 0xFF) can fail, and its lb is found in
- * flat_lbad_full. base and 32k are multiples of T: a group's index in its
- * block is lane % T. */
-template <int FMT>
-__device__ __forceinline__ bool flat_lbad(const PackT<grid_of(fmt_of(FMT).elem).bits> c[], const uint32_t a[],
-                                          unsigned lane, uint32_t lb[])
-{
-    constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8, FU = flat_fu<FMT>();
-    constexpr bool SPECIAL = grid_of(F.elem).kind == GK_INT ||
-                             (int)((1u << grid_of(F.elem).bits) - 1) / 2 > grid_of(F.elem).maxidx;
-    bool any = false;
-#pragma unroll
-    for (int k = 0; k < FU; k++) {
-        lb[k] = SPECIAL ? mxplus_bad_codes<FMT>(c[k], a[k], (int)(lane % T), 8) : 0u;
-        any = any || (SPECIAL ? lb[k] != 0 : (a[k] & 0xFFu) - 1u >= 254u);
-    }
-    return any;
-}
-
-template <int FMT>
-__device__ __forceinline__ uint32_t flat_lbad_full(PackT<grid_of(fmt_of(FMT).elem).bits> c, uint32_t a,
-                                                   unsigned lane, uint32_t lb)
-{
-    constexpr FmtT F = fmt_of(FMT);
-    constexpr bool SPECIAL = grid_of(F.elem).kind == GK_INT ||
-                             (int)((1u << grid_of(F.elem).bits) - 1) / 2 > grid_of(F.elem).maxidx;
-    return SPECIAL ? lb : mxplus_bad_codes<FMT>(c, a, (int)(lane % (F.block / 8)), 8);
-}
-
-template <int FMT, bool FULL>
-__device__ __forceinline__ void flat_chunk(const DParams &P, size_t ngroups, size_t base, unsigned lane,
-                                           const PackT<grid_of(fmt_of(FMT).elem).bits> c[],
-                                           const uint32_t a[], float s_enc, const uint4 *nvtab,
-                                           const uint16_t *nvbm)
-{
-    constexpr FmtT F = fmt_of(FMT);
-    constexpr int T = F.block / 8, FU = flat_fu<FMT>();
-    constexpr bool MXP = F.fam == BFP_FAMILY_MX_PLUS || F.fam == BFP_FAMILY_MX_PP;
-    uint32_t lb[FU] = {};
-    if (MXP && __any_sync(0xFFFFFFFFu, flat_lbad<FMT>(c, a, lane, lb))) { /* warp-uniform, rare */
-#pragma unroll
-        for (int k = 0; k < FU; k++)
-            lb[k] = group_or<T>(flat_lbad_full<FMT>(c[k], a[k], lane, lb[k]));
-    }
-#pragma unroll
-    for (int k = 0; k < FU; k++) {
-        size_t g = base + lane + 32 * k;
-        flat_out<FMT>(P, g, (int)(lane % T), FULL || g < ngroups, c[k], a[k], lb[k], s_enc, nvtab, nvbm);
-    }
-}
-
-/* CTAs per SM the register count must allow: 8-bit codes (two registers a
- * group, twice for the prefetch), NVFP4+ (else a spill) and the plain 4-bit
- * formats (8 groups a lane) get up to 64 registers, the others 48 */
-template <int FMT>
-__host__ __device__ constexpr int flat_min_ctas()
-{
-    return grid_of(fmt_of(FMT).elem).bits == 8 || fmt_of(FMT).fam == BFP_FAMILY_NVFP4_PLUS ||
-                   flat_plain4<FMT>()
-               ? 4
-               : 5;
-}
-
-template <int FMT>
-__global__ void __launch_bounds__(256, flat_min_ctas<FMT>()) dequant_flat_kernel(const DParams P, size_t ngroups)
-{
-    constexpr FmtT F = fmt_of(FMT);
-    constexpr int W = grid_of(F.elem).bits;
-    constexpr bool NV = F.fam == BFP_FAMILY_NVFP4 || F.fam == BFP_FAMILY_NVFP4_PLUS;
-    constexpr bool NVP = F.fam == BFP_FAMILY_NVFP4_PLUS;
-    constexpr int FU = flat_fu<FMT>();
-    constexpr size_t CH = 32 * FU; /* groups per warp chunk */
-    __shared__ uint4 nvtab[NV ? 256 : 1];
-    __shared__ uint16_t nvbm[NVP ? 128 * 8 : 1];
-    const unsigned lane = threadIdx.x & 31u;
-    const size_t step = (size_t)gridDim.x * 8 * CH;
-    size_t base = ((size_t)blockIdx.x * 8 + threadIdx.x / 32) * CH;
-    PackT<W> c[FU], cn[FU] = {};
-    uint32_t a[FU], an[FU] = {};
-    bool have = base + CH <= ngroups; /* warp-uniform, as base */
-    /* the first chunk's loads go out before the tables are built, so that a
-     * CTA's table work overlaps their latency (a CTA takes only a few chunks) */
-    if (have)
-        flat_load<FMT, true>(P, ngroups, base, lane, c, a);
-    float s_enc = 1.0f;
-    if (NV) { /* the tables once per CTA */
-        s_enc = __ldg(P.tscale);
-        nvtab[threadIdx.x] = nv_bf16_table(threadIdx.x, s_enc);
-        if (NVP)
-            for (unsigned i = threadIdx.x; i < 128 * 8; i += 256)
-                nvbm[i] = (uint16_t)nv_bm_bf16(i >> 3, i & 7u, s_enc);
-        __syncthreads();
-    }
-    while (have) { /* whole chunks */
-        size_t nb = base + step;
-        bool more = nb + CH <= ngroups;
-        if (more)
-            flat_load<FMT, true>(P, ngroups, nb, lane, cn, an);
-        flat_chunk<FMT, true>(P, ngroups, base, lane, c, a, s_enc, nvtab, nvbm);
-#pragma unroll
-        for (int k = 0; k < FU; k++) {
-            c[k] = cn[k];
-            a[k] = an[k];
-        }
-        base = nb;
-        have = more;
-    }
-    if (base < ngroups) { /* the last, partial chunk (one warp) */
-        flat_load<FMT, false>(P, ngroups, base, lane, c, a);
-        flat_chunk<FMT, false>(P, ngroups, base, lane, c, a, s_enc, nvtab, nvbm);
-    }
 }
 
 } // namespace bfpcuda

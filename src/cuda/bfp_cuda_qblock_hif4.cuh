@@ -1,6 +1,5 @@
 /* bfp_cuda_qblock_hif4.cuh - HiF4 quantizer for bf16 input with a whole
- * 64-element block per thread (included by bfp_cuda_kernels.cuh, which
- * defines QParams). The hot path of HiF4: bf16 input, its default rounding
+ * 64-element block per thread. The hot path of HiF4: bf16 input, its default rounding
  * (ties away), rows of whole blocks, 16-byte aligned input and codes, 4-byte
  * aligned scale words. A thread reads its block as eight 16-byte vectors
  * (vector k = E1_8 group k), takes every maximum with packed 16-bit max,
@@ -46,7 +45,9 @@
 #ifndef BFP_CUDA_QBLOCK_HIF4_CUH
 #define BFP_CUDA_QBLOCK_HIF4_CUH
 
-#include "bfp_cuda_quant_bf16.cuh"
+#include "bfp_cuda_qblock_ctas.cuh"
+#include "bfp_cuda_quant_hif4.cuh"
+#include "bfp_cuda_quant_rows.cuh"
 
 namespace bfpcuda {
 
@@ -145,7 +146,7 @@ __device__ __forceinline__ void hif4_block_bf16(const QParams &P, size_t b)
 
 /* The kernel stages a warp's 32 blocks through shared memory. Read straight,
  * each 16-byte load of the warp touched 32 cache lines (its lanes 128 bytes
- * apart), and under ncu an L1 unit was 97% busy while DRAM was 70% busy.
+ * apart) and kept an L1 unit busier than DRAM (docs/gpu.md).
  * Here lane l loads vector c = 32 i + l (i < 8) of the warp's 4 KB, so each
  * load reads 512 contiguous bytes, and puts it at row c / 8 (its block),
  * column c % 8 of the stage. Rows are HIF4_ROW = 9 vectors apart, so both

@@ -32,7 +32,8 @@
 #ifndef BFP_CUDA_QBLOCK_MXPP_CUH
 #define BFP_CUDA_QBLOCK_MXPP_CUH
 
-#include "bfp_cuda_kernels.cuh"
+#include "bfp_cuda_quant_mxplus.cuh"
+#include "bfp_cuda_quant_rows.cuh"
 
 namespace bfpcuda {
 

@@ -1,6 +1,6 @@
 /* bfp_cuda_qblock_nv.cuh - NVFP4 / NVFP4+ quantizer for bf16 input with
  * whole blocks per thread (RNE, 1-D blocks, rows of whole 16-element
- * blocks, vector-aligned input and codes). Included by bfp_cuda_kernels.cuh;
+ * blocks, vector-aligned input and codes).
  * launch_quant takes it when nv_block_ok says so. tools/dev/quant_emul_nv.cc
  * runs nv_block_bf16 on the host against the reference.
  *
@@ -29,8 +29,9 @@
 #ifndef BFP_CUDA_QBLOCK_NV_CUH
 #define BFP_CUDA_QBLOCK_NV_CUH
 
-/* (no includes: bfp_cuda_kernels.cuh includes this after QParams, nv_senc
- * and the bf16x2 helpers, before launch_quant) */
+#include "bfp_cuda_qblock_ctas.cuh"
+#include "bfp_cuda_quant_nv.cuh"
+#include "bfp_cuda_quant_rows.cuh"
 
 namespace bfpcuda {
 

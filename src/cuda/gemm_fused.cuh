@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "format_defs.h"
-#include "bfp_cuda_quant_bf16.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
+#include "bfp_cuda_ptx.cuh" /* bf2_mul, prmt_sx, min_u16x2: exact host branches */
 
 namespace bfpgemm {
 

@@ -20,6 +20,13 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *in, size_
     return BFP_ERR_UNSUPPORTED;
 }
 
+bfp_status bfp_cuda_dequantize_tuned(bfp_format fmt, const bfp_const_planes *in,
+                                     size_t rows, size_t cols, bfp_dtype dtype, void *d_dst,
+                                     void *stream, const bfp_cuda_tuning *tuning)
+{
+    return BFP_ERR_UNSUPPORTED;
+}
+
 bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, size_t n,
                                   size_t k, bfp_cuda_weight **out)
 {

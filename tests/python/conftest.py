@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-INSTALL_HINT = "pip install -r requirements-test.txt"
+INSTALL_HINT = "make test (it installs requirements-test.txt into .venv/)"
 
 try:
     import numpy  # noqa: F401

@@ -3,7 +3,7 @@
  * tests (quant_emul.cc, dequant_emul.cc). The packed bf16x2 helpers and PRMT
  * with sign replication have their host branches in the kernels' headers.
  * One thread stands for a warp: a shuffle returns the caller's own value and
- * the callers combine lanes themselves. Include before bfp_cuda_kernels.cuh. */
+ * the callers combine lanes themselves. Include before the kernel headers. */
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -22,7 +22,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_host_stubs.h"
-#include "bfp_cuda_kernels.cuh"
+#include "bfp_cuda_launch_dequant.cuh"
 
 using namespace bfpcuda;
 

@@ -25,6 +25,7 @@
 
 #include <cuda_runtime.h>
 
+#include "bfp.h"
 #include "cuda_host_stubs.h"
 #include "emul_gen.h"
 #include "gemm_fused.cuh"

@@ -1,5 +1,5 @@
 /* quant_emul.cc - runs the GPU's block-per-thread bf16 quantizer
- * (block_thread and mx_block_bf16 in src/cuda/bfp_cuda_kernels.cuh, with the bf16x2 encoders
+ * (block_thread and mx_block_bf16 in src/cuda/bfp_cuda_qblock_mx*.cuh, with the bf16x2 encoders
  * of bfp_cuda_quant_bf16.cuh) on the host, the packed bf16x2 and PRMT
  * instructions emulated exactly by those files' host branches, and compares
  * codes, scales, meta bytes and the non-finite count byte for byte with
@@ -30,7 +30,7 @@
 #include "cuda_host_stubs.h"
 #include "emul_gen.h"
 #include "emul_check.h"
-#include "bfp_cuda_kernels.cuh"
+#include "bfp_cuda_launch_quant.cuh"
 
 using namespace bfpcuda;
 

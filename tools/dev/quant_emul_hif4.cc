@@ -26,7 +26,7 @@
 #include "cuda_host_stubs.h"
 #include "emul_gen.h"
 #include "emul_check.h"
-#include "bfp_cuda_kernels.cuh"
+#include "bfp_cuda_launch_quant.cuh"
 
 using namespace bfpcuda;
 

@@ -1,0 +1,5 @@
+/* mxint4+: the quantize launcher (written by generate.py). */
+#include "bfp_cuda_launch_quant.cuh"
+
+template bfp_status bfpcuda::launch_quant<BFP_MXINT4_PLUS>(bfpcuda::QParams, const bfpcuda::Tiling &,
+                                                   cudaStream_t);

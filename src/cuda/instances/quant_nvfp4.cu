@@ -1,0 +1,6 @@
+/* nvfp4: the quantize launcher (written by generate.py). */
+#include "bfp_cuda_launch_quant.cuh"
+
+template bfp_status bfpcuda::launch_quant<BFP_NVFP4>(bfpcuda::QParams, const bfpcuda::Tiling &,
+                                                   cudaStream_t);
+template bfp_status bfpcuda::launch_nv2d<BFP_NVFP4>(bfpcuda::QParams, cudaStream_t);
