@@ -4,10 +4,17 @@
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
  * every output written (y is poisoned with NaN first), the workspace left
  * zeroed (a second call is as good), one workspace shared by every path in
- * turn, NaN weight blocks giving NaN columns, two products on two streams at once. Without a
- * GPU it prints "skipped: no GPU" and passes. */
+ * turn, NaN weight blocks giving NaN columns, two products on two streams at
+ * once and on two threads at once (each thread's cuBLAS handle); caller-owned
+ * packed weights (a view over a packed buffer, and over a moved copy of it,
+ * gives the upload's y bit for bit), the tuning struct (NULL = {0} = the plain
+ * call, non-default values, out-of-range values refused). The BFP_MATMUL_*
+ * variables (bench/gpu.sh) set the tuning of every case (matmul_tuning_env.h).
+ * Without a GPU it runs the argument checks that need none and prints
+ * "skipped: no GPU". */
 #include "bfp.h"
 #include "check.h"
+#include "matmul_tuning_env.h"
 #include "prng.h"
 
 #include <math.h>
@@ -21,7 +28,11 @@
 
 #include "cuda_check.h"
 
+#include <pthread.h>
+
 static prng rng = {42};
+static bfp_matmul_tuning env_tuning;
+static const bfp_matmul_tuning *tun; /* the cases' tuning: NULL, or BFP_MATMUL_*'s */
 static int hopper; /* compute capability 9.0: BFP_MATMUL_WGMMA runs, AUTO takes it */
 static double unif(void) { return prng_unit(&rng); }
 static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
@@ -108,7 +119,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     if (st != BFP_OK)
         goto out;
     void *dx, *dbias, *dy, *dws = NULL;
-    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, path);
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(dw, m, path, tun);
     CU(cudaMalloc(&dx, (m * k + 8) * 2));
     CU(cudaMalloc(&dbias, n * 2));
     CU(cudaMalloc(&dy, m * n * 2));
@@ -121,7 +132,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
     for (int rep = 0; rep < 2; rep++) {
         CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN poison: unwritten tiles show */
-        st = bfp_cuda_matmul(dw, xp, m, bias_on ? dbias : NULL, dy, dws, wsb, path, NULL);
+        st = bfp_cuda_matmul_ex(dw, xp, m, bias_on ? dbias : NULL, dy, dws, wsb, path, tun, NULL);
         CHECK(st == BFP_OK, "%s matmul: %s", name, bfp_status_str(st));
         CU(cudaDeviceSynchronize());
         CU(cudaMemcpy(rep ? y2 : y, dy, m * n * 2, cudaMemcpyDeviceToHost));
@@ -178,13 +189,13 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
     bfp_cuda_weight *dw;
     CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &dw) == BFP_OK, "upload");
     void *dx, *dy, *dws;
-    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, path);
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(dw, m, path, tun);
     CU(cudaMalloc(&dx, sizeof x));
     CU(cudaMalloc(&dy, sizeof y));
     CU(cudaMalloc(&dws, wsb + 1));
     CU(cudaMemset(dws, 0, wsb + 1));
     CU(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
-    CHECK(bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, path, NULL) == BFP_OK, "matmul");
+    CHECK(bfp_cuda_matmul_ex(dw, dx, m, NULL, dy, dws, wsb, path, tun, NULL) == BFP_OK, "matmul");
     CU(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
     int good = 1;
     for (size_t i = 0; i < m; i++)
@@ -201,11 +212,14 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
 
 /* Two different products (format, shape, bias) on two streams at once, each
  * with its own workspace, calls interleaved: both must match their reference
- * (AUTO: the wgmma kernel with a K split on Hopper, else dequant + cuBLAS). */
+ * (AUTO: the wgmma kernel with a K split on Hopper, else dequant + cuBLAS);
+ * then the same from two host threads, through dequant + cuBLAS (each
+ * thread's own cuBLAS handle). */
 typedef struct {
     bfp_format f;
     size_t m, n, k;
     int bias_on;
+    bfp_matmul_path path;
     hplanes w;
     uint16_t *x, *bias, *y;
     float *ref;
@@ -213,61 +227,254 @@ typedef struct {
     void *dx, *dbias, *dy, *dws;
     size_t wsb;
     cudaStream_t s;
+    bfp_status st; /* a thread's first error */
 } stream_job;
+
+static void job_setup(stream_job *b)
+{
+    make_weight(b->f, b->n, b->k, 1, -1, &b->w);
+    b->x = malloc(b->m * b->k * 2), b->bias = malloc(b->n * 2), b->y = malloc(b->m * b->n * 2);
+    b->ref = malloc(b->m * b->n * sizeof *b->ref);
+    for (size_t i = 0; i < b->m * b->k; i++)
+        b->x[i] = bfp_f32_to_bf16((float)gauss());
+    for (size_t i = 0; i < b->n; i++)
+        b->bias[i] = bfp_f32_to_bf16((float)gauss());
+    bfp_const_planes cw = {b->w.codes, b->w.scales, b->w.meta, &b->w.ts};
+    CHECK(bfp_matmul_ref(b->f, &cw, b->n, b->k, b->x, b->m, b->bias_on ? b->bias : NULL,
+                         b->ref) == BFP_OK, "ref");
+    CHECK(bfp_cuda_weight_upload(b->f, &cw, b->n, b->k, &b->dw) == BFP_OK, "upload");
+    b->wsb = bfp_cuda_matmul_workspace_size_ex(b->dw, b->m, b->path, tun);
+    CU(cudaMalloc(&b->dx, b->m * b->k * 2));
+    CU(cudaMalloc(&b->dbias, b->n * 2));
+    CU(cudaMalloc(&b->dy, b->m * b->n * 2));
+    CU(cudaMalloc(&b->dws, b->wsb + 1));
+    CU(cudaMemset(b->dws, 0, b->wsb + 1));
+    CU(cudaMemcpy(b->dx, b->x, b->m * b->k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(b->dbias, b->bias, b->n * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemset(b->dy, 0xFF, b->m * b->n * 2));
+    CU(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
+    b->st = BFP_OK;
+}
+
+static bfp_status job_call(stream_job *b)
+{
+    return bfp_cuda_matmul_ex(b->dw, b->dx, b->m, b->bias_on ? b->dbias : NULL, b->dy, b->dws,
+                              b->wsb, b->path, tun, b->s);
+}
+
+/* a thread's part: 4 calls, then wait for them (no CHECK: its counters
+ * are the main thread's) */
+static void *job_thread(void *arg)
+{
+    stream_job *b = arg;
+    for (int rep = 0; rep < 4 && b->st == BFP_OK; rep++)
+        b->st = job_call(b);
+    if (b->st == BFP_OK && cudaStreamSynchronize(b->s) != cudaSuccess)
+        b->st = BFP_ERR_DEVICE;
+    return NULL;
+}
+
+static void job_check_free(stream_job *b, const char *what)
+{
+    CHECK(b->st == BFP_OK, "%s: %s", what, bfp_status_str(b->st));
+    CU(cudaStreamSynchronize(b->s));
+    CU(cudaMemcpy(b->y, b->dy, b->m * b->n * 2, cudaMemcpyDeviceToHost));
+    double num, den;
+    size_t nans = err_sums(b->y, b->ref, b->m * b->n, &num, &den);
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    CHECK(nans == 0 && rel < 5e-3, "%s, %s m=%zu: rel err %.3g, %zu NaN", what,
+          bfp_format_get(b->f)->name, b->m, rel, nans);
+    CU(cudaStreamDestroy(b->s));
+    CU(cudaFree(b->dx));
+    CU(cudaFree(b->dbias));
+    CU(cudaFree(b->dy));
+    CU(cudaFree(b->dws));
+    bfp_cuda_weight_free(b->dw);
+    free(b->x), free(b->bias), free(b->y), free(b->ref);
+    free_weight(&b->w);
+}
 
 static void two_streams_case(void)
 {
     stream_job jobs[2] = {{.f = BFP_MXFP4_PLUS, .m = 128, .n = 1000, .k = 2048, .bias_on = 1},
                           {.f = BFP_NVFP4, .m = 64, .n = 520, .k = 1300, .bias_on = 0}};
-    for (int j = 0; j < 2; j++) {
-        stream_job *b = &jobs[j];
-        make_weight(b->f, b->n, b->k, 1, -1, &b->w);
-        b->x = malloc(b->m * b->k * 2), b->bias = malloc(b->n * 2), b->y = malloc(b->m * b->n * 2);
-        b->ref = malloc(b->m * b->n * sizeof *b->ref);
-        for (size_t i = 0; i < b->m * b->k; i++)
-            b->x[i] = bfp_f32_to_bf16((float)gauss());
-        for (size_t i = 0; i < b->n; i++)
-            b->bias[i] = bfp_f32_to_bf16((float)gauss());
-        bfp_const_planes cw = {b->w.codes, b->w.scales, b->w.meta, &b->w.ts};
-        CHECK(bfp_matmul_ref(b->f, &cw, b->n, b->k, b->x, b->m, b->bias_on ? b->bias : NULL,
-                             b->ref) == BFP_OK, "ref");
-        CHECK(bfp_cuda_weight_upload(b->f, &cw, b->n, b->k, &b->dw) == BFP_OK, "upload");
-        b->wsb = bfp_cuda_matmul_workspace_size(b->dw, b->m, BFP_MATMUL_AUTO);
-        CU(cudaMalloc(&b->dx, b->m * b->k * 2));
-        CU(cudaMalloc(&b->dbias, b->n * 2));
-        CU(cudaMalloc(&b->dy, b->m * b->n * 2));
-        CU(cudaMalloc(&b->dws, b->wsb + 1));
-        CU(cudaMemset(b->dws, 0, b->wsb + 1));
-        CU(cudaMemcpy(b->dx, b->x, b->m * b->k * 2, cudaMemcpyHostToDevice));
-        CU(cudaMemcpy(b->dbias, b->bias, b->n * 2, cudaMemcpyHostToDevice));
-        CU(cudaMemset(b->dy, 0xFF, b->m * b->n * 2));
-        CU(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
-    }
+    for (int j = 0; j < 2; j++)
+        job_setup(&jobs[j]);
     for (int rep = 0; rep < 4; rep++)
-        for (int j = 0; j < 2; j++) {
-            stream_job *b = &jobs[j];
-            CHECK(bfp_cuda_matmul(b->dw, b->dx, b->m, b->bias_on ? b->dbias : NULL, b->dy,
-                                  b->dws, b->wsb, BFP_MATMUL_AUTO, b->s) == BFP_OK,
-                  "matmul on stream %d", j);
-        }
-    for (int j = 0; j < 2; j++) {
-        stream_job *b = &jobs[j];
-        CU(cudaStreamSynchronize(b->s));
-        CU(cudaMemcpy(b->y, b->dy, b->m * b->n * 2, cudaMemcpyDeviceToHost));
-        double num, den;
-        size_t nans = err_sums(b->y, b->ref, b->m * b->n, &num, &den);
-        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-        CHECK(nans == 0 && rel < 5e-3, "two streams, %s m=%zu: rel err %.3g, %zu NaN",
-              bfp_format_get(b->f)->name, b->m, rel, nans);
-        CU(cudaStreamDestroy(b->s));
-        CU(cudaFree(b->dx));
-        CU(cudaFree(b->dbias));
-        CU(cudaFree(b->dy));
-        CU(cudaFree(b->dws));
-        bfp_cuda_weight_free(b->dw);
-        free(b->x), free(b->bias), free(b->y), free(b->ref);
-        free_weight(&b->w);
+        for (int j = 0; j < 2; j++)
+            if (jobs[j].st == BFP_OK)
+                jobs[j].st = job_call(&jobs[j]);
+    for (int j = 0; j < 2; j++)
+        job_check_free(&jobs[j], "two streams");
+}
+
+static void two_threads_case(void)
+{
+    stream_job jobs[2] = {{.f = BFP_HIF4, .m = 300, .n = 700, .k = 1500, .bias_on = 1,
+                           .path = BFP_MATMUL_DEQUANT_CUBLAS},
+                          {.f = BFP_MXFP4, .m = 77, .n = 260, .k = 3000, .bias_on = 0,
+                           .path = BFP_MATMUL_DEQUANT_CUBLAS}};
+    pthread_t th[2];
+    for (int j = 0; j < 2; j++)
+        job_setup(&jobs[j]);
+    for (int j = 0; j < 2; j++)
+        CHECK(pthread_create(&th[j], NULL, job_thread, &jobs[j]) == 0, "pthread_create");
+    for (int j = 0; j < 2; j++)
+        CHECK(pthread_join(th[j], NULL) == 0, "pthread_join");
+    for (int j = 0; j < 2; j++)
+        job_check_free(&jobs[j], "two threads");
+}
+
+/* y of every path through a weight, to compare bit for bit: shapes whose
+ * plans split no K (k <= 256, and k <= 64 for the skinny kernel), so
+ * that no fp32 atomics order the sums */
+static void ys_of(const bfp_cuda_weight *w, const void *dx, size_t m, size_t n, size_t k,
+                  const void *dbias, void *dy, void *dws, size_t wsb, bfp_matmul_path path,
+                  int how, uint16_t *y)
+{
+    static const bfp_matmul_tuning zero = {0};
+    CU(cudaMemset(dy, 0xFF, m * n * 2));
+    bfp_status st = how == 0   ? bfp_cuda_matmul(w, dx, m, dbias, dy, dws, wsb, path, NULL)
+                    : how == 1 ? bfp_cuda_matmul_ex(w, dx, m, dbias, dy, dws, wsb, path, NULL,
+                                                    NULL)
+                               : bfp_cuda_matmul_ex(w, dx, m, dbias, dy, dws, wsb, path, &zero,
+                                                    NULL);
+    CHECK(st == BFP_OK, "api case path %d m=%zu k=%zu: %s", (int)path, m, k,
+          bfp_status_str(st));
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
+}
+
+/* Caller-owned packed weights: bfp_cuda_weight_pack into a buffer inside a
+ * larger allocation, a view of it, and a view of a moved copy (the original
+ * then overwritten) give the upload's y bit for bit on every path; the plain
+ * call, tuning NULL and tuning {0} give the same y; a view of the wrong
+ * weight, a short or misaligned buffer is refused. */
+static void api_case(bfp_format f, size_t m, size_t n, size_t k)
+{
+    const char *name = bfp_format_get(f)->name;
+    hplanes w;
+    make_weight(f, n, k, 1, -1, &w);
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    uint16_t *x = malloc(m * k * 2), *bias = malloc(n * 2);
+    uint16_t *y0 = malloc(m * n * 2), *y1 = malloc(m * n * 2);
+    float *ref = malloc(m * n * sizeof *ref);
+    for (size_t i = 0; i < m * k; i++)
+        x[i] = bfp_f32_to_bf16((float)gauss());
+    for (size_t i = 0; i < n; i++)
+        bias[i] = bfp_f32_to_bf16((float)gauss());
+    CHECK(bfp_matmul_ref(f, &cw, n, k, x, m, bias, ref) == BFP_OK, "ref");
+    size_t bytes = 0;
+    CHECK(bfp_cuda_weight_packed_size(f, n, k, &bytes) == BFP_OK, "%s packed size", name);
+    bfp_cuda_weight *up = NULL, *view = NULL, *moved = NULL, *bad = NULL;
+    char *big, *copy;
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CU(cudaMalloc((void **)&big, bytes + 1024));
+    CU(cudaMalloc((void **)&copy, bytes));
+    char *buf = big + 512; /* cudaMalloc's 256-byte alignment kept */
+    CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &up) == BFP_OK, "%s upload", name);
+    CHECK(bfp_cuda_weight_pack(f, &cw, n, k, buf, bytes - 1, s) == BFP_ERR_ARG, "short buffer");
+    CHECK(bfp_cuda_weight_pack(f, &cw, n, k, buf + 16, bytes, s) == BFP_ERR_ARG, "misaligned");
+    CHECK(bfp_cuda_weight_pack(f, &cw, n, k, buf, bytes, s) == BFP_OK, "%s pack", name);
+    CHECK(bfp_cuda_weight_view(f, n, k, buf, bytes, &view) == BFP_OK, "%s view", name);
+    bad = (bfp_cuda_weight *)&w;
+    CHECK(bfp_cuda_weight_view(f, n, k, buf, bytes - 1, &bad) == BFP_ERR_ARG && !bad,
+          "%s view of a short buffer", name);
+    CHECK(bfp_cuda_weight_view(f, n + 1, k, buf, bytes * 2, &bad) == BFP_ERR_ARG &&
+              bfp_cuda_weight_view(f == BFP_HIF4 ? BFP_NVFP4 : BFP_HIF4, n, k, buf, bytes * 2,
+                                   &bad) == BFP_ERR_ARG &&
+              bfp_cuda_weight_view(f, n, k, buf + 256, bytes, &bad) == BFP_ERR_ARG,
+          "%s view of another weight's buffer", name);
+    if (!up || !view)
+        goto out;
+    void *dx, *dbias, *dy, *dws;
+    size_t wsb = 0;
+    for (int p = 0; p <= BFP_MATMUL_WGMMA; p++) {
+        size_t b = bfp_cuda_matmul_workspace_size(up, m, (bfp_matmul_path)p);
+        CHECK(b == bfp_cuda_matmul_workspace_size(view, m, (bfp_matmul_path)p),
+              "%s view's workspace size, path %d", name, p);
+        wsb = b > wsb ? b : wsb;
     }
+    CU(cudaMalloc(&dx, m * k * 2));
+    CU(cudaMalloc(&dbias, n * 2));
+    CU(cudaMalloc(&dy, m * n * 2));
+    CU(cudaMalloc(&dws, wsb + 1));
+    CU(cudaMemset(dws, 0, wsb + 1));
+    CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) { /* move: copy the bytes, view the copy, spoil the original */
+            CU(cudaMemcpy(copy, buf, bytes, cudaMemcpyDeviceToDevice));
+            CHECK(bfp_cuda_weight_view(f, n, k, copy, bytes, &moved) == BFP_OK, "%s moved", name);
+            bfp_cuda_weight_free(view);
+            view = NULL;
+            CU(cudaMemset(buf, 0, bytes));
+            if (!moved)
+                break;
+        }
+        const bfp_cuda_weight *v = pass ? moved : view;
+        for (int p = 1; p <= BFP_MATMUL_WGMMA; p++) {
+            const bfp_matmul_path path = (bfp_matmul_path)p;
+            if ((path == BFP_MATMUL_SKINNY && (m > 32 || k > 64)) ||
+                (path == BFP_MATMUL_WGMMA && !hopper))
+                continue;
+            ys_of(up, dx, m, n, k, dbias, dy, dws, wsb, path, 0, y0);
+            double num, den;
+            size_t nans = err_sums(y0, ref, m * n, &num, &den);
+            CHECK(nans == 0 && sqrt(num / den) < 5e-3, "%s path %d m=%zu: rel err %.3g", name,
+                  p, m, sqrt(num / den));
+            for (int how = 0; how < 3; how++) {
+                ys_of(v, dx, m, n, k, dbias, dy, dws, wsb, path, how, y1);
+                CHECK(memcmp(y0, y1, m * n * 2) == 0,
+                      "%s path %d m=%zu k=%zu: the %s (call %d) differs from the upload's", name,
+                      p, m, k, pass ? "moved view" : "view", how);
+            }
+        }
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dbias));
+    CU(cudaFree(dy));
+    CU(cudaFree(dws));
+out:
+    bfp_cuda_weight_free(up);
+    bfp_cuda_weight_free(view);
+    bfp_cuda_weight_free(moved);
+    CU(cudaFree(big));
+    CU(cudaFree(copy));
+    CU(cudaStreamDestroy(s));
+    free(x), free(bias), free(y0), free(y1), free(ref);
+    free_weight(&w);
+}
+
+/* An out-of-range tuning is refused by the call and sizes no workspace */
+static void tuning_refused_case(void)
+{
+    hplanes w;
+    make_weight(BFP_MXFP4, 64, 256, 0, -1, &w);
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    bfp_cuda_weight *dw = NULL;
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 256, &dw) == BFP_OK, "upload");
+    void *dx, *dy, *dws;
+    CU(cudaMalloc(&dx, 4 * 256 * 2));
+    CU(cudaMalloc(&dy, 4 * 64 * 2));
+    CU(cudaMalloc(&dws, (size_t)64 << 20));
+    CU(cudaMemset(dws, 0, (size_t)64 << 20));
+    const bfp_matmul_tuning bad[] = {{.ctas_per_sm = 65}, {.warps_per_sm = -1},
+                                     {.mid_splits = 100}, {.post_max_m = -2},
+                                     {.wgmma_serial = 2}};
+    for (size_t i = 0; dw && i < sizeof bad / sizeof bad[0]; i++)
+        for (int p = 0; p <= BFP_MATMUL_WGMMA; p++) {
+            CHECK(bfp_cuda_matmul_ex(dw, dx, 4, NULL, dy, dws, (size_t)64 << 20,
+                                     (bfp_matmul_path)p, &bad[i], NULL) == BFP_ERR_ARG &&
+                      bfp_cuda_matmul_workspace_size_ex(dw, 4, (bfp_matmul_path)p, &bad[i]) == 0,
+                  "tuning %zu, path %d: refused", i, p);
+        }
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(dws));
+    bfp_cuda_weight_free(dw);
+    free_weight(&w);
 }
 
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
@@ -346,10 +553,10 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
-    CHECK(bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO) ==
-              bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_SKINNY),
+    CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==
+              bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_SKINNY, tun),
           "AUTO's workspace is the skinny kernel's");
-    size_t wsb = bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO);
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun);
     void *dx, *dy, *dws = NULL;
     CU(cudaMalloc(&dx, m * k * 2));
     CU(cudaMalloc(&dy, m * n * 2));
@@ -359,7 +566,7 @@ static void auto_rule_case(void)
     }
     CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
     CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN: unwritten outputs show */
-    CHECK(bfp_cuda_matmul(big, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_AUTO, NULL) == BFP_OK,
+    CHECK(bfp_cuda_matmul_ex(big, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_AUTO, tun, NULL) == BFP_OK,
           "AUTO on the large weight");
     CU(cudaDeviceSynchronize());
     CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
@@ -403,7 +610,7 @@ static void shared_ws_case(bfp_format f)
         goto out;
     size_t wsb = 0;
     for (size_t i = 0; i < nseq; i++) {
-        size_t b = bfp_cuda_matmul_workspace_size(dw, seq[i].m, seq[i].path);
+        size_t b = bfp_cuda_matmul_workspace_size_ex(dw, seq[i].m, seq[i].path, tun);
         wsb = b > wsb ? b : wsb;
     }
     void *dx, *dy, *dws;
@@ -416,7 +623,7 @@ static void shared_ws_case(bfp_format f)
         size_t m = seq[i].m; /* the first m rows of x */
         CHECK(bfp_matmul_ref(f, &cw, n, k, x, m, NULL, ref) == BFP_OK, "ref");
         CU(cudaMemset(dy, 0xFF, m * n * 2));
-        bfp_status st = bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, seq[i].path, NULL);
+        bfp_status st = bfp_cuda_matmul_ex(dw, dx, m, NULL, dy, dws, wsb, seq[i].path, tun, NULL);
         CHECK(st == BFP_OK, "%s shared workspace, step %zu: %s", name, i, bfp_status_str(st));
         CU(cudaDeviceSynchronize());
         CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
@@ -436,7 +643,9 @@ out:
     free_weight(&w);
 }
 
-static void errors(void)
+/* Argument errors; they need no GPU (run before the skip). Without one, a
+ * well-formed call says BFP_ERR_DEVICE and touches no pointer. */
+static void errors(int gpu)
 {
     hplanes w;
     make_weight(BFP_MXFP6_E2M3, 16, 64, 0, -1, &w);
@@ -447,14 +656,72 @@ static void errors(void)
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, NULL, 16, 64, &dw) == BFP_ERR_ARG, "NULL planes");
     CHECK(bfp_cuda_matmul(NULL, &w, 1, NULL, &w, NULL, 0, BFP_MATMUL_AUTO, NULL) ==
               BFP_ERR_ARG, "NULL weight");
+    const bfp_matmul_tuning bad = {.ctas_per_sm = 65};
+    CHECK(bfp_cuda_matmul_ex(NULL, &w, 1, NULL, &w, NULL, 0, BFP_MATMUL_AUTO, &bad, NULL) ==
+              BFP_ERR_ARG && bfp_cuda_matmul_workspace_size_ex(NULL, 1, BFP_MATMUL_AUTO, NULL) == 0,
+          "NULL weight, bad tuning");
+    void *fake = (void *)(uintptr_t)4096; /* aligned, never dereferenced */
+    size_t bytes = 0;
+    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP4, 16, 64, &bytes) == BFP_OK, "packed size");
+    CHECK(bfp_cuda_weight_view(BFP_MXFP4, 16, 64, NULL, bytes, &dw) == BFP_ERR_ARG &&
+              bfp_cuda_weight_view(BFP_MXFP4, 16, 64, (char *)fake + 16, bytes, &dw) ==
+                  BFP_ERR_ARG &&
+              bfp_cuda_weight_view(BFP_MXFP4, 16, 64, fake, bytes - 1, &dw) == BFP_ERR_ARG &&
+              bfp_cuda_weight_view(BFP_MXFP4, 16, 64, fake, bytes, NULL) == BFP_ERR_ARG &&
+              bfp_cuda_weight_view(BFP_MXFP6_E2M3, 16, 64, fake, bytes, &dw) ==
+                  BFP_ERR_UNSUPPORTED,
+          "view: NULL, misaligned or short buffer, NULL out, format");
+    CHECK(bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, NULL, bytes, NULL) == BFP_ERR_ARG &&
+              bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, fake, bytes - 1, NULL) ==
+                  BFP_ERR_ARG,
+          "pack: NULL or short buffer");
+    if (!gpu) {
+        hplanes m4;
+        make_weight(BFP_MXFP4, 16, 64, 0, -1, &m4);
+        bfp_const_planes c4 = {m4.codes, m4.scales, m4.meta, &m4.ts};
+        CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &c4, 16, 64, &dw) == BFP_ERR_DEVICE && !dw,
+              "no GPU: upload says so");
+        dw = (bfp_cuda_weight *)&w;
+        CHECK(bfp_cuda_weight_view(BFP_MXFP4, 16, 64, fake, bytes, &dw) == BFP_ERR_DEVICE && !dw,
+              "no GPU: view says so");
+        CHECK(bfp_cuda_weight_pack(BFP_MXFP4, &c4, 16, 64, fake, bytes, NULL) == BFP_ERR_DEVICE,
+              "no GPU: pack says so");
+        free_weight(&m4);
+    }
     free_weight(&w);
+}
+
+/* Every kernel path under a non-default tuning (each knob off its
+ * default), against the reference; one workspace shared by every path too */
+static void tuned_cases(void)
+{
+    const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4, .mid_splits = 3,
+                                 .post_max_m = 8, .wgmma_serial = 1};
+    const bfp_matmul_tuning *saved = tun;
+    tun = &t;
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+        bfp_format f = fmts[fi];
+        run_case(f, 3, 100, 2048, 1, 1, 0, BFP_MATMUL_FUSED);
+        run_case(f, 1, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY);
+        run_case(f, 8, 72, 4160, 1, 0, 1, BFP_MATMUL_SKINNY);
+        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);
+        run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
+        shared_ws_case(f);
+    }
+    tun = saved;
 }
 
 int main(void)
 {
-    if (!bfp_cuda_available()) {
-        printf("test_cuda_matmul: skipped: no GPU\n");
-        return 0;
+    int r = matmul_tuning_from_env(&env_tuning);
+    if (r < 0)
+        return 2;
+    tun = r ? &env_tuning : NULL;
+    const int gpu = bfp_cuda_available();
+    errors(gpu);
+    if (!gpu) {
+        printf("test_cuda_matmul: skipped: no GPU (argument checks only)\n");
+        return check_summary("test_cuda_matmul");
     }
     int major = 0, minor = 0;
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
@@ -512,7 +779,14 @@ int main(void)
     if (!quick)
         auto_rule_case();
     two_streams_case();
-    errors();
+    two_threads_case();
+    api_case(BFP_MXFP4_PLUS, 3, 100, 64);
+    api_case(BFP_NVFP4_PLUS, 40, 72, 256);
+    api_case(BFP_HIF4, 17, 130, 64);
+    api_case(BFP_NVFP4, 5, 33, 200);
+    tuning_refused_case();
+    if (!quick)
+        tuned_cases();
     return check_summary("test_cuda_matmul");
 }
 
