@@ -671,10 +671,11 @@ static void errors(int gpu)
               bfp_cuda_weight_view(BFP_MXFP6_E2M3, 16, 64, fake, bytes, &dw) ==
                   BFP_ERR_UNSUPPORTED,
           "view: NULL, misaligned or short buffer, NULL out, format");
-    CHECK(bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, NULL, bytes, NULL) == BFP_ERR_ARG &&
+    CHECK(bfp_cuda_weight_pack(BFP_MXFP4, NULL, 16, 64, fake, bytes, NULL) == BFP_ERR_ARG &&
+              bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, NULL, bytes, NULL) == BFP_ERR_ARG &&
               bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, fake, bytes - 1, NULL) ==
                   BFP_ERR_ARG,
-          "pack: NULL or short buffer");
+          "pack: NULL planes, NULL or short buffer");
     if (!gpu) {
         hplanes m4;
         make_weight(BFP_MXFP4, 16, 64, 0, -1, &m4);

@@ -508,6 +508,14 @@ bfp_cuda_weight *view_alloc()
 
 bool aligned_buf(const void *p) { return (uintptr_t)p % BFP_WIMG_ALIGN == 0; }
 
+/* the planes a weight of fmt needs are there (fmt is a matmul format) */
+bool planes_ok(bfp_format fmt, const bfp_const_planes *w)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    return w && w->codes && w->scales && (!f->meta_bytes || w->meta) &&
+           (!f->has_tensor_scale || w->tensor_scale);
+}
+
 } // namespace
 
 extern "C" {
@@ -519,7 +527,7 @@ bfp_status bfp_cuda_weight_pack(bfp_format fmt, const bfp_const_planes *w, size_
     bfp_status st = bfp_wimg_layout_get(fmt, n, k, &L);
     if (st != BFP_OK)
         return st;
-    if (!d_buf || !aligned_buf(d_buf) || bytes < L.total)
+    if (!planes_ok(fmt, w) || !d_buf || !aligned_buf(d_buf) || bytes < L.total)
         return BFP_ERR_ARG;
     if (!bfp_cuda_available())
         return BFP_ERR_DEVICE;
@@ -605,9 +613,7 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
     bfp_status st = bfp_cuda_weight_packed_size(fmt, n, k, &bytes);
     if (st != BFP_OK)
         return st;
-    const bfp_format_info *f = bfp_format_get(fmt);
-    if (!out || !w || !w->codes || !w->scales || (f->meta_bytes && !w->meta) ||
-        (f->has_tensor_scale && !w->tensor_scale))
+    if (!out || !planes_ok(fmt, w))
         return BFP_ERR_ARG;
     *out = nullptr;
     if (!bfp_cuda_available())
