@@ -5,17 +5,14 @@
  * every output written (y is poisoned with NaN first), the workspace left
  * zeroed (a second call is as good), one workspace shared by every path in
  * turn, NaN weight blocks giving NaN columns, two products on two streams at
- * once and on two threads at once (each thread's cuBLAS handle); caller-owned
- * packed weights (a view over a packed buffer, and over a moved copy of it,
- * gives the upload's y bit for bit), the tuning struct (NULL = {0} = the plain
- * call, non-default values, out-of-range values refused). The BFP_MATMUL_*
- * variables (bench/gpu.sh) set the tuning of every case (matmul_tuning_env.h).
- * Without a GPU it runs the argument checks that need none and prints
- * "skipped: no GPU". */
+ * once and on two threads at once (each thread's cuBLAS handle), every path
+ * under a non-default tuning. The BFP_MATMUL_* variables (bench/gpu.sh) set
+ * the tuning of every other case (matmul_tuning_env.h). The packed-weight API
+ * and the tuning's argument checks: test_cuda_matmul_api.c. Without a GPU it
+ * prints "skipped: no GPU" and passes. */
 #include "bfp.h"
 #include "check.h"
 #include "matmul_tuning_env.h"
-#include "prng.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -27,68 +24,13 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.h"
+#include "cuda_matmul_util.h"
 
 #include <pthread.h>
 
-static prng rng = {42};
 static bfp_matmul_tuning env_tuning;
 static const bfp_matmul_tuning *tun; /* the cases' tuning: NULL, or BFP_MATMUL_*'s */
 static int hopper; /* compute capability 9.0: BFP_MATMUL_WGMMA runs, AUTO takes it */
-static double unif(void) { return prng_unit(&rng); }
-static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
-
-/* Sums of squared errors (num) and squared reference values (den) of count
- * bf16 outputs against the reference; returns how many outputs are NaN. */
-static size_t err_sums(const uint16_t *y, const float *ref, size_t count, double *num, double *den)
-{
-    size_t nans = 0;
-    *num = *den = 0;
-    for (size_t i = 0; i < count; i++) {
-        double v = bfp_bf16_to_f32(y[i]), d = v - ref[i];
-        nans += isnan(v) != 0;
-        *num += d * d;
-        *den += (double)ref[i] * ref[i];
-    }
-    return nans;
-}
-
-static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
-                                  BFP_HIF4};
-
-typedef struct {
-    bfp_plane_sizes sz;
-    uint8_t *codes, *scales, *meta;
-    float ts;
-} hplanes;
-
-/* Quantize a random n x k weight (outlier rows/blocks when heavy). */
-static void make_weight(bfp_format f, size_t n, size_t k, int heavy, int nan_row,
-                        hplanes *w)
-{
-    float *x = malloc(n * k * sizeof *x);
-    for (size_t r = 0; r < n; r++) {
-        double rs = heavy && r % 5 == 0 ? 50.0 : 1.0;
-        if (heavy == 2 && r % 3 == 0)
-            rs *= 1e30; /* E8M0 codes far above 128: the MX fold exponent */
-        for (size_t c = 0; c < k; c++) {
-            double v = gauss() * rs * 0.05;
-            if (heavy && unif() < 0.01)
-                v *= 40.0;
-            x[r * k + c] = (float)v;
-        }
-    }
-    if (nan_row >= 0)
-        x[(size_t)nan_row * k + k / 2] = NAN;
-    bfp_plane_sizes_for(f, n, k, &w->sz);
-    w->codes = malloc(w->sz.codes);
-    w->scales = malloc(w->sz.scales);
-    w->meta = malloc(w->sz.meta + 1);
-    bfp_planes out = {w->codes, w->scales, w->meta, &w->ts};
-    CHECK(bfp_quantize(f, BFP_DTYPE_F32, x, n, k, NULL, &out, NULL) == BFP_OK, "quantize");
-    free(x);
-}
-
-static void free_weight(hplanes *w) { free(w->codes), free(w->scales), free(w->meta); }
 
 /* One case: returns nothing, CHECKs inside. */
 static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
@@ -325,158 +267,6 @@ static void two_threads_case(void)
         job_check_free(&jobs[j], "two threads");
 }
 
-/* y of every path through a weight, to compare bit for bit: shapes whose
- * plans split no K (k <= 256, and k <= 64 for the skinny kernel), so
- * that no fp32 atomics order the sums */
-static void ys_of(const bfp_cuda_weight *w, const void *dx, size_t m, size_t n, size_t k,
-                  const void *dbias, void *dy, void *dws, size_t wsb, bfp_matmul_path path,
-                  int how, uint16_t *y)
-{
-    static const bfp_matmul_tuning zero = {0};
-    CU(cudaMemset(dy, 0xFF, m * n * 2));
-    bfp_status st = how == 0   ? bfp_cuda_matmul(w, dx, m, dbias, dy, dws, wsb, path, NULL)
-                    : how == 1 ? bfp_cuda_matmul_ex(w, dx, m, dbias, dy, dws, wsb, path, NULL,
-                                                    NULL)
-                               : bfp_cuda_matmul_ex(w, dx, m, dbias, dy, dws, wsb, path, &zero,
-                                                    NULL);
-    CHECK(st == BFP_OK, "api case path %d m=%zu k=%zu: %s", (int)path, m, k,
-          bfp_status_str(st));
-    CU(cudaDeviceSynchronize());
-    CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
-}
-
-/* Caller-owned packed weights: bfp_cuda_weight_pack into a buffer inside a
- * larger allocation, a view of it, and a view of a moved copy (the original
- * then overwritten) give the upload's y bit for bit on every path; the plain
- * call, tuning NULL and tuning {0} give the same y; a view of the wrong
- * weight, a short or misaligned buffer is refused. */
-static void api_case(bfp_format f, size_t m, size_t n, size_t k)
-{
-    const char *name = bfp_format_get(f)->name;
-    hplanes w;
-    make_weight(f, n, k, 1, -1, &w);
-    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
-    uint16_t *x = malloc(m * k * 2), *bias = malloc(n * 2);
-    uint16_t *y0 = malloc(m * n * 2), *y1 = malloc(m * n * 2);
-    float *ref = malloc(m * n * sizeof *ref);
-    for (size_t i = 0; i < m * k; i++)
-        x[i] = bfp_f32_to_bf16((float)gauss());
-    for (size_t i = 0; i < n; i++)
-        bias[i] = bfp_f32_to_bf16((float)gauss());
-    CHECK(bfp_matmul_ref(f, &cw, n, k, x, m, bias, ref) == BFP_OK, "ref");
-    size_t bytes = 0;
-    CHECK(bfp_cuda_weight_packed_size(f, n, k, &bytes) == BFP_OK, "%s packed size", name);
-    bfp_cuda_weight *up = NULL, *view = NULL, *moved = NULL, *bad = NULL;
-    char *big, *copy;
-    cudaStream_t s;
-    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CU(cudaMalloc((void **)&big, bytes + 1024));
-    CU(cudaMalloc((void **)&copy, bytes));
-    char *buf = big + 512; /* cudaMalloc's 256-byte alignment kept */
-    CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &up) == BFP_OK, "%s upload", name);
-    CHECK(bfp_cuda_weight_pack(f, &cw, n, k, buf, bytes - 1, s) == BFP_ERR_ARG, "short buffer");
-    CHECK(bfp_cuda_weight_pack(f, &cw, n, k, buf + 16, bytes, s) == BFP_ERR_ARG, "misaligned");
-    CHECK(bfp_cuda_weight_pack(f, &cw, n, k, buf, bytes, s) == BFP_OK, "%s pack", name);
-    CHECK(bfp_cuda_weight_view(f, n, k, buf, bytes, &view) == BFP_OK, "%s view", name);
-    bad = (bfp_cuda_weight *)&w;
-    CHECK(bfp_cuda_weight_view(f, n, k, buf, bytes - 1, &bad) == BFP_ERR_ARG && !bad,
-          "%s view of a short buffer", name);
-    CHECK(bfp_cuda_weight_view(f, n + 1, k, buf, bytes * 2, &bad) == BFP_ERR_ARG &&
-              bfp_cuda_weight_view(f == BFP_HIF4 ? BFP_NVFP4 : BFP_HIF4, n, k, buf, bytes * 2,
-                                   &bad) == BFP_ERR_ARG &&
-              bfp_cuda_weight_view(f, n, k, buf + 256, bytes, &bad) == BFP_ERR_ARG,
-          "%s view of another weight's buffer", name);
-    if (!up || !view)
-        goto out;
-    void *dx, *dbias, *dy, *dws;
-    size_t wsb = 0;
-    for (int p = 0; p <= BFP_MATMUL_WGMMA; p++) {
-        size_t b = bfp_cuda_matmul_workspace_size(up, m, (bfp_matmul_path)p);
-        CHECK(b == bfp_cuda_matmul_workspace_size(view, m, (bfp_matmul_path)p),
-              "%s view's workspace size, path %d", name, p);
-        wsb = b > wsb ? b : wsb;
-    }
-    CU(cudaMalloc(&dx, m * k * 2));
-    CU(cudaMalloc(&dbias, n * 2));
-    CU(cudaMalloc(&dy, m * n * 2));
-    CU(cudaMalloc(&dws, wsb + 1));
-    CU(cudaMemset(dws, 0, wsb + 1));
-    CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) { /* move: copy the bytes, view the copy, spoil the original */
-            CU(cudaMemcpy(copy, buf, bytes, cudaMemcpyDeviceToDevice));
-            CHECK(bfp_cuda_weight_view(f, n, k, copy, bytes, &moved) == BFP_OK, "%s moved", name);
-            bfp_cuda_weight_free(view);
-            view = NULL;
-            CU(cudaMemset(buf, 0, bytes));
-            if (!moved)
-                break;
-        }
-        const bfp_cuda_weight *v = pass ? moved : view;
-        for (int p = 1; p <= BFP_MATMUL_WGMMA; p++) {
-            const bfp_matmul_path path = (bfp_matmul_path)p;
-            if ((path == BFP_MATMUL_SKINNY && (m > 32 || k > 64)) ||
-                (path == BFP_MATMUL_WGMMA && !hopper))
-                continue;
-            ys_of(up, dx, m, n, k, dbias, dy, dws, wsb, path, 0, y0);
-            double num, den;
-            size_t nans = err_sums(y0, ref, m * n, &num, &den);
-            CHECK(nans == 0 && sqrt(num / den) < 5e-3, "%s path %d m=%zu: rel err %.3g", name,
-                  p, m, sqrt(num / den));
-            for (int how = 0; how < 3; how++) {
-                ys_of(v, dx, m, n, k, dbias, dy, dws, wsb, path, how, y1);
-                CHECK(memcmp(y0, y1, m * n * 2) == 0,
-                      "%s path %d m=%zu k=%zu: the %s (call %d) differs from the upload's", name,
-                      p, m, k, pass ? "moved view" : "view", how);
-            }
-        }
-    }
-    CU(cudaFree(dx));
-    CU(cudaFree(dbias));
-    CU(cudaFree(dy));
-    CU(cudaFree(dws));
-out:
-    bfp_cuda_weight_free(up);
-    bfp_cuda_weight_free(view);
-    bfp_cuda_weight_free(moved);
-    CU(cudaFree(big));
-    CU(cudaFree(copy));
-    CU(cudaStreamDestroy(s));
-    free(x), free(bias), free(y0), free(y1), free(ref);
-    free_weight(&w);
-}
-
-/* An out-of-range tuning is refused by the call and sizes no workspace */
-static void tuning_refused_case(void)
-{
-    hplanes w;
-    make_weight(BFP_MXFP4, 64, 256, 0, -1, &w);
-    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
-    bfp_cuda_weight *dw = NULL;
-    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 256, &dw) == BFP_OK, "upload");
-    void *dx, *dy, *dws;
-    CU(cudaMalloc(&dx, 4 * 256 * 2));
-    CU(cudaMalloc(&dy, 4 * 64 * 2));
-    CU(cudaMalloc(&dws, (size_t)64 << 20));
-    CU(cudaMemset(dws, 0, (size_t)64 << 20));
-    const bfp_matmul_tuning bad[] = {{.ctas_per_sm = 65}, {.warps_per_sm = -1},
-                                     {.mid_splits = 100}, {.post_max_m = -2},
-                                     {.wgmma_serial = 2}};
-    for (size_t i = 0; dw && i < sizeof bad / sizeof bad[0]; i++)
-        for (int p = 0; p <= BFP_MATMUL_WGMMA; p++) {
-            CHECK(bfp_cuda_matmul_ex(dw, dx, 4, NULL, dy, dws, (size_t)64 << 20,
-                                     (bfp_matmul_path)p, &bad[i], NULL) == BFP_ERR_ARG &&
-                      bfp_cuda_matmul_workspace_size_ex(dw, 4, (bfp_matmul_path)p, &bad[i]) == 0,
-                  "tuning %zu, path %d: refused", i, p);
-        }
-    CU(cudaFree(dx));
-    CU(cudaFree(dy));
-    CU(cudaFree(dws));
-    bfp_cuda_weight_free(dw);
-    free_weight(&w);
-}
-
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
  * dequantize path must not leave W where the kernels expect zeros. */
@@ -643,55 +433,6 @@ out:
     free_weight(&w);
 }
 
-/* Argument errors; they need no GPU (run before the skip). Without one, a
- * well-formed call says BFP_ERR_DEVICE and touches no pointer. */
-static void errors(int gpu)
-{
-    hplanes w;
-    make_weight(BFP_MXFP6_E2M3, 16, 64, 0, -1, &w);
-    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
-    bfp_cuda_weight *dw = (bfp_cuda_weight *)&w;
-    CHECK(bfp_cuda_weight_upload(BFP_MXFP6_E2M3, &cw, 16, 64, &dw) == BFP_ERR_UNSUPPORTED,
-          "mxfp6 weights are not supported");
-    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, NULL, 16, 64, &dw) == BFP_ERR_ARG, "NULL planes");
-    CHECK(bfp_cuda_matmul(NULL, &w, 1, NULL, &w, NULL, 0, BFP_MATMUL_AUTO, NULL) ==
-              BFP_ERR_ARG, "NULL weight");
-    const bfp_matmul_tuning bad = {.ctas_per_sm = 65};
-    CHECK(bfp_cuda_matmul_ex(NULL, &w, 1, NULL, &w, NULL, 0, BFP_MATMUL_AUTO, &bad, NULL) ==
-              BFP_ERR_ARG && bfp_cuda_matmul_workspace_size_ex(NULL, 1, BFP_MATMUL_AUTO, NULL) == 0,
-          "NULL weight, bad tuning");
-    void *fake = (void *)(uintptr_t)4096; /* aligned, never dereferenced */
-    size_t bytes = 0;
-    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP4, 16, 64, &bytes) == BFP_OK, "packed size");
-    CHECK(bfp_cuda_weight_view(BFP_MXFP4, 16, 64, NULL, bytes, &dw) == BFP_ERR_ARG &&
-              bfp_cuda_weight_view(BFP_MXFP4, 16, 64, (char *)fake + 16, bytes, &dw) ==
-                  BFP_ERR_ARG &&
-              bfp_cuda_weight_view(BFP_MXFP4, 16, 64, fake, bytes - 1, &dw) == BFP_ERR_ARG &&
-              bfp_cuda_weight_view(BFP_MXFP4, 16, 64, fake, bytes, NULL) == BFP_ERR_ARG &&
-              bfp_cuda_weight_view(BFP_MXFP6_E2M3, 16, 64, fake, bytes, &dw) ==
-                  BFP_ERR_UNSUPPORTED,
-          "view: NULL, misaligned or short buffer, NULL out, format");
-    CHECK(bfp_cuda_weight_pack(BFP_MXFP4, NULL, 16, 64, fake, bytes, NULL) == BFP_ERR_ARG &&
-              bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, NULL, bytes, NULL) == BFP_ERR_ARG &&
-              bfp_cuda_weight_pack(BFP_MXFP4, &cw, 16, 64, fake, bytes - 1, NULL) ==
-                  BFP_ERR_ARG,
-          "pack: NULL planes, NULL or short buffer");
-    if (!gpu) {
-        hplanes m4;
-        make_weight(BFP_MXFP4, 16, 64, 0, -1, &m4);
-        bfp_const_planes c4 = {m4.codes, m4.scales, m4.meta, &m4.ts};
-        CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &c4, 16, 64, &dw) == BFP_ERR_DEVICE && !dw,
-              "no GPU: upload says so");
-        dw = (bfp_cuda_weight *)&w;
-        CHECK(bfp_cuda_weight_view(BFP_MXFP4, 16, 64, fake, bytes, &dw) == BFP_ERR_DEVICE && !dw,
-              "no GPU: view says so");
-        CHECK(bfp_cuda_weight_pack(BFP_MXFP4, &c4, 16, 64, fake, bytes, NULL) == BFP_ERR_DEVICE,
-              "no GPU: pack says so");
-        free_weight(&m4);
-    }
-    free_weight(&w);
-}
-
 /* Every kernel path under a non-default tuning (each knob off its
  * default), against the reference; one workspace shared by every path too */
 static void tuned_cases(void)
@@ -718,11 +459,9 @@ int main(void)
     if (r < 0)
         return 2;
     tun = r ? &env_tuning : NULL;
-    const int gpu = bfp_cuda_available();
-    errors(gpu);
-    if (!gpu) {
-        printf("test_cuda_matmul: skipped: no GPU (argument checks only)\n");
-        return check_summary("test_cuda_matmul");
+    if (!bfp_cuda_available()) {
+        printf("test_cuda_matmul: skipped: no GPU\n");
+        return 0;
     }
     int major = 0, minor = 0;
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
@@ -781,11 +520,6 @@ int main(void)
         auto_rule_case();
     two_streams_case();
     two_threads_case();
-    api_case(BFP_MXFP4_PLUS, 3, 100, 64);
-    api_case(BFP_NVFP4_PLUS, 40, 72, 256);
-    api_case(BFP_HIF4, 17, 130, 64);
-    api_case(BFP_NVFP4, 5, 33, 200);
-    tuning_refused_case();
     if (!quick)
         tuned_cases();
     return check_summary("test_cuda_matmul");
