@@ -34,10 +34,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 say "build (cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF)"
 t0=$(date +%s)
 if cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF >"$OUT/build.log" 2>&1 &&
-    cmake --build $B --target test_cuda test_cuda_matmul bfp_cuda -j "$JOBS" >>"$OUT/build.log" 2>&1; then
+    cmake --build $B --target test_cuda test_cuda_matmul test_cuda_matmul_api bfp_cuda -j "$JOBS" >>"$OUT/build.log" 2>&1; then
     LIBS="$B/libbfp_cuda.a $B/libbfp.a"
     TEST=$B/test_cuda
     TEST_MM=$B/test_cuda_matmul
+    TEST_MMA=$B/test_cuda_matmul_api
 else
     # e.g. a machine with too old a cmake: build the two libraries and the
     # tests directly, with the same flags
@@ -63,9 +64,13 @@ else
     gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda_matmul.c \
         $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
         -lpthread -ldl -lm -o $D/test_cuda_matmul || status=1
+    gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda_matmul_api.c \
+        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
+        -lpthread -ldl -lm -o $D/test_cuda_matmul_api || status=1
     LIBS="$D/libbfp_cuda.a $D/libbfp.a"
     TEST=$D/test_cuda
     TEST_MM=$D/test_cuda_matmul
+    TEST_MMA=$D/test_cuda_matmul_api
 fi
 echo "build took $(($(date +%s) - t0)) s"
 [ -x "$TEST" ] || { echo "no test binary"; exit 1; }
@@ -209,6 +214,11 @@ timeout 300 "$TEST_MM" >"$OUT/test_cuda_matmul.log" 2>&1
 rc=$?
 grep -E "FAIL|passed" "$OUT/test_cuda_matmul.log" | head -40
 echo "test_cuda_matmul exit $rc, $(($(date +%s) - t0)) s"
+[ $rc -eq 0 ] || status=1
+# the API around the kernels: packed weights in the caller's buffer, the tuning struct
+timeout 120 "$TEST_MMA" >"$OUT/test_cuda_matmul_api.log" 2>&1
+rc=$?
+echo "test_cuda_matmul_api exit $rc: $(grep -E "FAIL|passed" "$OUT/test_cuda_matmul_api.log" | head -20)"
 [ $rc -eq 0 ] || status=1
 # the skinny kernel's block max after the mma for MX+ and NVFP4+ at every m <= 8
 # (by default only MX+ at m = 1 takes it): the quick set once more

@@ -11,7 +11,9 @@
  * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
  * device copy's GB/s (read + write, measured first in the same run).
  * "path" is what BFP_MATMUL_AUTO picks; fused_us, dequant_cublas_us,
- * skinny_us, mid_us and wgmma_us time each path explicitly (-1: not run). */
+ * skinny_us, mid_us and wgmma_us time each path explicitly (-1: not run).
+ * The BFP_MATMUL_* variables set the matmul's tuning (tests/matmul_tuning_env.h;
+ * bench/gpu.sh's sweeps). */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -19,7 +21,8 @@
 #include <cuda_runtime.h>
 
 #include "bench_check.h"
-#include "cuda_check.h" /* tests/ */
+#include "cuda_check.h"         /* tests/ */
+#include "matmul_tuning_env.h" /* tests/ */
 
 #include <algorithm>
 #include <math.h>
@@ -102,6 +105,9 @@ int main(int argc, char **argv)
         return 2;
     }
     bool quick = argc > 2 && !strcmp(argv[2], "quick");
+    bfp_matmul_tuning tuning;
+    if (matmul_tuning_from_env(&tuning) < 0)
+        return 2;
     if (!bfp_cuda_available()) {
         fprintf(stderr, "gpu_gemm: no GPU\n");
         return 1;
@@ -234,7 +240,9 @@ int main(int argc, char **argv)
             size_t wsb = 0;
             for (int mi = 0; mi < nms; mi++)
                 for (int pth = 0; pth < 6; pth++)
-                    wsb = std::max(wsb, bfp_cuda_matmul_workspace_size(W[0], ms[mi], (bfp_matmul_path)pth));
+                    wsb = std::max(wsb, bfp_cuda_matmul_workspace_size_ex(W[0], ms[mi],
+                                                                       (bfp_matmul_path)pth,
+                                                                       &tuning));
             void *ws;
             CU(cudaMalloc(&ws, wsb));
             CU(cudaMemset(ws, 0, wsb));
@@ -257,8 +265,8 @@ int main(int argc, char **argv)
                     if (pth != 2)
                         CU(cudaMemset(ws, 0, wsb));
                     us[pth] = T.median_us([&](int i) {
-                        BFP(bfp_cuda_matmul(W[i % rot], x, m, NULL, y, ws, wsb,
-                                            (bfp_matmul_path)pth, NULL));
+                        BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb,
+                                               (bfp_matmul_path)pth, &tuning, NULL));
                     }, slow ? 2 : 20, slow ? 3 : 7);
                     CU(cudaDeviceSynchronize());
                     err[pth] = rel_err(y, yref, m * n);

@@ -448,7 +448,8 @@ bfp_status bfp_scales_from_swizzled(const uint8_t *swizzled, size_t rows,
 
 /* ---- GPU (CUDA builds; link bfp_cuda) ----------------------------------- *
  * Pointers are device pointers, stream is a cudaStream_t (NULL: default).
- * No call synchronizes or allocates. Builds without CUDA, or machines
+ * No call synchronizes or allocates, except the offline weight packing steps
+ * below, as they say. Builds without CUDA, or machines
  * without a GPU, get BFP_ERR_UNSUPPORTED / BFP_ERR_DEVICE. */
 
 /** 1 if this build has CUDA and a device is usable, else 0. */
@@ -588,21 +589,109 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
                              const uint8_t *scales, const uint8_t *corr,
                              float tensor_scale, size_t n, size_t k, float *w);
 
-/* A weight on the GPU: prepacked arrays, and for large m the planar planes
- * (dequantized to bf16 and multiplied by cuBLAS). */
+/* ---- Packed GPU weights -------------------------------------------------
+ * A weight for the GPU matmul is one buffer that the caller owns (docs/gemm.md,
+ * "Packed weights"): a 256-byte header (magic "BFPW", version, format, n, k,
+ * the NVFP4 tensor scale, the MX fold exponent), the prepacked arrays (codes,
+ * scales, block-max corrections) and the planar planes the dequantize + cuBLAS
+ * path reads, each at a 256-byte aligned offset. It holds no pointer, so it
+ * can be moved, copied, saved and loaded as bytes; a bfp_cuda_weight is a
+ * host-side view of it (pointers and tensor maps), made again after a move. */
+
+/**
+ * Bytes of the packed weight buffer of an n x k weight. Pure computation (every
+ * build, no GPU needed).
+ * @return BFP_OK, BFP_ERR_ARG (bytes NULL), BFP_ERR_FORMAT, BFP_ERR_UNSUPPORTED
+ *         (format not in the matmul set), BFP_ERR_SHAPE (zero, overflowing,
+ *         or n or k above INT_MAX)
+ */
+bfp_status bfp_cuda_weight_packed_size(bfp_format fmt, size_t n, size_t k,
+                                       size_t *bytes);
+
+/**
+ * Write the packed weight of host planes w into host memory buf (at least
+ * bfp_cuda_weight_packed_size() bytes): the same bytes bfp_cuda_weight_pack()
+ * puts on the device, for a framework that packs offline or saves them.
+ * Pure computation (every build, no GPU needed).
+ * @return BFP_OK, BFP_ERR_ARG (NULL plane or buffer, buffer too small), or
+ *         the errors of bfp_cuda_weight_packed_size()
+ */
+bfp_status bfp_cuda_weight_pack_host(bfp_format fmt, const bfp_const_planes *w,
+                                     size_t n, size_t k, void *buf, size_t bytes);
+
+/**
+ * Pack host planes w into the caller's device buffer d_buf (256-byte aligned,
+ * at least bfp_cuda_weight_packed_size() bytes): prepack on the CPU into a
+ * temporary host image, copy it on `stream`, wait for that stream, free the
+ * image. An offline step (it allocates host memory and synchronizes).
+ * @return BFP_OK, BFP_ERR_ARG, BFP_ERR_NOMEM, BFP_ERR_DEVICE (no GPU or a
+ *         failed copy; BFP_ERR_UNSUPPORTED in builds without CUDA), or the
+ *         errors of bfp_cuda_weight_packed_size()
+ */
+bfp_status bfp_cuda_weight_pack(bfp_format fmt, const bfp_const_planes *w,
+                                size_t n, size_t k, void *d_buf, size_t bytes,
+                                void *stream);
+
+/* A host-side view of a packed weight on the GPU: pointers into its buffer,
+ * TMA tensor maps, device facts. No library handle; no device memory of its
+ * own, except the buffer of a weight that bfp_cuda_weight_upload() made. */
 typedef struct bfp_cuda_weight bfp_cuda_weight;
 
 /**
- * Prepack host planes (bfp_matmul_prepack) and upload them. Allocates device
- * memory and a cuBLAS handle: an offline step, not for the hot path.
+ * View the packed weight in device buffer d_buf (bytes long, 256-byte
+ * aligned; written by bfp_cuda_weight_pack() or copied from such a buffer):
+ * reads and checks its header (a synchronous 256-byte copy: finish writing
+ * the buffer first) and records pointers. Allocates only the small host
+ * descriptor; the buffer stays the caller's and must outlive the view.
+ * Views of one buffer may coexist (a view is never written by a matmul).
+ * After moving the buffer, view it again. *out is NULL on any error.
+ * @return BFP_OK; BFP_ERR_ARG (NULL or misaligned buffer, buffer too small,
+ *         or a header that is not this format's n x k packed weight);
+ *         BFP_ERR_DEVICE (no GPU, failed copy or tensor map); BFP_ERR_NOMEM;
+ *         the errors of bfp_cuda_weight_packed_size()
+ */
+bfp_status bfp_cuda_weight_view(bfp_format fmt, size_t n, size_t k, const void *d_buf,
+                                size_t bytes, bfp_cuda_weight **out);
+
+/**
+ * Convenience: cudaMalloc a packed buffer, bfp_cuda_weight_pack() into it
+ * (default stream) and view it; the weight owns the buffer. An offline step,
+ * not for the hot path.
  * @return BFP_OK, BFP_ERR_UNSUPPORTED (format, or a build without CUDA),
  *         BFP_ERR_DEVICE, BFP_ERR_NOMEM, or the argument errors above
  */
 bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w,
                                   size_t n, size_t k, bfp_cuda_weight **out);
 
-/** Free a weight (NULL-safe). */
+/** Free a view (NULL-safe); the buffer too if bfp_cuda_weight_upload() made it. */
 void bfp_cuda_weight_free(bfp_cuda_weight *w);
+
+/* Tuning of the GPU matmul's planners and kernel variants: measured
+ * defaults, overridden for benchmarks and sweeps (bench/gpu.sh sets them
+ * through BFP_MATMUL_* variables, which only bench/ and tests/ read).
+ * A zero-initialized struct ({0}) takes every default, as does NULL in the
+ * calls below; docs/gemm.md says how each default was measured. */
+typedef struct {
+    int ctas_per_sm;  /* FUSED: K is split so that the grid has about this
+                         many CTAs per SM; 1..64, 0: 8 */
+    int warps_per_sm; /* SKINNY: at most this many warps per SM take work;
+                         1..64, 0: as many as fit */
+    int mid_splits;   /* MID: K split in this many parts (at most one per
+                         k tile); 1..64, 0: the planner's choice */
+    int post_max_m;   /* SKINNY, MX+ / NVFP4+: the largest m at which the
+                         block maxima are added after the mma; 1..32, -1:
+                         never (the operands carry them at every m), 0: the
+                         measured default (MX+ at m = 1, NVFP4+ never) */
+    int wgmma_serial; /* WGMMA: 1: the serial mainloop (waits for each k
+                         tile's wgmma before decoding the next), 0: the
+                         pipelined one (default) */
+} bfp_matmul_tuning;
+
+/**
+ * Check a tuning struct (NULL: the defaults, valid). Pure computation.
+ * @return BFP_OK, or BFP_ERR_ARG when a field is out of its range
+ */
+bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *tuning);
 
 /* How bfp_cuda_matmul computes. */
 typedef enum {
@@ -631,24 +720,47 @@ typedef enum {
  * AUTO itself). */
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m);
 
-/** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path. */
+/** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path and
+ * the default tuning. */
 size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
                                       bfp_matmul_path path);
 
+/** The same for a tuning (NULL: the defaults); 0 also for an invalid one. */
+size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
+                                         bfp_matmul_path path,
+                                         const bfp_matmul_tuning *tuning);
+
 /**
- * y = x . W^T (+ bias) on the GPU: d_x bf16 [m, k], d_bias bf16 [n] or
- * NULL, d_y bf16 [m, n]; fp32 accumulation. d_workspace (device memory of
- * bfp_cuda_matmul_workspace_size() bytes) must hold zeros before its first
- * use. One workspace may serve every path and every m (for the largest size
- * those need): the kernels at m <= 32 use its front, which every call leaves
- * zero; the dequantize path writes only after that front, and the kernel
- * paths at larger m (and MID) zero their own region first.
- * No allocation, no synchronization.
+ * y = x . W^T (+ bias) on the GPU with the default tuning:
+ * bfp_cuda_matmul_ex() with tuning NULL.
  */
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
                            const void *d_bias, void *d_y, void *d_workspace,
                            size_t workspace_bytes, bfp_matmul_path path,
                            void *stream);
+
+/**
+ * y = x . W^T (+ bias) on the GPU: d_x bf16 [m, k], d_bias bf16 [n] or
+ * NULL, d_y bf16 [m, n]; fp32 accumulation. d_workspace (device memory of
+ * bfp_cuda_matmul_workspace_size_ex() bytes for this tuning) must hold zeros
+ * before its first use. One workspace may serve every path and every m (for
+ * the largest size those need): the kernels at m <= 32 use its front, which
+ * every call leaves zero; the dequantize path writes only after that front,
+ * and the kernel paths at larger m (and MID, and a tuning that needs more
+ * than the default front) zero their own region first.
+ * Concurrent calls on different streams are safe when each has its own
+ * workspace and y. The dequantize + cuBLAS path uses a cuBLAS handle of the
+ * calling thread for the current device, made by that thread's first such call
+ * (an allocation: make one call before capturing a CUDA graph); otherwise no
+ * allocation, no synchronization.
+ * @return BFP_OK; BFP_ERR_ARG (NULL pointer, invalid tuning, workspace too
+ *         small); BFP_ERR_SHAPE; BFP_ERR_UNSUPPORTED (WGMMA off Hopper, or a
+ *         build without CUDA); BFP_ERR_DEVICE
+ */
+bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t m,
+                              const void *d_bias, void *d_y, void *d_workspace,
+                              size_t workspace_bytes, bfp_matmul_path path,
+                              const bfp_matmul_tuning *tuning, void *stream);
 
 /* ---- Verification -------------------------------------------------------
  * Compare the planes another implementation wrote (the DUT: device or

@@ -4,11 +4,15 @@
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
  * every output written (y is poisoned with NaN first), the workspace left
  * zeroed (a second call is as good), one workspace shared by every path in
- * turn, NaN weight blocks giving NaN columns, two products on two streams at once. Without a
- * GPU it prints "skipped: no GPU" and passes. */
+ * turn, NaN weight blocks giving NaN columns, two products on two streams at
+ * once and on two threads at once (each thread's cuBLAS handle), every path
+ * under a non-default tuning. The BFP_MATMUL_* variables (bench/gpu.sh) set
+ * the tuning of every other case (matmul_tuning_env.h). The packed-weight API
+ * and the tuning's argument checks: test_cuda_matmul_api.c. Without a GPU it
+ * prints "skipped: no GPU" and passes. */
 #include "bfp.h"
 #include "check.h"
-#include "prng.h"
+#include "matmul_tuning_env.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -20,64 +24,13 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.h"
+#include "cuda_matmul_util.h"
 
-static prng rng = {42};
+#include <pthread.h>
+
+static bfp_matmul_tuning env_tuning;
+static const bfp_matmul_tuning *tun; /* the cases' tuning: NULL, or BFP_MATMUL_*'s */
 static int hopper; /* compute capability 9.0: BFP_MATMUL_WGMMA runs, AUTO takes it */
-static double unif(void) { return prng_unit(&rng); }
-static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
-
-/* Sums of squared errors (num) and squared reference values (den) of count
- * bf16 outputs against the reference; returns how many outputs are NaN. */
-static size_t err_sums(const uint16_t *y, const float *ref, size_t count, double *num, double *den)
-{
-    size_t nans = 0;
-    *num = *den = 0;
-    for (size_t i = 0; i < count; i++) {
-        double v = bfp_bf16_to_f32(y[i]), d = v - ref[i];
-        nans += isnan(v) != 0;
-        *num += d * d;
-        *den += (double)ref[i] * ref[i];
-    }
-    return nans;
-}
-
-static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
-                                  BFP_HIF4};
-
-typedef struct {
-    bfp_plane_sizes sz;
-    uint8_t *codes, *scales, *meta;
-    float ts;
-} hplanes;
-
-/* Quantize a random n x k weight (outlier rows/blocks when heavy). */
-static void make_weight(bfp_format f, size_t n, size_t k, int heavy, int nan_row,
-                        hplanes *w)
-{
-    float *x = malloc(n * k * sizeof *x);
-    for (size_t r = 0; r < n; r++) {
-        double rs = heavy && r % 5 == 0 ? 50.0 : 1.0;
-        if (heavy == 2 && r % 3 == 0)
-            rs *= 1e30; /* E8M0 codes far above 128: the MX fold exponent */
-        for (size_t c = 0; c < k; c++) {
-            double v = gauss() * rs * 0.05;
-            if (heavy && unif() < 0.01)
-                v *= 40.0;
-            x[r * k + c] = (float)v;
-        }
-    }
-    if (nan_row >= 0)
-        x[(size_t)nan_row * k + k / 2] = NAN;
-    bfp_plane_sizes_for(f, n, k, &w->sz);
-    w->codes = malloc(w->sz.codes);
-    w->scales = malloc(w->sz.scales);
-    w->meta = malloc(w->sz.meta + 1);
-    bfp_planes out = {w->codes, w->scales, w->meta, &w->ts};
-    CHECK(bfp_quantize(f, BFP_DTYPE_F32, x, n, k, NULL, &out, NULL) == BFP_OK, "quantize");
-    free(x);
-}
-
-static void free_weight(hplanes *w) { free(w->codes), free(w->scales), free(w->meta); }
 
 /* One case: returns nothing, CHECKs inside. */
 static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
@@ -108,7 +61,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     if (st != BFP_OK)
         goto out;
     void *dx, *dbias, *dy, *dws = NULL;
-    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, path);
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(dw, m, path, tun);
     CU(cudaMalloc(&dx, (m * k + 8) * 2));
     CU(cudaMalloc(&dbias, n * 2));
     CU(cudaMalloc(&dy, m * n * 2));
@@ -121,7 +74,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
     for (int rep = 0; rep < 2; rep++) {
         CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN poison: unwritten tiles show */
-        st = bfp_cuda_matmul(dw, xp, m, bias_on ? dbias : NULL, dy, dws, wsb, path, NULL);
+        st = bfp_cuda_matmul_ex(dw, xp, m, bias_on ? dbias : NULL, dy, dws, wsb, path, tun, NULL);
         CHECK(st == BFP_OK, "%s matmul: %s", name, bfp_status_str(st));
         CU(cudaDeviceSynchronize());
         CU(cudaMemcpy(rep ? y2 : y, dy, m * n * 2, cudaMemcpyDeviceToHost));
@@ -178,13 +131,13 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
     bfp_cuda_weight *dw;
     CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &dw) == BFP_OK, "upload");
     void *dx, *dy, *dws;
-    size_t wsb = bfp_cuda_matmul_workspace_size(dw, m, path);
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(dw, m, path, tun);
     CU(cudaMalloc(&dx, sizeof x));
     CU(cudaMalloc(&dy, sizeof y));
     CU(cudaMalloc(&dws, wsb + 1));
     CU(cudaMemset(dws, 0, wsb + 1));
     CU(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
-    CHECK(bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, path, NULL) == BFP_OK, "matmul");
+    CHECK(bfp_cuda_matmul_ex(dw, dx, m, NULL, dy, dws, wsb, path, tun, NULL) == BFP_OK, "matmul");
     CU(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
     int good = 1;
     for (size_t i = 0; i < m; i++)
@@ -201,11 +154,14 @@ static void nan_case(bfp_format f, bfp_matmul_path path)
 
 /* Two different products (format, shape, bias) on two streams at once, each
  * with its own workspace, calls interleaved: both must match their reference
- * (AUTO: the wgmma kernel with a K split on Hopper, else dequant + cuBLAS). */
+ * (AUTO: the wgmma kernel with a K split on Hopper, else dequant + cuBLAS);
+ * then the same from two host threads, through dequant + cuBLAS (each
+ * thread's own cuBLAS handle). */
 typedef struct {
     bfp_format f;
     size_t m, n, k;
     int bias_on;
+    bfp_matmul_path path;
     hplanes w;
     uint16_t *x, *bias, *y;
     float *ref;
@@ -213,61 +169,102 @@ typedef struct {
     void *dx, *dbias, *dy, *dws;
     size_t wsb;
     cudaStream_t s;
+    bfp_status st; /* a thread's first error */
 } stream_job;
+
+static void job_setup(stream_job *b)
+{
+    make_weight(b->f, b->n, b->k, 1, -1, &b->w);
+    b->x = malloc(b->m * b->k * 2), b->bias = malloc(b->n * 2), b->y = malloc(b->m * b->n * 2);
+    b->ref = malloc(b->m * b->n * sizeof *b->ref);
+    for (size_t i = 0; i < b->m * b->k; i++)
+        b->x[i] = bfp_f32_to_bf16((float)gauss());
+    for (size_t i = 0; i < b->n; i++)
+        b->bias[i] = bfp_f32_to_bf16((float)gauss());
+    bfp_const_planes cw = {b->w.codes, b->w.scales, b->w.meta, &b->w.ts};
+    CHECK(bfp_matmul_ref(b->f, &cw, b->n, b->k, b->x, b->m, b->bias_on ? b->bias : NULL,
+                         b->ref) == BFP_OK, "ref");
+    CHECK(bfp_cuda_weight_upload(b->f, &cw, b->n, b->k, &b->dw) == BFP_OK, "upload");
+    b->wsb = bfp_cuda_matmul_workspace_size_ex(b->dw, b->m, b->path, tun);
+    CU(cudaMalloc(&b->dx, b->m * b->k * 2));
+    CU(cudaMalloc(&b->dbias, b->n * 2));
+    CU(cudaMalloc(&b->dy, b->m * b->n * 2));
+    CU(cudaMalloc(&b->dws, b->wsb + 1));
+    CU(cudaMemset(b->dws, 0, b->wsb + 1));
+    CU(cudaMemcpy(b->dx, b->x, b->m * b->k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(b->dbias, b->bias, b->n * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemset(b->dy, 0xFF, b->m * b->n * 2));
+    CU(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
+    b->st = BFP_OK;
+}
+
+static bfp_status job_call(stream_job *b)
+{
+    return bfp_cuda_matmul_ex(b->dw, b->dx, b->m, b->bias_on ? b->dbias : NULL, b->dy, b->dws,
+                              b->wsb, b->path, tun, b->s);
+}
+
+/* a thread's part: 4 calls, then wait for them (no CHECK: its counters
+ * are the main thread's) */
+static void *job_thread(void *arg)
+{
+    stream_job *b = arg;
+    for (int rep = 0; rep < 4 && b->st == BFP_OK; rep++)
+        b->st = job_call(b);
+    if (b->st == BFP_OK && cudaStreamSynchronize(b->s) != cudaSuccess)
+        b->st = BFP_ERR_DEVICE;
+    return NULL;
+}
+
+static void job_check_free(stream_job *b, const char *what)
+{
+    CHECK(b->st == BFP_OK, "%s: %s", what, bfp_status_str(b->st));
+    CU(cudaStreamSynchronize(b->s));
+    CU(cudaMemcpy(b->y, b->dy, b->m * b->n * 2, cudaMemcpyDeviceToHost));
+    double num, den;
+    size_t nans = err_sums(b->y, b->ref, b->m * b->n, &num, &den);
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    CHECK(nans == 0 && rel < 5e-3, "%s, %s m=%zu: rel err %.3g, %zu NaN", what,
+          bfp_format_get(b->f)->name, b->m, rel, nans);
+    CU(cudaStreamDestroy(b->s));
+    CU(cudaFree(b->dx));
+    CU(cudaFree(b->dbias));
+    CU(cudaFree(b->dy));
+    CU(cudaFree(b->dws));
+    bfp_cuda_weight_free(b->dw);
+    free(b->x), free(b->bias), free(b->y), free(b->ref);
+    free_weight(&b->w);
+}
 
 static void two_streams_case(void)
 {
     stream_job jobs[2] = {{.f = BFP_MXFP4_PLUS, .m = 128, .n = 1000, .k = 2048, .bias_on = 1},
                           {.f = BFP_NVFP4, .m = 64, .n = 520, .k = 1300, .bias_on = 0}};
-    for (int j = 0; j < 2; j++) {
-        stream_job *b = &jobs[j];
-        make_weight(b->f, b->n, b->k, 1, -1, &b->w);
-        b->x = malloc(b->m * b->k * 2), b->bias = malloc(b->n * 2), b->y = malloc(b->m * b->n * 2);
-        b->ref = malloc(b->m * b->n * sizeof *b->ref);
-        for (size_t i = 0; i < b->m * b->k; i++)
-            b->x[i] = bfp_f32_to_bf16((float)gauss());
-        for (size_t i = 0; i < b->n; i++)
-            b->bias[i] = bfp_f32_to_bf16((float)gauss());
-        bfp_const_planes cw = {b->w.codes, b->w.scales, b->w.meta, &b->w.ts};
-        CHECK(bfp_matmul_ref(b->f, &cw, b->n, b->k, b->x, b->m, b->bias_on ? b->bias : NULL,
-                             b->ref) == BFP_OK, "ref");
-        CHECK(bfp_cuda_weight_upload(b->f, &cw, b->n, b->k, &b->dw) == BFP_OK, "upload");
-        b->wsb = bfp_cuda_matmul_workspace_size(b->dw, b->m, BFP_MATMUL_AUTO);
-        CU(cudaMalloc(&b->dx, b->m * b->k * 2));
-        CU(cudaMalloc(&b->dbias, b->n * 2));
-        CU(cudaMalloc(&b->dy, b->m * b->n * 2));
-        CU(cudaMalloc(&b->dws, b->wsb + 1));
-        CU(cudaMemset(b->dws, 0, b->wsb + 1));
-        CU(cudaMemcpy(b->dx, b->x, b->m * b->k * 2, cudaMemcpyHostToDevice));
-        CU(cudaMemcpy(b->dbias, b->bias, b->n * 2, cudaMemcpyHostToDevice));
-        CU(cudaMemset(b->dy, 0xFF, b->m * b->n * 2));
-        CU(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
-    }
+    for (int j = 0; j < 2; j++)
+        job_setup(&jobs[j]);
     for (int rep = 0; rep < 4; rep++)
-        for (int j = 0; j < 2; j++) {
-            stream_job *b = &jobs[j];
-            CHECK(bfp_cuda_matmul(b->dw, b->dx, b->m, b->bias_on ? b->dbias : NULL, b->dy,
-                                  b->dws, b->wsb, BFP_MATMUL_AUTO, b->s) == BFP_OK,
-                  "matmul on stream %d", j);
-        }
-    for (int j = 0; j < 2; j++) {
-        stream_job *b = &jobs[j];
-        CU(cudaStreamSynchronize(b->s));
-        CU(cudaMemcpy(b->y, b->dy, b->m * b->n * 2, cudaMemcpyDeviceToHost));
-        double num, den;
-        size_t nans = err_sums(b->y, b->ref, b->m * b->n, &num, &den);
-        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-        CHECK(nans == 0 && rel < 5e-3, "two streams, %s m=%zu: rel err %.3g, %zu NaN",
-              bfp_format_get(b->f)->name, b->m, rel, nans);
-        CU(cudaStreamDestroy(b->s));
-        CU(cudaFree(b->dx));
-        CU(cudaFree(b->dbias));
-        CU(cudaFree(b->dy));
-        CU(cudaFree(b->dws));
-        bfp_cuda_weight_free(b->dw);
-        free(b->x), free(b->bias), free(b->y), free(b->ref);
-        free_weight(&b->w);
-    }
+        for (int j = 0; j < 2; j++)
+            if (jobs[j].st == BFP_OK)
+                jobs[j].st = job_call(&jobs[j]);
+    for (int j = 0; j < 2; j++)
+        job_check_free(&jobs[j], "two streams");
+}
+
+static void two_threads_case(void)
+{
+    stream_job jobs[2] = {{.f = BFP_HIF4, .m = 300, .n = 700, .k = 1500, .bias_on = 1,
+                           .path = BFP_MATMUL_DEQUANT_CUBLAS},
+                          {.f = BFP_MXFP4, .m = 77, .n = 260, .k = 3000, .bias_on = 0,
+                           .path = BFP_MATMUL_DEQUANT_CUBLAS}};
+    pthread_t th[2];
+    for (int j = 0; j < 2; j++)
+        job_setup(&jobs[j]);
+    for (int j = 0; j < 2; j++)
+        CHECK(pthread_create(&th[j], NULL, job_thread, &jobs[j]) == 0, "pthread_create");
+    for (int j = 0; j < 2; j++)
+        CHECK(pthread_join(th[j], NULL) == 0, "pthread_join");
+    for (int j = 0; j < 2; j++)
+        job_check_free(&jobs[j], "two threads");
 }
 
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
@@ -346,10 +343,10 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
-    CHECK(bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO) ==
-              bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_SKINNY),
+    CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==
+              bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_SKINNY, tun),
           "AUTO's workspace is the skinny kernel's");
-    size_t wsb = bfp_cuda_matmul_workspace_size(big, m, BFP_MATMUL_AUTO);
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun);
     void *dx, *dy, *dws = NULL;
     CU(cudaMalloc(&dx, m * k * 2));
     CU(cudaMalloc(&dy, m * n * 2));
@@ -359,7 +356,7 @@ static void auto_rule_case(void)
     }
     CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
     CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN: unwritten outputs show */
-    CHECK(bfp_cuda_matmul(big, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_AUTO, NULL) == BFP_OK,
+    CHECK(bfp_cuda_matmul_ex(big, dx, m, NULL, dy, dws, wsb, BFP_MATMUL_AUTO, tun, NULL) == BFP_OK,
           "AUTO on the large weight");
     CU(cudaDeviceSynchronize());
     CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
@@ -403,7 +400,7 @@ static void shared_ws_case(bfp_format f)
         goto out;
     size_t wsb = 0;
     for (size_t i = 0; i < nseq; i++) {
-        size_t b = bfp_cuda_matmul_workspace_size(dw, seq[i].m, seq[i].path);
+        size_t b = bfp_cuda_matmul_workspace_size_ex(dw, seq[i].m, seq[i].path, tun);
         wsb = b > wsb ? b : wsb;
     }
     void *dx, *dy, *dws;
@@ -416,7 +413,7 @@ static void shared_ws_case(bfp_format f)
         size_t m = seq[i].m; /* the first m rows of x */
         CHECK(bfp_matmul_ref(f, &cw, n, k, x, m, NULL, ref) == BFP_OK, "ref");
         CU(cudaMemset(dy, 0xFF, m * n * 2));
-        bfp_status st = bfp_cuda_matmul(dw, dx, m, NULL, dy, dws, wsb, seq[i].path, NULL);
+        bfp_status st = bfp_cuda_matmul_ex(dw, dx, m, NULL, dy, dws, wsb, seq[i].path, tun, NULL);
         CHECK(st == BFP_OK, "%s shared workspace, step %zu: %s", name, i, bfp_status_str(st));
         CU(cudaDeviceSynchronize());
         CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
@@ -436,22 +433,32 @@ out:
     free_weight(&w);
 }
 
-static void errors(void)
+/* Every kernel path under a non-default tuning (each knob off its
+ * default), against the reference; one workspace shared by every path too */
+static void tuned_cases(void)
 {
-    hplanes w;
-    make_weight(BFP_MXFP6_E2M3, 16, 64, 0, -1, &w);
-    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
-    bfp_cuda_weight *dw = (bfp_cuda_weight *)&w;
-    CHECK(bfp_cuda_weight_upload(BFP_MXFP6_E2M3, &cw, 16, 64, &dw) == BFP_ERR_UNSUPPORTED,
-          "mxfp6 weights are not supported");
-    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, NULL, 16, 64, &dw) == BFP_ERR_ARG, "NULL planes");
-    CHECK(bfp_cuda_matmul(NULL, &w, 1, NULL, &w, NULL, 0, BFP_MATMUL_AUTO, NULL) ==
-              BFP_ERR_ARG, "NULL weight");
-    free_weight(&w);
+    const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4, .mid_splits = 3,
+                                 .post_max_m = 8, .wgmma_serial = 1};
+    const bfp_matmul_tuning *saved = tun;
+    tun = &t;
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+        bfp_format f = fmts[fi];
+        run_case(f, 3, 100, 2048, 1, 1, 0, BFP_MATMUL_FUSED);
+        run_case(f, 1, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY);
+        run_case(f, 8, 72, 4160, 1, 0, 1, BFP_MATMUL_SKINNY);
+        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);
+        run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
+        shared_ws_case(f);
+    }
+    tun = saved;
 }
 
 int main(void)
 {
+    int r = matmul_tuning_from_env(&env_tuning);
+    if (r < 0)
+        return 2;
+    tun = r ? &env_tuning : NULL;
     if (!bfp_cuda_available()) {
         printf("test_cuda_matmul: skipped: no GPU\n");
         return 0;
@@ -512,7 +519,9 @@ int main(void)
     if (!quick)
         auto_rule_case();
     two_streams_case();
-    errors();
+    two_threads_case();
+    if (!quick)
+        tuned_cases();
     return check_summary("test_cuda_matmul");
 }
 

@@ -61,6 +61,11 @@ bfp_status bfp_matmul_prepack_par(bfp_format fmt, const bfp_const_planes *w, siz
                                   size_t k, uint8_t *codes, uint8_t *scales, uint8_t *corr,
                                   const bfp_parallel *par);
 
+/* bfp_cuda_weight_pack_host() (matmul_image.c) with the prepack's bands
+ * spread by par (NULL: the calling thread); the cpu layer passes its threads. */
+bfp_status bfp_wimg_pack(bfp_format fmt, const bfp_const_planes *w, size_t n, size_t k,
+                         void *buf, size_t bytes, const bfp_parallel *par);
+
 /* Family entry points (mx.c, mxplus.c, nvfp4.c, hif4.c). */
 bfp_status bfp_mx_quantize_ref(const bfp_qjob *job);
 void bfp_mx_dequantize_row_ref(const bfp_format_impl *, const bfp_const_planes *,

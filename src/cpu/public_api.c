@@ -37,11 +37,18 @@ bfp_status bfp_dequantize_to_bf16(bfp_format fmt, const bfp_const_planes *in,
     return bfp_dequantize(fmt, in, rows, cols, BFP_DTYPE_BF16, dst);
 }
 
+/* bfp_set_threads() caps the count, as for bfp_dequantize */
+static const bfp_parallel cpu_par = {bfp_cpu_threads_for, bfp_cpu_parallel};
+
 bfp_status bfp_matmul_prepack(bfp_format fmt, const bfp_const_planes *w,
                               size_t n, size_t k, uint8_t *codes,
                               uint8_t *scales, uint8_t *corr)
 {
-    /* BFP_THREADS caps the count, as for bfp_dequantize */
-    static const bfp_parallel par = {bfp_cpu_threads_for, bfp_cpu_parallel};
-    return bfp_matmul_prepack_par(fmt, w, n, k, codes, scales, corr, &par);
+    return bfp_matmul_prepack_par(fmt, w, n, k, codes, scales, corr, &cpu_par);
+}
+
+bfp_status bfp_cuda_weight_pack_host(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                     size_t k, void *buf, size_t bytes)
+{
+    return bfp_wimg_pack(fmt, w, n, k, buf, bytes, &cpu_par);
 }

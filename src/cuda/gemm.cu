@@ -1,8 +1,11 @@
-/* gemm.cu - the GPU matmul API: weight upload (prepack on the host, copy to
- * the device), the path choice, the split-K plans and the cuBLAS path for
- * large m (W dequantized to bf16 in the workspace, then one bf16 GEMM). */
+/* gemm.cu - the GPU matmul API: packed weights in caller-owned buffers
+ * (pack: prepack on the host, copy to the device; view: check the header,
+ * record pointers, make the tensor maps), the path choice, the split-K plans
+ * under a tuning, and the cuBLAS path for large m (W dequantized to bf16 in
+ * the workspace, then one bf16 GEMM on the calling thread's handle). */
 #include "bfp.h"
 #include "gemm_internal.h"
+#include "matmul_image.h"
 
 #include <cublas_v2.h>
 #include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
@@ -14,20 +17,21 @@
 using namespace bfpgemm;
 
 struct bfp_cuda_weight {
+    void *buf;                    /* the packed buffer (matmul_image.h) */
+    int owns;                     /* buf is bfp_cuda_weight_upload's: freed with the view */
     bfp_format fmt;
     int kind;                     /* FMT_* */
     size_t n, k, tiles_n, tiles_k;
     void *codes, *scales, *corr;  /* prepacked, device */
     bfp_plane_sizes sz;
     uint8_t *pl_codes, *pl_scales, *pl_meta; /* planar, device (cuBLAS path) */
-    float *pl_ts;                 /* 1.0 (device) for the cuBLAS path's dequantize: W * s_enc
+    const float *pl_ts;           /* 1.0 (device) for the cuBLAS path's dequantize: W * s_enc
                                      is exact in bf16, and alpha = 1 / s_enc */
     float ts;                     /* NVFP4 s_enc (host copy) */
     int mx_fold;                  /* see gemm_fused.cuh: operands carry 2^-fold */
     int sms;
     size_t small_ws;              /* workspace bytes the kernel paths may use at
                                      m <= FUSED_MAX_M (small_ws_bytes) */
-    cublasHandle_t blas;
     SkinnyMaps sk[2];             /* the skinny kernel's maps of codes, scales and
                                      corr for R = 4 ([0]) and R = 2 ([1]); x
                                      is filled in per call */
@@ -41,7 +45,7 @@ namespace {
 constexpr size_t FUSED_MAX_M = 32; /* measured: see docs/gemm.md */
 constexpr size_t CUBLAS_WS = (size_t)32 << 20; /* cuBLAS's own workspace */
 constexpr size_t DEQ_CHUNK_BYTES = (size_t)256 << 20;
-const float ONE = 1.0f; /* the cuBLAS path's tensor scale (pl_ts) */
+const bfp_matmul_tuning DEFAULTS = {}; /* every field 0: the measured defaults */
 
 /* the matmul kind of a format's row in format_defs.h (BFP_MM_NONE: none) */
 int kind_of(bfp_format f)
@@ -131,7 +135,7 @@ struct FusedPlan {
     size_t ws_bytes, ctr_offset;
 };
 
-FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
+FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     FusedPlan P;
     size_t mc = m < 128 ? m : 128;
@@ -143,7 +147,7 @@ FusedPlan plan_fused(const bfp_cuda_weight *w, size_t m)
     /* split K so that the grid fills about 8 CTAs per SM in whole waves;
      * each split takes whole groups of 4 tiles */
     size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
-    static const int per_sm = env_knob("BFP_MATMUL_CTAS_PER_SM", 1, 64, 8);
+    const int per_sm = t.ctas_per_sm ? t.ctas_per_sm : 8;
     size_t want = (size_t)w->sms * (size_t)per_sm / ctas;
     size_t groups = (w->tiles_k + 3) / 4;
     if (want > groups)
@@ -177,14 +181,14 @@ bool skinny_fits(const bfp_cuda_weight *w, size_t m)
     return m <= FUSED_MAX_M && w->tiles_n * w->tiles_k <= (size_t)INT_MAX / 2;
 }
 
-SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m)
+SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     SkinnyPlan P;
     P.nt = m <= 8 ? 1 : m <= 16 ? 2 : 4;
     size_t rows = (size_t)skinny_rows(P.nt);
     size_t bands = (w->tiles_n + rows - 1) / rows;
     P.units = (int)(bands * w->tiles_k);
-    static const int cap = env_knob("BFP_MATMUL_WARPS_PER_SM", 1, 64, 64);
+    const int cap = t.warps_per_sm ? t.warps_per_sm : 64;
     int per_sm = skinny_resident_warps(w->kind, P.nt);
     size_t warps = (size_t)w->sms * (size_t)(per_sm < cap ? per_sm : cap);
     size_t upw = ((size_t)P.units + warps - 1) / warps;
@@ -235,7 +239,7 @@ bool mid_fits(size_t m)
     return (m + 63) / 64 <= 65535; /* grid.z */
 }
 
-MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
+MidPlan plan_mid(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     MidPlan P;
     P.wm = m > 64 ? 2 : 1;
@@ -245,7 +249,7 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m)
     P.ctas_n = (unsigned)((w->tiles_n + wt - 1) / wt);
     size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
     size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
-    static const int force = env_knob("BFP_MATMUL_MID_SPLITS", 1, 64, 0); /* 0: the planner's */
+    const int force = t.mid_splits; /* 0: the planner's */
     if (force)
         best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
@@ -292,18 +296,19 @@ size_t deq_chunk_rows(const bfp_cuda_weight *w)
 }
 
 /* The workspace's front: what the fused and skinny kernels use at any
- * m <= FUSED_MAX_M. They rely on it being zero (each call leaves it zero
+ * m <= FUSED_MAX_M under the default tuning. They rely on it being zero (each call leaves it zero
  * again), so the dequantize path, which writes W and cuBLAS's scratch into
  * the workspace, starts after it: AUTO may switch between decode-sized and
- * large m on one workspace. Kernel paths at larger m (and MID) zero their
- * own region first (zero_ws_first). */
+ * large m on one workspace. Kernel paths at larger m (and MID, and a tuning
+ * that needs more than the front) zero their own region first
+ * (zero_ws_first). */
 size_t small_ws_bytes(const bfp_cuda_weight *w)
 {
     size_t most = 0;
     for (size_t m = 1; m <= FUSED_MAX_M; m++) {
-        size_t b = plan_fused(w, m).ws_bytes;
-        if (skinny_fits(w, m) && plan_skinny(w, m).ws_bytes > b)
-            b = plan_skinny(w, m).ws_bytes;
+        size_t b = plan_fused(w, m, DEFAULTS).ws_bytes;
+        if (skinny_fits(w, m) && plan_skinny(w, m, DEFAULTS).ws_bytes > b)
+            b = plan_skinny(w, m, DEFAULTS).ws_bytes;
         most = b > most ? b : most;
     }
     return align256(most);
@@ -324,7 +329,8 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
 enum Kernel { K_FUSED, K_SKINNY, K_MID, K_WGMMA };
 
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
-                     void *y, void *ws, size_t ws_bytes, Kernel kern, cudaStream_t s)
+                     void *y, void *ws, size_t ws_bytes, Kernel kern,
+                     const bfp_matmul_tuning &t, cudaStream_t s)
 {
     const bool skinny = kern == K_SKINNY, mid = kern == K_MID, wgk = kern == K_WGMMA;
     FusedPlan P = {};
@@ -332,19 +338,19 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     MidPlan M = {};
     WgPlan G = {};
     if (skinny)
-        S = plan_skinny(w, m);
+        S = plan_skinny(w, m, t);
     else if (mid)
-        M = plan_mid(w, m);
+        M = plan_mid(w, m, t);
     else if (wgk)
         G = plan_wgmma(w, m);
     else
-        P = plan_fused(w, m);
+        P = plan_fused(w, m, t);
     const size_t need = skinny ? S.ws_bytes : mid ? M.ws_bytes : wgk ? G.ws_bytes : P.ws_bytes;
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     /* beyond the front that every path keeps zero (small_ws_bytes), the
      * dequantize path may have left W: start from zeros */
-    const bool zero_ws_first = mid || wgk || m > FUSED_MAX_M;
+    const bool zero_ws_first = mid || wgk || m > FUSED_MAX_M || need > w->small_ws;
     if (need && zero_ws_first && cudaMemsetAsync(ws, 0, need, s) != cudaSuccess)
         return BFP_ERR_DEVICE;
     Params p;
@@ -386,8 +392,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         return launch_mid(w->kind, p, M.wm, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
     }
     if (wgk) {
-        static const int pipe = env_knob("BFP_MATMUL_WG_PIPE", 0, 1, 1);
-        p.wg_pipe = pipe;
+        p.wg_pipe = t.wgmma_serial ? 0 : 1;
         p.tiles_per_split = G.tiles_per_split;
         p.splits = G.splits;
         p.chunk_tiles = 0;
@@ -405,10 +410,42 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         SkinnyMaps maps = w->sk[skinny_rows(S.nt) == 4 ? 0 : 1];
         if (p.x_vec && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
-        return launch_skinny(w->kind, p, maps, S.nt, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+        return launch_skinny(w->kind, p, maps, S.nt, t.post_max_m, s) == cudaSuccess
+                   ? BFP_OK
+                   : BFP_ERR_DEVICE;
     }
     dim3 grid(P.ctas_n, (unsigned)P.splits, (unsigned)P.mchunks);
     return launch_fused(w->kind, p, P.nt, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+}
+
+/* The calling thread's cuBLAS handle for device dev, made on first use and
+ * destroyed when the thread ends. Per thread, so that no lock is needed and
+ * a call's cublasSetStream / cublasSetWorkspace / cublasGemmEx sequence
+ * cannot interleave with another thread's on the same handle (docs/gemm.md,
+ * "Packed weights"); per device, as a handle belongs to the device current
+ * when it was made. */
+constexpr int MAX_DEVICES = 64;
+struct ThreadBlas {
+    cublasHandle_t h[MAX_DEVICES] = {};
+    ~ThreadBlas()
+    {
+        for (cublasHandle_t b : h)
+            if (b)
+                (void)cublasDestroy(b); /* at thread exit: nothing to report to */
+    }
+};
+
+cublasHandle_t thread_blas()
+{
+    static thread_local ThreadBlas tb;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= MAX_DEVICES)
+        return nullptr;
+    if (!tb.h[dev] && cublasCreate(&tb.h[dev]) != CUBLAS_STATUS_SUCCESS) {
+        tb.h[dev] = nullptr;
+        return nullptr;
+    }
+    return tb.h[dev];
 }
 
 bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
@@ -418,8 +455,9 @@ bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const v
         return BFP_ERR_ARG;
     size_t chunk = deq_chunk_rows(w);
     char *wbuf = static_cast<char *>(ws) + w->small_ws; /* clear of the kernels' front */
-    if (cublasSetStream(w->blas, s) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetWorkspace(w->blas, wbuf + align256(chunk * w->k * 2), CUBLAS_WS) !=
+    cublasHandle_t blas = thread_blas();
+    if (!blas || cublasSetStream(blas, s) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(blas, wbuf + align256(chunk * w->k * 2), CUBLAS_WS) !=
             CUBLAS_STATUS_SUCCESS)
         return BFP_ERR_DEVICE;
     /* NVFP4: W is dequantized without its tensor scale (the E2M1 x UE4M3
@@ -447,7 +485,7 @@ bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const v
             return st;
         /* column-major view: y^T[n, m] = W[n, k] . x^T[k, m] */
         cublasStatus_t cs = cublasGemmEx(
-            w->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)m, (int)w->k, &alpha, wbuf,
+            blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)m, (int)w->k, &alpha, wbuf,
             CUDA_R_16BF, (int)w->k, x, CUDA_R_16BF, (int)w->k, &beta,
             static_cast<__nv_bfloat16 *>(y) + r0, CUDA_R_16BF, (int)w->n, CUBLAS_COMPUTE_32F,
             CUBLAS_GEMM_DEFAULT);
@@ -457,113 +495,151 @@ bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const v
     return BFP_OK;
 }
 
-void weight_release(bfp_cuda_weight *w)
+/* A zeroed view, aligned for its tensor maps (CUtensorMap: alignas(128)) */
+bfp_cuda_weight *view_alloc()
 {
-    if (!w)
-        return;
-    cudaFree(w->codes);
-    cudaFree(w->scales);
-    cudaFree(w->corr);
-    cudaFree(w->pl_codes);
-    cudaFree(w->pl_scales);
-    cudaFree(w->pl_meta);
-    cudaFree(w->pl_ts);
-    if (w->blas)
-        cublasDestroy(w->blas);
-    free(w);
+    const size_t hbytes = (sizeof(bfp_cuda_weight) + alignof(bfp_cuda_weight) - 1) /
+                          alignof(bfp_cuda_weight) * alignof(bfp_cuda_weight);
+    void *h = aligned_alloc(alignof(bfp_cuda_weight), hbytes);
+    if (h)
+        memset(h, 0, hbytes);
+    return static_cast<bfp_cuda_weight *>(h);
 }
 
-/* cudaMalloc + copy of n host bytes (n may be 0: no buffer) */
-bool upload(void **dst, const void *src, size_t n)
+bool aligned_buf(const void *p) { return (uintptr_t)p % BFP_WIMG_ALIGN == 0; }
+
+/* the planes a weight of fmt needs are there (fmt is a matmul format) */
+bool planes_ok(bfp_format fmt, const bfp_const_planes *w)
 {
-    *dst = nullptr;
-    if (n == 0)
-        return true;
-    if (cudaMalloc(dst, n) != cudaSuccess)
-        return false;
-    return cudaMemcpy(*dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess;
+    const bfp_format_info *f = bfp_format_get(fmt);
+    return w && w->codes && w->scales && (!f->meta_bytes || w->meta) &&
+           (!f->has_tensor_scale || w->tensor_scale);
 }
 
 } // namespace
 
 extern "C" {
 
-bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, size_t n,
-                                  size_t k, bfp_cuda_weight **out)
+bfp_status bfp_cuda_weight_pack(bfp_format fmt, const bfp_const_planes *w, size_t n, size_t k,
+                                void *d_buf, size_t bytes, void *stream)
 {
-    bfp_packed_sizes ps;
-    bfp_status st = bfp_matmul_packed_sizes(fmt, n, k, &ps);
+    bfp_wimg_layout L;
+    bfp_status st = bfp_wimg_layout_get(fmt, n, k, &L);
     if (st != BFP_OK)
         return st;
-    const bfp_format_info *f = bfp_format_get(fmt);
-    if (!out || !w || !w->codes || !w->scales || (f->meta_bytes && !w->meta) ||
-        (f->has_tensor_scale && !w->tensor_scale))
+    if (!planes_ok(fmt, w) || !d_buf || !aligned_buf(d_buf) || bytes < L.total)
         return BFP_ERR_ARG;
-    *out = nullptr;
-    if (n > INT_MAX || k > INT_MAX)
-        return BFP_ERR_SHAPE;
     if (!bfp_cuda_available())
         return BFP_ERR_DEVICE;
-
-    /* aligned for its tensor maps (CUtensorMap: alignas(128)) */
-    const size_t hbytes = (sizeof(bfp_cuda_weight) + alignof(bfp_cuda_weight) - 1) /
-                          alignof(bfp_cuda_weight) * alignof(bfp_cuda_weight);
-    bfp_cuda_weight *h =
-        static_cast<bfp_cuda_weight *>(aligned_alloc(alignof(bfp_cuda_weight), hbytes));
-    if (h)
-        memset(h, 0, hbytes);
-    uint8_t *hc = static_cast<uint8_t *>(malloc(ps.codes));
-    uint8_t *hs = static_cast<uint8_t *>(malloc(ps.scales));
-    uint8_t *hr = static_cast<uint8_t *>(malloc(ps.corr ? ps.corr : 1));
-    if (!h || !hc || !hs || !hr) {
-        free(h), free(hc), free(hs), free(hr);
+    void *img = malloc(L.total);
+    if (!img)
         return BFP_ERR_NOMEM;
-    }
+    st = bfp_cuda_weight_pack_host(fmt, w, n, k, img, L.total);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    /* the image is freed below: wait for the copy (an offline step) */
+    if (st == BFP_OK && (cudaMemcpyAsync(d_buf, img, L.total, cudaMemcpyHostToDevice, s) !=
+                             cudaSuccess ||
+                         cudaStreamSynchronize(s) != cudaSuccess))
+        st = BFP_ERR_DEVICE;
+    free(img);
+    return st;
+}
+
+bfp_status bfp_cuda_weight_view(bfp_format fmt, size_t n, size_t k, const void *d_buf,
+                                size_t bytes, bfp_cuda_weight **out)
+{
+    if (out)
+        *out = nullptr;
+    bfp_wimg_layout L;
+    bfp_status st = bfp_wimg_layout_get(fmt, n, k, &L);
+    if (st != BFP_OK)
+        return st;
+    if (!out || !d_buf || !aligned_buf(d_buf) || bytes < L.total)
+        return BFP_ERR_ARG;
+    if (!bfp_cuda_available())
+        return BFP_ERR_DEVICE;
+    uint8_t hdr[BFP_WIMG_ALIGN];
+    if (cudaMemcpy(hdr, d_buf, sizeof hdr, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return BFP_ERR_DEVICE;
+    int fold = 0;
+    float ts = 1.0f;
+    st = bfp_wimg_header_read(hdr, fmt, n, k, bytes, &fold, &ts);
+    if (st != BFP_OK)
+        return st;
+    bfp_cuda_weight *h = view_alloc();
+    if (!h)
+        return BFP_ERR_NOMEM;
+    char *b = static_cast<char *>(const_cast<void *>(d_buf)); /* kernels only read it */
+    h->buf = b;
     h->fmt = fmt;
     h->kind = kind_of(fmt);
     h->n = n;
     h->k = k;
     h->tiles_n = (n + 15) / 16;
     h->tiles_k = (k + 63) / 64;
-    h->ts = f->has_tensor_scale ? *w->tensor_scale : 1.0f;
-    bfp_plane_sizes_for(fmt, n, k, &h->sz);
-    st = bfp_matmul_prepack(fmt, w, n, k, hc, hs, ps.corr ? hr : nullptr);
-    if (h->kind == FMT_MX || h->kind == FMT_MXPLUS) { /* the largest finite E8M0 code */
-        unsigned smax = 0;
-        for (size_t i = 0; i < ps.scales; i++)
-            if (hs[i] != 0xFF && hs[i] > smax)
-                smax = hs[i];
-        h->mx_fold = smax > 128 ? (int)smax - 128 : 0;
-    }
+    h->ts = ts;
+    h->mx_fold = fold;
+    h->sz = L.sz;
+    h->codes = b + L.codes;
+    h->scales = b + L.scales;
+    h->corr = L.ps.corr ? b + L.corr : nullptr;
+    h->pl_codes = reinterpret_cast<uint8_t *>(b + L.pl_codes);
+    h->pl_scales = reinterpret_cast<uint8_t *>(b + L.pl_scales);
+    h->pl_meta = L.sz.meta ? reinterpret_cast<uint8_t *>(b + L.pl_meta) : nullptr;
+    h->pl_ts = L.sz.tensor_scale ? reinterpret_cast<const float *>(b + L.pl_ts) : nullptr;
     int dev = 0, cc_major = 0, cc_minor = 0;
-    bool ok = st == BFP_OK && upload(&h->codes, hc, ps.codes) &&
-              upload(&h->scales, hs, ps.scales) && upload(&h->corr, hr, ps.corr) &&
-              upload(reinterpret_cast<void **>(&h->pl_codes), w->codes, h->sz.codes) &&
-              upload(reinterpret_cast<void **>(&h->pl_scales), w->scales, h->sz.scales) &&
-              upload(reinterpret_cast<void **>(&h->pl_meta), w->meta, h->sz.meta) &&
-              upload(reinterpret_cast<void **>(&h->pl_ts), &ONE, f->has_tensor_scale ? 4 : 0) &&
-              cudaGetDevice(&dev) == cudaSuccess &&
+    bool ok = cudaGetDevice(&dev) == cudaSuccess &&
               cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
                   cudaSuccess &&
               cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev) ==
                   cudaSuccess &&
               cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev) ==
                   cudaSuccess &&
-              cublasCreate(&h->blas) == CUBLAS_STATUS_SUCCESS && encode_weight_maps(h);
-    if (ok) {
-        h->small_ws = small_ws_bytes(h);
-        h->wgmma_ok = cc_major == 9 && cc_minor == 0;
-    }
-    free(hc), free(hs), free(hr);
+              encode_weight_maps(h);
     if (!ok) {
-        weight_release(h);
-        return st != BFP_OK ? st : BFP_ERR_DEVICE;
+        free(h);
+        return BFP_ERR_DEVICE;
     }
+    h->small_ws = small_ws_bytes(h);
+    h->wgmma_ok = cc_major == 9 && cc_minor == 0;
     *out = h;
     return BFP_OK;
 }
 
-void bfp_cuda_weight_free(bfp_cuda_weight *w) { weight_release(w); }
+bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                  size_t k, bfp_cuda_weight **out)
+{
+    size_t bytes = 0;
+    bfp_status st = bfp_cuda_weight_packed_size(fmt, n, k, &bytes);
+    if (st != BFP_OK)
+        return st;
+    if (!out || !planes_ok(fmt, w))
+        return BFP_ERR_ARG;
+    *out = nullptr;
+    if (!bfp_cuda_available())
+        return BFP_ERR_DEVICE;
+    void *buf = nullptr;
+    if (cudaMalloc(&buf, bytes) != cudaSuccess)
+        return BFP_ERR_DEVICE;
+    st = bfp_cuda_weight_pack(fmt, w, n, k, buf, bytes, nullptr);
+    if (st == BFP_OK)
+        st = bfp_cuda_weight_view(fmt, n, k, buf, bytes, out);
+    if (st != BFP_OK) {
+        (void)cudaFree(buf); /* the error reported is the first one */
+        return st;
+    }
+    (*out)->owns = 1;
+    return BFP_OK;
+}
+
+void bfp_cuda_weight_free(bfp_cuda_weight *w)
+{
+    if (!w)
+        return;
+    if (w->owns)
+        (void)cudaFree(w->buf); /* a free has no one to report to */
+    free(w);
+}
 
 /* Measured on the H200 (docs/gemm.md, bench/results/h200-gemm.json), with
  * the skinny kernel's tensor-map copies and 3 stages per warp: at m = 1 and
@@ -592,48 +668,65 @@ bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
     return BFP_MATMUL_FUSED;
 }
 
-size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
-                                      bfp_matmul_path path)
+size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
+                                         bfp_matmul_path path, const bfp_matmul_tuning *tuning)
 {
-    if (!w || m == 0)
+    if (!w || m == 0 || bfp_matmul_tuning_check(tuning) != BFP_OK)
         return 0;
+    const bfp_matmul_tuning &t = tuning ? *tuning : DEFAULTS;
     if (path == BFP_MATMUL_AUTO)
         path = bfp_cuda_matmul_auto_path(w, m);
     if (path == BFP_MATMUL_SKINNY)
-        return skinny_fits(w, m) ? plan_skinny(w, m).ws_bytes : 0;
+        return skinny_fits(w, m) ? plan_skinny(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_MID)
-        return mid_fits(m) ? plan_mid(w, m).ws_bytes : 0;
+        return mid_fits(m) ? plan_mid(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_WGMMA)
         return wgmma_fits(m) ? plan_wgmma(w, m).ws_bytes : 0;
-    return path == BFP_MATMUL_FUSED ? plan_fused(w, m).ws_bytes : deq_ws_bytes(w);
+    return path == BFP_MATMUL_FUSED ? plan_fused(w, m, t).ws_bytes : deq_ws_bytes(w);
+}
+
+size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
+                                      bfp_matmul_path path)
+{
+    return bfp_cuda_matmul_workspace_size_ex(w, m, path, nullptr);
 }
 
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
                            const void *d_bias, void *d_y, void *d_workspace,
                            size_t workspace_bytes, bfp_matmul_path path, void *stream)
 {
-    if (!w || !d_x || !d_y)
+    return bfp_cuda_matmul_ex(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, path,
+                              nullptr, stream);
+}
+
+bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t m,
+                              const void *d_bias, void *d_y, void *d_workspace,
+                              size_t workspace_bytes, bfp_matmul_path path,
+                              const bfp_matmul_tuning *tuning, void *stream)
+{
+    if (!w || !d_x || !d_y || bfp_matmul_tuning_check(tuning) != BFP_OK)
         return BFP_ERR_ARG;
+    const bfp_matmul_tuning &t = tuning ? *tuning : DEFAULTS;
     if (m == 0 || m > INT_MAX || m > SIZE_MAX / 4 / w->n)
         return BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_AUTO)
         path = bfp_cuda_matmul_auto_path(w, m);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (path == BFP_MATMUL_FUSED)
-        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_FUSED, s);
+        return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_FUSED, t, s);
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m)
-                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_SKINNY, s)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_SKINNY, t, s)
                    : BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_MID)
         return mid_fits(m)
-                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_MID, s)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_MID, t, s)
                    : BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_WGMMA) {
         if (!w->wgmma_ok)
             return BFP_ERR_UNSUPPORTED;
         return wgmma_fits(m)
-                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_WGMMA, s)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_WGMMA, t, s)
                    : BFP_ERR_SHAPE;
     }
     if (path == BFP_MATMUL_DEQUANT_CUBLAS)

@@ -6,22 +6,9 @@
 #include <cuda.h> /* CUtensorMap and its enums only: no libcuda symbol is linked */
 #include <cuda_runtime.h>
 
-#include <stdlib.h>
 #include <type_traits>
 
 namespace bfpgemm {
-
-/* A tuning knob for benchmarks: environment variable `name` as an int in
- * [lo, hi], else dflt (unset, empty or out of range). Callers keep it in a
- * function-local static, so it is read once. */
-inline int env_knob(const char *name, int lo, int hi, int dflt)
-{
-    const char *e = getenv(name);
-    if (!e || !*e)
-        return dflt;
-    const int v = atoi(e);
-    return v >= lo && v <= hi ? v : dflt;
-}
 
 /* fn(std::integral_constant<int, F>{}) for format kind F (FMT_*): the one
  * switch from a weight's kind to the kernel templates of every launcher */
@@ -60,9 +47,10 @@ struct SkinnyMaps {
 };
 /* warps of it that one SM holds at once */
 int skinny_resident_warps(int fmt_kind, int nt);
-/* grid: ceil(p.units / p.upw) warps */
+/* grid: ceil(p.units / p.upw) warps; post_max_m as bfp_matmul_tuning's
+ * (0: the measured default, -1: never) */
 cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps, int nt,
-                          cudaStream_t s);
+                          int post_max_m, cudaStream_t s);
 
 /* The mid kernel (gemm_mid.cu): CTAs of MID_WARPS warps, each warp MID_R
  * row tiles of W by 64 rows of x; wm = 1 or 2 warps along m, so a CTA takes

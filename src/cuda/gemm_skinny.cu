@@ -241,7 +241,8 @@ __device__ __forceinline__ void produce(const Params &p, const SkinnyMaps &mp, i
  * operands' correction bits (MX 317), NVFP4+ 473 against 531 (NVFP4 343).
  * Measured (PARTS=postsweep, docs/gemm.md), the time follows less: mxfp4+
  * 3-8% less at m = 1, even at m = 2, 7-13% more at m = 4; nvfp4+ 3-12% more
- * already at m = 1. So MX+ at m = 1 only; BFP_MATMUL_POST_MAX_M times both. */
+ * already at m = 1. So MX+ at m = 1 only; bfp_matmul_tuning's post_max_m
+ * times both. */
 constexpr int post_max_m(int f) { return f == FMT_MXPLUS ? 1 : 0; }
 constexpr bool has_post(int f) { return f == FMT_MXPLUS || f == FMT_NVPLUS; }
 
@@ -522,12 +523,11 @@ static cudaError_t skinny_k(dim3 grid, const Params *p, const SkinnyMaps *mp, in
     return cudaGetLastError();
 }
 
-/* post_max_m(f), or BFP_MATMUL_POST_MAX_M (a knob for benchmarks; 0: the
- * operands' correction at every m) */
-static int post_limit(int f)
+/* The largest m that corrects after the mma: post_max_m(f), or the
+ * tuning's (bfp_matmul_tuning.post_max_m: 0 the default, -1 never) */
+static int post_limit(int f, int tuned)
 {
-    static const int env = env_knob("BFP_MATMUL_POST_MAX_M", 0, INT_MAX, -1);
-    return env >= 0 ? env : post_max_m(f);
+    return tuned == 0 ? post_max_m(f) : tuned < 0 ? 0 : tuned;
 }
 
 /* The kernel for nt: MX+ / NVFP4+ at m <= post_limit correct after the mma.
@@ -537,28 +537,28 @@ static int post_limit(int f)
  * than one wave: slower, not wrong (no CTA waits for another). */
 template <int F, int NT>
 static cudaError_t skinny_nt(dim3 grid, const Params *p, const SkinnyMaps *mp, int *resident,
-                             cudaStream_t s)
+                             int post, cudaStream_t s)
 {
     if constexpr (NT == 1 && has_post(F))
-        if (p && p->m <= post_limit(F))
+        if (p && p->m <= post_limit(F, post))
             return skinny_k<F, NT, true>(grid, p, mp, resident, s);
     return skinny_k<F, NT, false>(grid, p, mp, resident, s);
 }
 
 template <int F>
 static cudaError_t skinny_f(int nt, dim3 grid, const Params *p, const SkinnyMaps *mp,
-                            int *resident, cudaStream_t s)
+                            int *resident, int post, cudaStream_t s)
 {
-    return nt == 1   ? skinny_nt<F, 1>(grid, p, mp, resident, s)
-           : nt == 2 ? skinny_nt<F, 2>(grid, p, mp, resident, s)
-                     : skinny_nt<F, 4>(grid, p, mp, resident, s);
+    return nt == 1   ? skinny_nt<F, 1>(grid, p, mp, resident, post, s)
+           : nt == 2 ? skinny_nt<F, 2>(grid, p, mp, resident, post, s)
+                     : skinny_nt<F, 4>(grid, p, mp, resident, post, s);
 }
 
 static cudaError_t skinny_any(int fmt_kind, int nt, dim3 grid, const Params *p,
-                              const SkinnyMaps *mp, int *resident, cudaStream_t s)
+                              const SkinnyMaps *mp, int *resident, int post, cudaStream_t s)
 {
     return with_kind(fmt_kind, [&](auto f) {
-        return skinny_f<decltype(f)::value>(nt, grid, p, mp, resident, s);
+        return skinny_f<decltype(f)::value>(nt, grid, p, mp, resident, post, s);
     });
 }
 
@@ -568,7 +568,7 @@ int skinny_resident_warps(int fmt_kind, int nt)
     int &c = cache[fmt_kind][nt == 1 ? 0 : nt == 2 ? 1 : 2];
     if (c == 0) {
         int blocks = 0;
-        if (skinny_any(fmt_kind, nt, dim3(1), nullptr, nullptr, &blocks, 0) != cudaSuccess ||
+        if (skinny_any(fmt_kind, nt, dim3(1), nullptr, nullptr, &blocks, 0, 0) != cudaSuccess ||
             blocks < 1)
             blocks = 1;
         c = blocks * SK_WARPS;
@@ -577,11 +577,11 @@ int skinny_resident_warps(int fmt_kind, int nt)
 }
 
 cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps, int nt,
-                          cudaStream_t s)
+                          int post_max_m, cudaStream_t s)
 {
     unsigned warps = (unsigned)((p.units + p.upw - 1) / p.upw);
     dim3 grid((warps + SK_WARPS - 1) / SK_WARPS);
-    return skinny_any(fmt_kind, nt, grid, &p, &maps, nullptr, s);
+    return skinny_any(fmt_kind, nt, grid, &p, &maps, nullptr, post_max_m, s);
 }
 
 } // namespace bfpgemm

@@ -16,7 +16,7 @@
  *    1 and 2 the consumers, 64 rows of W (4 row tiles) each by BN rows of x.
  *    A consumer issues k tile i's four wgmma and decodes k tile i + 1 while
  *    they run; mainloop_pipelined (the default) keeps one tile's group in
- *    flight across tiles, mainloop_serial (BFP_MATMUL_WG_PIPE=0) waits for
+ *    flight across tiles, mainloop_serial (bfp_matmul_tuning.wgmma_serial = 1) waits for
  *    each;
  *  - the epilogue (wg_epilogue): the tile through shared memory, then bias,
  *    tensor scale and split K through per-split fp32 slices in the

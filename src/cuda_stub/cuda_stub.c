@@ -35,10 +35,30 @@ bfp_status bfp_cuda_weight_upload(bfp_format fmt, const bfp_const_planes *w, siz
     return BFP_ERR_UNSUPPORTED;
 }
 
+bfp_status bfp_cuda_weight_pack(bfp_format fmt, const bfp_const_planes *w, size_t n,
+                                size_t k, void *d_buf, size_t bytes, void *stream)
+{
+    return BFP_ERR_UNSUPPORTED;
+}
+
+bfp_status bfp_cuda_weight_view(bfp_format fmt, size_t n, size_t k, const void *d_buf,
+                                size_t bytes, bfp_cuda_weight **out)
+{
+    if (out)
+        *out = NULL;
+    return BFP_ERR_UNSUPPORTED;
+}
+
 void bfp_cuda_weight_free(bfp_cuda_weight *w) {}
 
 size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
                                       bfp_matmul_path path)
+{
+    return 0;
+}
+
+size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
+                                         bfp_matmul_path path, const bfp_matmul_tuning *tuning)
 {
     return 0;
 }
@@ -51,6 +71,14 @@ bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
                            const void *d_bias, void *d_y, void *d_workspace,
                            size_t workspace_bytes, bfp_matmul_path path, void *stream)
+{
+    return BFP_ERR_UNSUPPORTED;
+}
+
+bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t m,
+                              const void *d_bias, void *d_y, void *d_workspace,
+                              size_t workspace_bytes, bfp_matmul_path path,
+                              const bfp_matmul_tuning *tuning, void *stream)
 {
     return BFP_ERR_UNSUPPORTED;
 }

@@ -1,0 +1,73 @@
+/* matmul_tuning_env.h - the GPU matmul's tuning from the environment, for
+ * the benchmarks and tests only (the library reads no environment):
+ *   BFP_MATMUL_CTAS_PER_SM  -> ctas_per_sm
+ *   BFP_MATMUL_WARPS_PER_SM -> warps_per_sm
+ *   BFP_MATMUL_MID_SPLITS   -> mid_splits (0: the planner's)
+ *   BFP_MATMUL_POST_MAX_M   -> post_max_m (0 here means never: -1 in the struct)
+ *   BFP_MATMUL_WG_PIPE      -> wgmma_serial = 1 when 0, 0 when 1
+ * Unset or empty: the default. A value that is not an integer, or out of
+ * the struct's range (bfp_matmul_tuning_check), is refused with a message
+ * (before, the library fell back to the default without a word). */
+#ifndef BFP_MATMUL_TUNING_ENV_H
+#define BFP_MATMUL_TUNING_ENV_H
+
+#include "bfp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* 1 and *v set when name is set to an integer, 0 when unset or empty, -1
+ * (with a message) when set to anything else */
+static int tuning_env_int(const char *name, int *v)
+{
+    const char *e = getenv(name);
+    if (!e || !*e)
+        return 0;
+    char *end;
+    errno = 0;
+    long l = strtol(e, &end, 10);
+    if (*end || errno || l < INT_MIN || l > INT_MAX) {
+        fprintf(stderr, "%s: '%s' is not an integer\n", name, e);
+        return -1;
+    }
+    *v = (int)l;
+    return 1;
+}
+
+/* Fill *t from the environment: 1 when some variable was set, 0 when none
+ * (t holds the defaults), -1 on a malformed value or an invalid tuning
+ * (a message printed). */
+static inline int matmul_tuning_from_env(bfp_matmul_tuning *t)
+{
+    bfp_matmul_tuning z = {0};
+    *t = z;
+    int any = 0, r, v = 0;
+    if ((r = tuning_env_int("BFP_MATMUL_CTAS_PER_SM", &t->ctas_per_sm)) < 0)
+        return -1;
+    any |= r;
+    if ((r = tuning_env_int("BFP_MATMUL_WARPS_PER_SM", &t->warps_per_sm)) < 0)
+        return -1;
+    any |= r;
+    if ((r = tuning_env_int("BFP_MATMUL_MID_SPLITS", &t->mid_splits)) < 0)
+        return -1;
+    any |= r;
+    if ((r = tuning_env_int("BFP_MATMUL_POST_MAX_M", &v)) < 0)
+        return -1;
+    if (r)
+        t->post_max_m = v == 0 ? -1 : v;
+    any |= r;
+    if ((r = tuning_env_int("BFP_MATMUL_WG_PIPE", &v)) < 0)
+        return -1;
+    if (r)
+        t->wgmma_serial = v == 0 ? 1 : v == 1 ? 0 : -1; /* -1: refused below */
+    any |= r;
+    if (bfp_matmul_tuning_check(t) != BFP_OK) {
+        fprintf(stderr, "BFP_MATMUL_*: a value out of range (bfp.h, bfp_matmul_tuning)\n");
+        return -1;
+    }
+    return any;
+}
+
+#endif

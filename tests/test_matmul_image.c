@@ -1,0 +1,157 @@
+/* test_matmul_image.c - the packed GPU weight buffer on the host (no GPU
+ * needed): bfp_cuda_weight_packed_size's layout, bfp_cuda_weight_pack_host's
+ * image (header, prepacked arrays equal to bfp_matmul_prepack's, planar
+ * planes, the MX fold exponent, the NVFP4 tensor scale) and the header check
+ * the view makes; bfp_matmul_tuning_check's ranges; argument errors. */
+#include "bfp.h"
+#include "check.h"
+#include "matmul_image.h"
+#include "prng.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
+                                  BFP_HIF4};
+static prng rng = {0xB0F1};
+
+static void test_image(bfp_format f, size_t n, size_t k, double scale)
+{
+    const char *name = bfp_format_get(f)->name;
+    float *x = malloc(n * k * sizeof *x);
+    for (size_t i = 0; i < n * k; i++)
+        x[i] = (float)((prng_unit(&rng) - 0.5) * scale * (i % 97 == 3 ? 40.0 : 1.0));
+    bfp_plane_sizes sz;
+    bfp_packed_sizes ps;
+    CHECK(bfp_plane_sizes_for(f, n, k, &sz) == BFP_OK, "sizes");
+    CHECK(bfp_matmul_packed_sizes(f, n, k, &ps) == BFP_OK, "packed sizes");
+    uint8_t *codes = malloc(sz.codes), *scales = malloc(sz.scales), *meta = malloc(sz.meta + 1);
+    float ts = 0;
+    bfp_planes out = {codes, scales, meta, &ts};
+    CHECK(bfp_quantize(f, BFP_DTYPE_F32, x, n, k, NULL, &out, NULL) == BFP_OK, "quantize");
+    bfp_const_planes c = {codes, scales, meta, &ts};
+
+    size_t bytes = 0;
+    CHECK(bfp_cuda_weight_packed_size(f, n, k, &bytes) == BFP_OK, "%s packed size", name);
+    bfp_wimg_layout L;
+    CHECK(bfp_wimg_layout_get(f, n, k, &L) == BFP_OK && L.total == bytes, "layout");
+    /* sections in order, aligned, disjoint, inside the buffer */
+    const size_t off[] = {L.codes, L.scales, L.corr, L.pl_codes, L.pl_scales, L.pl_meta, L.pl_ts};
+    const size_t len[] = {ps.codes, ps.scales, ps.corr, sz.codes, sz.scales, sz.meta,
+                          sz.tensor_scale};
+    size_t end = BFP_WIMG_ALIGN;
+    for (int i = 0; i < 7; i++) {
+        CHECK(off[i] % BFP_WIMG_ALIGN == 0 && off[i] >= end, "%s section %d placed", name, i);
+        end = off[i] + len[i];
+    }
+    CHECK(end <= bytes && bytes % BFP_WIMG_ALIGN == 0, "%s buffer covers its sections", name);
+
+    uint8_t *img = malloc(bytes + 1), *pc = malloc(ps.codes), *psc = malloc(ps.scales),
+            *pcorr = malloc(ps.corr + 1);
+    memset(img, 0xA5, bytes + 1);
+    CHECK(bfp_cuda_weight_pack_host(f, &c, n, k, img, bytes - 1) == BFP_ERR_ARG,
+          "%s buffer one byte short", name);
+    CHECK(bfp_cuda_weight_pack_host(f, &c, n, k, img, bytes) == BFP_OK, "%s pack", name);
+    CHECK(img[bytes] == 0xA5, "%s pack writes past its size", name);
+    CHECK(bfp_matmul_prepack(f, &c, n, k, pc, psc, ps.corr ? pcorr : NULL) == BFP_OK, "prepack");
+    CHECK(memcmp(img + L.codes, pc, ps.codes) == 0 && memcmp(img + L.scales, psc, ps.scales) == 0 &&
+              (!ps.corr || memcmp(img + L.corr, pcorr, ps.corr) == 0),
+          "%s prepacked sections equal bfp_matmul_prepack's", name);
+    CHECK(memcmp(img + L.pl_codes, codes, sz.codes) == 0 &&
+              memcmp(img + L.pl_scales, scales, sz.scales) == 0 &&
+              (!sz.meta || memcmp(img + L.pl_meta, meta, sz.meta) == 0),
+          "%s planar sections equal the planes", name);
+    if (sz.tensor_scale) {
+        float one;
+        memcpy(&one, img + L.pl_ts, 4);
+        CHECK(one == 1.0f, "%s: the cuBLAS path's tensor scale is 1", name);
+    }
+    /* the fold: from the largest finite E8M0 code of the planes (MX, MX+) */
+    int want_fold = 0;
+    if (f == BFP_MXFP4 || f == BFP_MXFP4_PLUS) {
+        unsigned smax = 0;
+        for (size_t i = 0; i < sz.scales; i++)
+            if (scales[i] != 0xFF && scales[i] > smax)
+                smax = scales[i];
+        want_fold = smax > 128 ? (int)smax - 128 : 0;
+    }
+    int fold = -1;
+    float hts = 0;
+    CHECK(bfp_wimg_header_read(img, f, n, k, bytes, &fold, &hts) == BFP_OK, "%s header", name);
+    CHECK(fold == want_fold, "%s fold %d, want %d", name, fold, want_fold);
+    CHECK(hts == (sz.tensor_scale ? ts : 1.0f), "%s tensor scale in the header", name);
+    if (scale > 1e20)
+        CHECK(want_fold > 0 || f != BFP_MXFP4, "huge values give a fold (test's own check)");
+    /* the view refuses another weight's header or a short buffer */
+    const bfp_format other = f == BFP_MXFP4 ? BFP_MXFP4_PLUS : BFP_MXFP4;
+    size_t other_bytes = 0;
+    bfp_cuda_weight_packed_size(other, n, k, &other_bytes);
+    CHECK(bfp_wimg_header_read(img, f, n, k, bytes - 1, &fold, &hts) == BFP_ERR_ARG &&
+              bfp_wimg_header_read(img, f, n + 1, k, bytes * 2, &fold, &hts) == BFP_ERR_ARG &&
+              bfp_wimg_header_read(img, f, n, k + 64, bytes * 2, &fold, &hts) == BFP_ERR_ARG &&
+              bfp_wimg_header_read(img, other, n, k, other_bytes + bytes, &fold, &hts) ==
+                  BFP_ERR_ARG,
+          "%s header of another weight refused", name);
+    img[1] ^= 1;
+    CHECK(bfp_wimg_header_read(img, f, n, k, bytes, &fold, &hts) == BFP_ERR_ARG,
+          "%s bad magic refused", name);
+    free(img), free(pc), free(psc), free(pcorr);
+    free(codes), free(scales), free(meta), free(x);
+}
+
+static void test_tuning(void)
+{
+    bfp_matmul_tuning t = {0};
+    CHECK(bfp_matmul_tuning_check(NULL) == BFP_OK && bfp_matmul_tuning_check(&t) == BFP_OK,
+          "NULL and {0} are the defaults");
+    const bfp_matmul_tuning good = {64, 64, 64, 32, 1}, good2 = {1, 1, 1, -1, 0};
+    CHECK(bfp_matmul_tuning_check(&good) == BFP_OK && bfp_matmul_tuning_check(&good2) == BFP_OK,
+          "range ends accepted");
+    const bfp_matmul_tuning bad[] = {{-1, 0, 0, 0, 0}, {65, 0, 0, 0, 0}, {0, -1, 0, 0, 0},
+                                     {0, 65, 0, 0, 0}, {0, 0, -1, 0, 0}, {0, 0, 65, 0, 0},
+                                     {0, 0, 0, -2, 0}, {0, 0, 0, 33, 0}, {0, 0, 0, 0, 2},
+                                     {0, 0, 0, 0, -1}, {INT_MAX, 0, 0, 0, 0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(bfp_matmul_tuning_check(&bad[i]) == BFP_ERR_ARG, "tuning %zu out of range", i);
+}
+
+static void test_errors(void)
+{
+    size_t bytes = 0;
+    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP4, 16, 64, NULL) == BFP_ERR_ARG, "NULL bytes");
+    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP6_E2M3, 16, 64, &bytes) == BFP_ERR_UNSUPPORTED,
+          "mxfp6 is not a matmul format");
+    CHECK(bfp_cuda_weight_packed_size((bfp_format)99, 16, 64, &bytes) == BFP_ERR_FORMAT, "bad id");
+    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP4, 0, 64, &bytes) == BFP_ERR_SHAPE, "n = 0");
+    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP4, (size_t)INT_MAX + 1, 64, &bytes) ==
+              BFP_ERR_SHAPE, "n above INT_MAX");
+    CHECK(bfp_cuda_weight_packed_size(BFP_MXFP4, SIZE_MAX / 2, SIZE_MAX / 2, &bytes) ==
+              BFP_ERR_SHAPE, "overflow");
+    uint8_t buf[4096];
+    uint8_t codes[16 * 32] = {0}, sc[32] = {0};
+    bfp_const_planes c = {codes, sc, NULL, NULL};
+    CHECK(bfp_cuda_weight_pack_host(BFP_MXFP4, NULL, 16, 64, buf, sizeof buf) == BFP_ERR_ARG,
+          "NULL planes");
+    CHECK(bfp_cuda_weight_pack_host(BFP_MXFP4, &c, 16, 64, NULL, sizeof buf) == BFP_ERR_ARG,
+          "NULL buffer");
+    CHECK(bfp_cuda_weight_pack_host(BFP_MXFP4_PLUS, &c, 16, 64, buf, sizeof buf) == BFP_ERR_ARG,
+          "MX+ needs meta");
+    CHECK(bfp_cuda_weight_pack_host(BFP_NVFP4, &c, 16, 64, buf, sizeof buf) == BFP_ERR_ARG,
+          "NVFP4 needs its tensor scale");
+    CHECK(bfp_cuda_weight_pack_host(BFP_MXFP4, &c, 16, 64, buf, sizeof buf) == BFP_OK,
+          "a small weight packs");
+}
+
+int main(void)
+{
+    static const size_t shapes[][2] = {{16, 64}, {17, 65}, {100, 640}, {33, 1000}, {1, 1}};
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            test_image(fmts[fi], shapes[si][0], shapes[si][1], si == 3 ? 1e30 : 1.0);
+    test_tuning();
+    test_errors();
+    return check_summary("test_matmul_image");
+}
