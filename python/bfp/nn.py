@@ -42,6 +42,11 @@ class Linear(torch.nn.Module):
     right buffer shapes (zero planes) for ``load_state_dict``.
     """
 
+    codes: torch.Tensor
+    scales: torch.Tensor
+    meta: torch.Tensor
+    tensor_scale: torch.Tensor
+
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  fmt: str = "mxfp4", x_format: Optional[str] = None,
                  device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
@@ -64,8 +69,27 @@ class Linear(torch.nn.Module):
     @classmethod
     def from_float(cls, linear: torch.nn.Linear, fmt: str,
                    x_format: Optional[str] = None) -> "Linear":
-        """The bfp twin of ``linear``: its weight quantized (on its device) to
-        ``fmt``, its bias kept as is."""
+        """The bfp twin of ``linear``.
+
+        Parameters
+        ----------
+        linear:
+            a ``torch.nn.Linear``; its weight is quantized on its device
+            (blocks along ``in_features``), its bias copied as is.
+        fmt:
+            the weight format.
+        x_format:
+            the activation format, ``None`` or ``"bf16"``.
+
+        Returns
+        -------
+        A :class:`bfp.nn.Linear`.
+
+        Raises
+        ------
+        TypeError if ``linear`` is not an ``nn.Linear``; :class:`bfp.BfpError`
+        for an unknown format; ``ValueError`` for another ``x_format``.
+        """
         if not isinstance(linear, torch.nn.Linear):
             raise TypeError(f"from_float takes a torch.nn.Linear, not {type(linear).__name__}")
         w = linear.weight.detach()
@@ -113,7 +137,7 @@ class Linear(torch.nn.Module):
         # tensor scale must keep its bits, so it travels as int32 meanwhile.
         self.tensor_scale = self.tensor_scale.view(torch.int32)
         try:
-            super()._apply(fn, *args, **kwargs)
+            super()._apply(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
         finally:
             self.tensor_scale = self.tensor_scale.view(torch.float32)
         return self
@@ -131,14 +155,35 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
                    include: Union[None, str, Iterable[str]] = None,
                    exclude: Union[None, str, Iterable[str]] = DEFAULT_EXCLUDE
                    ) -> torch.nn.Module:
-    """Swap ``model``'s ``torch.nn.Linear`` layers for :class:`bfp.nn.Linear`
-    with ``fmt`` weights, in place; returns ``model``.
+    """Swap ``model``'s ``torch.nn.Linear`` layers for :class:`bfp.nn.Linear`, in place.
 
-    ``include``: regexes (``re.search`` on the module's dotted name); when
-    given, only matching layers are swapped. ``exclude``: regexes of layers
-    left alone, by default :data:`DEFAULT_EXCLUDE` (``lm_head``, ``head``,
-    ``classifier``, ``score``); ``exclude=()`` swaps those too. Embeddings
-    and norms are not ``nn.Linear`` and stay as they are.
+    Parameters
+    ----------
+    model:
+        any ``torch.nn.Module``; its ``nn.Linear`` submodules (exactly that
+        class, not subclasses) are candidates, by dotted name.
+    fmt:
+        the weight format (``"mxfp4"``, ``"nvfp4"``, ``"mxfp4+"``, ...).
+    x_format:
+        the matmul's activation format; ``None`` or ``"bf16"`` (the only
+        one libbfp's matmul offers).
+    include:
+        regexes (``re.search`` on the name; one string is one regex); when
+        given, only matching layers are swapped.
+    exclude:
+        regexes of layers left alone; by default :data:`DEFAULT_EXCLUDE`
+        (``lm_head``, ``head``, ``classifier``, ``score``). A given value
+        replaces the default; ``exclude=()`` swaps the heads too.
+        Embeddings and norms are not ``nn.Linear`` and stay as they are.
+
+    Returns
+    -------
+    ``model``, with the layers swapped.
+
+    Raises
+    ------
+    :class:`bfp.BfpError` for an unknown format, ``ValueError`` for an
+    ``x_format`` other than bf16, before any layer is changed.
     """
     inc = [include] if isinstance(include, str) else include
     exc = [exclude] if isinstance(exclude, str) else exclude

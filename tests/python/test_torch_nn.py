@@ -193,3 +193,12 @@ def test_readme_example_swaps_the_linears_in_three_lines():
     assert [type(m).__name__ for m in model] == ["Linear", "GELU", "Linear"]
     assert all(isinstance(model[i], bfp.nn.Linear) for i in (0, 2))
     assert y.shape == (8, 64) and y.dtype == torch.float32 and bool(torch.isfinite(y).all())
+
+
+@pytest.mark.parametrize("fn", [bfp.quantize_model, bfp.nn.Linear.from_float])
+def test_public_functions_document_every_parameter(fn):
+    import inspect
+    doc = inspect.getdoc(fn) or ""
+    for name in inspect.signature(fn).parameters:
+        assert name in doc, f"{fn.__name__}'s docstring does not mention {name!r}"
+    assert "Returns" in doc and "Raises" in doc, fn.__name__
