@@ -255,14 +255,20 @@ fake_quant.register_autograd(_fake_quant_backward)
 # An entry holds the codes tensor, so its memory cannot be reused by another
 # weight while the entry lives; clear_cuda_weights() drops them all.
 _CUDA_WEIGHTS: Dict[Tuple[Any, ...], Tuple[torch.Tensor, Any]] = {}
-_WORKSPACES: Dict[int, torch.Tensor] = {}
+# One zeroed workspace per (device, stream): calls on one stream are ordered,
+# so they may share it (bfp_cuda_matmul's contract). A workspace that grows
+# is replaced, but the old one is kept: a CUDA graph may hold its address.
+_WORKSPACES: Dict[Tuple[int, int], torch.Tensor] = {}
+_RETIRED: List[torch.Tensor] = []
 _PATH_AUTO = 0
 
 
 def clear_cuda_weights() -> None:
-    """Free every weight uploaded for the GPU matmul and the workspaces."""
+    """Free every weight uploaded for the GPU matmul and the workspaces
+    (no CUDA graph that ran the matmul may be replayed afterwards)."""
     _CUDA_WEIGHTS.clear()
     _WORKSPACES.clear()
+    _RETIRED.clear()
 
 
 def _capturing() -> bool:
@@ -290,17 +296,19 @@ def _cuda_weight(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torc
     return cap
 
 
-def _workspace(device: torch.device, nbytes: int) -> torch.Tensor:
+def _workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
     idx = device.index if device.index is not None else torch.cuda.current_device()
-    ws = _WORKSPACES.get(idx)
+    ws = _WORKSPACES.get((idx, stream))
     if ws is None or ws.numel() < nbytes:
         if _capturing():
             raise RuntimeError(f"bfp.matmul: the workspace must grow to {nbytes} bytes during "
                                "CUDA-graph capture; run the model once at the largest batch "
                                "before capturing")
+        if ws is not None:
+            _RETIRED.append(ws)
         # zeros: the library's contract for a workspace's first use
         ws = torch.zeros(max(nbytes, 1), dtype=torch.uint8, device=device)
-        _WORKSPACES[idx] = ws
+        _WORKSPACES[(idx, stream)] = ws
     return ws
 
 
@@ -343,13 +351,13 @@ def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: tor
         _cuda_ready(x)
         with torch.cuda.device(x.device):
             w = _cuda_weight(fmt, codes, scales, meta, tensor_scale, n, k)
+            stream = _stream(x)
             nbytes = _core.cuda_matmul_workspace_size(w, m, _PATH_AUTO)
-            ws = _workspace(x.device, nbytes)
+            ws = _workspace(x.device, stream, nbytes)
             y = torch.empty((m, n), dtype=torch.bfloat16, device=x.device)
             b = bias.contiguous() if bias is not None else None
             _core.cuda_matmul(w, x2.data_ptr(), m, b.data_ptr() if b is not None else 0,
-                              y.data_ptr(), ws.data_ptr(), ws.numel(), _PATH_AUTO,
-                              _stream(x))
+                              y.data_ptr(), ws.data_ptr(), ws.numel(), _PATH_AUTO, stream)
         return y.view(list(lead) + [n])
     if x.device.type == "cuda":
         wd = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.bfloat16)
