@@ -12,9 +12,15 @@ MXINT8/4, NVFP4, HiF4, MX+/MX++ and NVFP4+ (docs/formats.md)::
     rows = bfp.compare(w, ["mxfp4", "nvfp4"])  # one dict per format (DataFrame-ready)
     bfp.save(q, "w.safetensors")            # `bfp dequantize` reads it
     bfp.verify(w, "mxfp4", kernel_planes)   # golden-model check (docs/verify.md)
+    bfp.quantize_model(model, "mxfp4")      # torch: nn.Linear -> bfp.nn.Linear
+
+bfp.nn, bfp.torch_ops and bfp.quantize_model import torch on first use.
 
 See docs/python.md in the repository.
 """
+import importlib
+from typing import Any
+
 from ._api import (BfpError, QTensor, cuda_available, error, fake_quant, format_info,
                    formats, isa, library_version, quantize)
 from ._compare import compare, plot_compare
@@ -22,6 +28,18 @@ from ._files import load, load_qtensor, save
 from ._verify import VerifyResult, verify
 
 __version__ = "0.1.0"
+
+_TORCH_PARTS = ("nn", "torch_ops")
+
+
+def __getattr__(name: str) -> Any:
+    """bfp.nn, bfp.torch_ops and bfp.quantize_model, imported on first use
+    (they need torch; bfp itself does not)."""
+    if name in _TORCH_PARTS:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name == "quantize_model":
+        return importlib.import_module(f"{__name__}.nn").quantize_model
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "BfpError",
@@ -41,5 +59,6 @@ __all__ = [
     "cuda_available",
     "isa",
     "library_version",
+    "quantize_model",
     "__version__",
 ]

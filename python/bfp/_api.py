@@ -591,12 +591,20 @@ def fake_quant(x: ArrayLike, fmt: Union[str, int], axis: int = -1,
     The same kind of object as ``x`` (numpy array, or a torch tensor on the
     same device), with the same shape and dtype, C-contiguous. For the MX
     formats it is idempotent: ``fake_quant(fake_quant(x, f), f)`` equals
-    ``fake_quant(x, f)``.
+    ``fake_quant(x, f)``. A torch tensor that requires grad (or any torch
+    tensor inside ``torch.compile``) goes through ``torch.ops.bfp.fake_quant``,
+    whose gradient is the straight-through estimator (identity).
 
     Raises
     ------
     As :func:`quantize`.
     """
+    if _is_torch(x) and (x.requires_grad or _torch().compiler.is_compiling()):
+        # the torch op: straight-through gradient, traceable by torch.compile
+        from . import torch_ops  # noqa: PLC0415
+        return torch_ops.fake_quant(x, fmt if isinstance(fmt, str) else _info(fmt)["name"],
+                                    axis, rounding or "default", seed, scale_mode or "",
+                                    nvfp4_no_tensor_scale, nvfp4_2d)
     info = _info(fmt)
     opts = _options(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d, threads)
     if _cuda_input(x):
@@ -604,6 +612,12 @@ def fake_quant(x: ArrayLike, fmt: Union[str, int], axis: int = -1,
         if not cuda_available():
             raise _no_cuda(x)
         return _cuda.fake_quant(x, info, axis, opts)
+    return _fake_quant_host(x, info, axis, opts, allow_copy)
+
+
+def _fake_quant_host(x: ArrayLike, info: Dict[str, Any], axis: int,
+                     opts: Tuple[int, int, int, int, int, int], allow_copy: bool) -> Any:
+    """fake_quant of a host array or CPU tensor (options checked)."""
     inp = _prepare(x, axis, allow_copy)
     out = np.empty(inp.rows * inp.cols, dtype=np.uint16 if inp.dtype != _F32 else np.float32)
     _core.fake_quant(info["id"], inp.dtype, inp.data, inp.rows, inp.cols, opts, inp.dtype, out)

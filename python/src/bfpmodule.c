@@ -9,7 +9,7 @@
  * without numpy installed.
  *
  * The file functions (bfp.save / bfp.load through libbfp's io layer) are in
- * bfpmodule_io.c.
+ * bfpmodule_io.c, the matmul ones (bfp.torch_ops) in bfpmodule_matmul.c.
  *
  * Every library failure raises bfp._core.BfpError (a ValueError) whose
  * message ends with the library's status string and whose .status attribute
@@ -885,7 +885,8 @@ PyMODINIT_FUNC PyInit__core(void)
         "description; a ValueError subclass.",
         PyExc_ValueError, NULL);
     if (!BfpError || PyModule_AddObjectRef(m, "BfpError", BfpError) < 0 ||
-        PyModule_AddFunctions(m, bfpmod_io_methods) < 0) {
+        PyModule_AddFunctions(m, bfpmod_io_methods) < 0 ||
+        PyModule_AddFunctions(m, bfpmod_matmul_methods) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,4 +20,7 @@ int bfpmod_parse_opts(PyObject *t, bfp_options *o);
 /* The file functions of bfp._core (bfpmodule_io.c), NULL-terminated. */
 extern PyMethodDef bfpmod_io_methods[];
 
+/* The matmul functions of bfp._core (bfpmodule_matmul.c), NULL-terminated. */
+extern PyMethodDef bfpmod_matmul_methods[];
+
 #endif /* BFPMODULE_H */

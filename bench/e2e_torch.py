@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""End-to-end decoder benchmark: bf16 weights against bfp 4-bit weights (issue #22).
+
+A Llama-3-8B-shaped decoder (hidden 4096, 32 query / 8 key-value heads of
+128, FFN 14336, 32 layers, vocabulary 128256) with RANDOM weights (normal,
+std 0.02: the speed and memory do not depend on the values) and a static KV
+cache, run with torch.compile (fullgraph) and CUDA graphs
+(mode="reduce-overhead") on both sides. For each weight format it measures
+decode tokens/s at batch 1 and 16, the time of a 2048-token prefill at batch
+1, the bytes of the weights and the peak GPU memory; it writes
+bench/results/h200-e2e.json (temporary name, then rename; an existing file
+only with --force).
+
+bfp side: bfp.quantize_model(model, fmt, exclude=()) swaps every nn.Linear,
+lm_head included, for bfp.nn.Linear (torch.ops.bfp.matmul, bf16
+activations); the embedding stays bf16 (a gather, not a matmul).
+
+    python bench/e2e_torch.py                      # on the H200, bfp built with CUDA
+    python bench/e2e_torch.py --tiny --out /tmp/e.json   # CPU smoke test (toy sizes)
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+
+import bfp
+import bfp.nn  # noqa: F401 - registers torch.ops.bfp
+
+LLAMA3_8B = dict(hidden=4096, heads=32, kv_heads=8, ffn=14336, layers=32, vocab=128256)
+TINY = dict(hidden=128, heads=4, kv_heads=2, ffn=256, layers=2, vocab=512)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, c: Dict[str, int]) -> None:
+        super().__init__()
+        d, self.h, self.kv = c["hidden"], c["heads"], c["kv_heads"]
+        self.hd = d // self.h
+        self.q_proj = torch.nn.Linear(d, self.h * self.hd, bias=False)
+        self.k_proj = torch.nn.Linear(d, self.kv * self.hd, bias=False)
+        self.v_proj = torch.nn.Linear(d, self.kv * self.hd, bias=False)
+        self.o_proj = torch.nn.Linear(self.h * self.hd, d, bias=False)
+        self.register_buffer("k_cache", None, persistent=False)
+        self.register_buffer("v_cache", None, persistent=False)
+
+    def set_cache(self, batch: int, length: int, device: Any) -> None:
+        shape = (batch, self.kv, length, self.hd)
+        self.k_cache = torch.zeros(shape, dtype=torch.bfloat16, device=device)
+        self.v_cache = torch.zeros(shape, dtype=torch.bfloat16, device=device)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.h, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv, self.hd).transpose(1, 2)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        assert self.k_cache is not None and self.v_cache is not None
+        self.k_cache.index_copy_(2, pos, k)
+        self.v_cache.index_copy_(2, pos, v)
+        length = self.k_cache.shape[2]
+        mask = torch.arange(length, device=x.device)[None, :] <= pos[:, None]
+        o = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=mask,
+                                           enable_gqa=True)
+        return self.o_proj(o.transpose(1, 2).reshape(b, t, self.h * self.hd))
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.float().chunk(2, dim=-1)
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, c: Dict[str, int]) -> None:
+        super().__init__()
+        d = c["hidden"]
+        self.input_norm = torch.nn.RMSNorm(d, eps=1e-5)
+        self.attn = Attention(c)
+        self.post_norm = torch.nn.RMSNorm(d, eps=1e-5)
+        self.gate_proj = torch.nn.Linear(d, c["ffn"], bias=False)
+        self.up_proj = torch.nn.Linear(d, c["ffn"], bias=False)
+        self.down_proj = torch.nn.Linear(c["ffn"], d, bias=False)
+
+    def forward(self, h: torch.Tensor, pos: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> torch.Tensor:
+        h = h + self.attn(self.input_norm(h), pos, cos, sin)
+        x = self.post_norm(h)
+        return h + self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self, c: Dict[str, int]) -> None:
+        super().__init__()
+        self.c = c
+        self.embed_tokens = torch.nn.Embedding(c["vocab"], c["hidden"])
+        self.layers = torch.nn.ModuleList(Layer(c) for _ in range(c["layers"]))
+        self.norm = torch.nn.RMSNorm(c["hidden"], eps=1e-5)
+        self.lm_head = torch.nn.Linear(c["hidden"], c["vocab"], bias=False)
+        self.register_buffer("cos_t", None, persistent=False)
+        self.register_buffer("sin_t", None, persistent=False)
+
+    def set_cache(self, batch: int, length: int) -> None:
+        dev = self.embed_tokens.weight.device
+        for layer in self.layers:
+            layer.attn.set_cache(batch, length, dev)
+        hd = self.c["hidden"] // self.c["heads"]
+        inv = 1.0 / (500000.0 ** (torch.arange(0, hd, 2, device=dev).float() / hd))
+        ang = torch.arange(length, device=dev).float()[:, None] * inv[None, :]
+        self.cos_t, self.sin_t = ang.cos(), ang.sin()
+
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        cos, sin = self.cos_t[pos], self.sin_t[pos]
+        h = self.embed_tokens(ids)
+        for layer in self.layers:
+            h = layer(h, pos, cos, sin)
+        return self.lm_head(self.norm(h[:, -1:]))  # logits of the last position
+
+
+def build(c: Dict[str, int], device: str, seed: int) -> Decoder:
+    torch.manual_seed(seed)
+    with torch.device(device):
+        m = Decoder(c).to(torch.bfloat16)
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() == 2:
+                p.normal_(0.0, 0.02)  # random weights, stated in the results
+    return m.eval()
+
+
+def weight_bytes(m: torch.nn.Module) -> int:
+    """Bytes of the parameters and weight buffers (not the KV cache, not RoPE)."""
+    skip = ("k_cache", "v_cache", "cos_t", "sin_t")
+    tensors = [t for _, t in m.named_parameters()]
+    tensors += [t for n, t in m.named_buffers() if n.rsplit(".", 1)[-1] not in skip]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn: Any, device: str, reps: int) -> float:
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync(device)
+    return (time.perf_counter() - t0) / reps
+
+
+def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any]:
+    mode = "reduce-overhead" if device == "cuda" else None
+    step = torch.compile(model, fullgraph=True, dynamic=False, mode=mode)
+    out: Dict[str, Any] = {"weight_bytes": weight_bytes(model)}
+    for batch in a.batches:
+        model.set_cache(batch, a.context + a.decode_steps + 1)
+        ids = torch.randint(0, model.c["vocab"], (batch, 1), device=device)
+        positions = [torch.tensor([a.context + i], device=device) for i in range(a.decode_steps)]
+        for p in positions[:3]:  # compile, upload weights, record the CUDA graph
+            step(ids, p)
+        sync(device)
+        t0 = time.perf_counter()
+        for p in positions:
+            step(ids, p)
+        sync(device)
+        dt = time.perf_counter() - t0
+        out[f"decode_b{batch}"] = {"tokens_per_s": batch * a.decode_steps / dt,
+                                   "ms_per_step": 1e3 * dt / a.decode_steps,
+                                   "context": a.context, "steps": a.decode_steps}
+    model.set_cache(1, a.prefill)
+    ids = torch.randint(0, model.c["vocab"], (1, a.prefill), device=device)
+    pos = torch.arange(a.prefill, device=device)
+    for _ in range(2):
+        step(ids, pos)
+    out["prefill"] = {"tokens": a.prefill, "ms": 1e3 * timed(lambda: step(ids, pos), device,
+                                                              a.prefill_reps)}
+    if device == "cuda":
+        out["peak_gpu_bytes"] = int(torch.cuda.max_memory_allocated())
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tiny", action="store_true",
+                    help="toy sizes on the CPU: a smoke test of the script, not a measurement")
+    ap.add_argument("--formats", default="mxfp4,nvfp4,mxfp4+",
+                    help="bfp weight formats to compare with bf16 (comma-separated)")
+    ap.add_argument("--out", default=None,
+                    help="results file (default bench/results/h200-e2e.json; --tiny: none)")
+    ap.add_argument("--force", action="store_true", help="replace an existing --out file")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    device = "cpu" if a.tiny else "cuda"
+    cfg = TINY if a.tiny else LLAMA3_8B
+    a.batches = [1, 16] if not a.tiny else [1, 2]
+    a.context, a.decode_steps = (512, 128) if not a.tiny else (16, 4)
+    a.prefill, a.prefill_reps = (2048, 5) if not a.tiny else (32, 1)
+    if a.out is None and not a.tiny:
+        a.out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                             "h200-e2e.json")
+    if a.out and os.path.exists(a.out) and not a.force:
+        print(f"e2e_torch: {a.out} exists; pass --force to replace it", file=sys.stderr)
+        return 2
+    fmts = [f.strip() for f in a.formats.split(",") if f.strip()]
+    try:
+        for f in fmts:
+            bfp.format_info(f)
+    except bfp.BfpError as exc:
+        print(f"e2e_torch: --formats: {exc}", file=sys.stderr)
+        return 2
+    if device == "cuda" and not (torch.cuda.is_available() and bfp.cuda_available()):
+        print("e2e_torch: needs a GPU and bfp built with CUDA "
+              "(pip install ./python -C cmake.define.BFP_CUDA=ON); --tiny runs on the CPU",
+              file=sys.stderr)
+        return 2
+    runs: Dict[str, Any] = {}
+    for name in ["bf16"] + fmts:
+        model = build(cfg, device, a.seed)
+        if name != "bf16":
+            bfp.quantize_model(model, name, exclude=())
+        if device == "cuda":  # the peak of the run, not of building the bf16 model
+            gc.collect()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        runs[name] = measure(model, a, device)
+        print(f"{name}: {json.dumps(runs[name])}", file=sys.stderr)
+        del model
+        torch._dynamo.reset()
+        if name != "bf16":
+            bfp.torch_ops.clear_cuda_weights()
+    base = runs["bf16"]
+    ratios = {f: {"weight_bytes": runs[f]["weight_bytes"] / base["weight_bytes"],
+                  "prefill_time": runs[f]["prefill"]["ms"] / base["prefill"]["ms"],
+                  **{f"tokens_per_s_b{b}": runs[f][f"decode_b{b}"]["tokens_per_s"]
+                     / base[f"decode_b{b}"]["tokens_per_s"] for b in a.batches}}
+              for f in fmts}
+    if not a.tiny:  # issue #22's bar: >= 2.5x / 2x tokens/s, prefill no slower, <= 30% weights
+        for r in ratios.values():
+            r["meets_issue_22"] = bool(r["tokens_per_s_b1"] >= 2.5 and r["tokens_per_s_b16"] >= 2.0
+                                       and r["prefill_time"] <= 1.0 and r["weight_bytes"] <= 0.30)
+    res = {"what": "Llama-3-8B-shaped decoder, RANDOM weights (normal, std 0.02)",
+           "config": cfg, "tiny": a.tiny, "device": torch.cuda.get_device_name()
+           if device == "cuda" else platform.processor() or "cpu",
+           "torch": torch.__version__, "bfp": bfp.library_version(),
+           "compile": "torch.compile(fullgraph=True, mode='reduce-overhead')"
+           if device == "cuda" else "torch.compile(fullgraph=True)",
+           "bfp_side": "quantize_model(exclude=()): every nn.Linear incl. lm_head; "
+                       "embedding bf16; activations bf16",
+           "runs": runs, "vs_bf16": ratios}
+    text = json.dumps(res, indent=2) + "\n"
+    if a.out:
+        d = os.path.dirname(os.path.abspath(a.out))
+        fd, tmp = tempfile.mkstemp(prefix=".e2e_torch.", dir=d)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, a.out)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""torch modules with bfp weights: :class:`Linear` and :func:`quantize_model`.
+
+A :class:`Linear` holds its weight as the quantized planes, in buffers torch
+allocated (``codes``, ``scales``, ``meta``: uint8; ``tensor_scale``:
+float32 [1]) plus the format in ``_extra_state``, so ``state_dict()`` /
+``load_state_dict()``, ``.to(device)`` and ``torch.save`` / ``torch.load``
+carry it. The forward pass is ``torch.ops.bfp.matmul`` (bfloat16
+activations, the C API's; the result is cast back to the input's dtype).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+
+import torch
+
+from . import _api
+from .torch_ops import X_FORMATS, plane_shapes
+
+__all__ = ["Linear", "quantize_model", "DEFAULT_EXCLUDE"]
+
+# Module names quantize_model leaves alone unless told otherwise: output heads
+# (often tied to the embedding) and classifiers. Embeddings and norms are not
+# nn.Linear, so they are never swapped.
+DEFAULT_EXCLUDE = (r"(^|\.)(lm_head|head|classifier|score)$",)
+
+
+def _x_format(x_format: Optional[str]) -> str:
+    xf = "bf16" if x_format is None else x_format
+    if xf not in X_FORMATS:
+        raise ValueError(f"x_format {x_format!r}: bfp.nn.Linear takes activations as "
+                         f"{', '.join(X_FORMATS)} (None means bf16); libbfp's matmul offers "
+                         "no other activation format yet")
+    return xf
+
+
+class Linear(torch.nn.Module):
+    """``y = x @ W.T + bias`` with W quantized to a bfp format (blocks along
+    ``in_features``, the reduction axis).
+
+    Build one with :meth:`from_float`; the constructor makes a module of the
+    right buffer shapes (zero planes) for ``load_state_dict``.
+    """
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    meta: torch.Tensor
+    tensor_scale: torch.Tensor
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 fmt: str = "mxfp4", x_format: Optional[str] = None,
+                 device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__()
+        info = _api._info(fmt)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.fmt = str(info["name"])
+        self.x_format = _x_format(x_format)
+        shp = plane_shapes(self.fmt, self.out_features, self.in_features)
+        for name in ("codes", "scales", "meta"):
+            self.register_buffer(name, torch.zeros(shp[name], dtype=torch.uint8, device=device))
+        self.register_buffer("tensor_scale", torch.ones(1, dtype=torch.float32, device=device))
+        self.bias: Optional[torch.nn.Parameter]
+        if bias:
+            self.bias = torch.nn.Parameter(torch.zeros(out_features, device=device,
+                                                       dtype=dtype or torch.float32))
+        else:
+            self.register_parameter("bias", None)
+
+    @classmethod
+    def from_float(cls, linear: torch.nn.Linear, fmt: str,
+                   x_format: Optional[str] = None) -> "Linear":
+        """The bfp twin of ``linear``.
+
+        Parameters
+        ----------
+        linear:
+            a ``torch.nn.Linear``; its weight is quantized on its device
+            (blocks along ``in_features``), its bias copied as is.
+        fmt:
+            the weight format.
+        x_format:
+            the activation format, ``None`` or ``"bf16"``.
+
+        Returns
+        -------
+        A :class:`bfp.nn.Linear`.
+
+        Raises
+        ------
+        TypeError if ``linear`` is not an ``nn.Linear``; :class:`bfp.BfpError`
+        for an unknown format; ``ValueError`` for another ``x_format``.
+        """
+        if not isinstance(linear, torch.nn.Linear):
+            raise TypeError(f"from_float takes a torch.nn.Linear, not {type(linear).__name__}")
+        w = linear.weight.detach()
+        mod = cls(linear.in_features, linear.out_features, linear.bias is not None, fmt,
+                  x_format, device=w.device, dtype=w.dtype)
+        codes, scales, meta, ts = torch.ops.bfp.quantize(w, mod.fmt)
+        with torch.no_grad():
+            for name, t in (("codes", codes), ("scales", scales), ("meta", meta),
+                            ("tensor_scale", ts)):
+                getattr(mod, name).copy_(t)
+            if linear.bias is not None:
+                assert mod.bias is not None
+                mod.bias.copy_(linear.bias.detach())
+        return mod
+
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The weight's values, ``[out_features, in_features]``."""
+        out: torch.Tensor = torch.ops.bfp.dequantize(
+            self.codes, self.scales, self.meta, self.tensor_scale, self.fmt,
+            [self.out_features, self.in_features], -1, dtype)
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b = self.bias.to(torch.bfloat16) if self.bias is not None else None
+        y: torch.Tensor = torch.ops.bfp.matmul(
+            x.to(torch.bfloat16), self.codes, self.scales, self.meta, self.tensor_scale, b,
+            self.fmt, self.out_features, self.in_features, self.x_format)
+        return y.to(x.dtype)
+
+    # The format travels in the state dict and is checked on load.
+    def get_extra_state(self) -> Dict[str, Any]:
+        return {"format": self.fmt, "x_format": self.x_format,
+                "in_features": self.in_features, "out_features": self.out_features}
+
+    def set_extra_state(self, state: Any) -> None:
+        mine = self.get_extra_state()
+        if not isinstance(state, dict) or _api._info(state.get("format", ""))["name"] != \
+                self.fmt or any(state.get(k) != mine[k] for k in ("in_features", "out_features")):
+            raise ValueError(f"bfp.nn.Linear: the state dict holds {state!r}, this module is "
+                             f"{mine!r}; build the module with the same format and shape")
+        self.x_format = _x_format(state.get("x_format"))
+
+    def _apply(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Linear":
+        # model.half() / .to(bfloat16) cast floating buffers: the float32
+        # tensor scale must keep its bits, so it travels as int32 meanwhile.
+        self.tensor_scale = self.tensor_scale.view(torch.int32)
+        try:
+            super()._apply(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+        finally:
+            self.tensor_scale = self.tensor_scale.view(torch.float32)
+        return self
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}, fmt={self.fmt!r}, x_format={self.x_format!r}")
+
+
+def _matches(name: str, patterns: Optional[Iterable[str]]) -> bool:
+    return any(re.search(p, name) for p in (patterns or ()))
+
+
+def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = None,
+                   include: Union[None, str, Iterable[str]] = None,
+                   exclude: Union[None, str, Iterable[str]] = DEFAULT_EXCLUDE
+                   ) -> torch.nn.Module:
+    """Swap ``model``'s ``torch.nn.Linear`` layers for :class:`bfp.nn.Linear`, in place.
+
+    Parameters
+    ----------
+    model:
+        any ``torch.nn.Module``; its ``nn.Linear`` submodules (exactly that
+        class, not subclasses) are candidates, by dotted name.
+    fmt:
+        the weight format (``"mxfp4"``, ``"nvfp4"``, ``"mxfp4+"``, ...).
+    x_format:
+        the matmul's activation format; ``None`` or ``"bf16"`` (the only
+        one libbfp's matmul offers).
+    include:
+        regexes (``re.search`` on the name; one string is one regex); when
+        given, only matching layers are swapped.
+    exclude:
+        regexes of layers left alone; by default :data:`DEFAULT_EXCLUDE`
+        (``lm_head``, ``head``, ``classifier``, ``score``). A given value
+        replaces the default; ``exclude=()`` swaps the heads too.
+        Embeddings and norms are not ``nn.Linear`` and stay as they are.
+
+    Returns
+    -------
+    ``model``, with the layers swapped.
+
+    Raises
+    ------
+    :class:`bfp.BfpError` for an unknown format, ``ValueError`` for an
+    ``x_format`` other than bf16, before any layer is changed.
+    """
+    inc = [include] if isinstance(include, str) else include
+    exc = [exclude] if isinstance(exclude, str) else exclude
+    _api._info(fmt)
+    _x_format(x_format)
+    swaps: List[Any] = []
+    for name, mod in model.named_modules():
+        if type(mod) is not torch.nn.Linear or not name:
+            continue
+        if inc is not None and not _matches(name, inc):
+            continue
+        if _matches(name, exc):
+            continue
+        swaps.append((name, mod))
+    for name, mod in swaps:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, Linear.from_float(mod, fmt, x_format))
+    return model

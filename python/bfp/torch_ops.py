@@ -1,0 +1,398 @@
+"""bfp as PyTorch custom ops: ``torch.ops.bfp.{quantize, dequantize, fake_quant, matmul}``.
+
+Importing this module (``import bfp.torch_ops``, done by ``bfp.nn`` and
+``bfp.quantize_model``) registers the ops with ``torch.library``. Each has a
+fake implementation, so they trace under ``torch.compile(fullgraph=True)``;
+none synchronizes the device.
+
+* CPU tensors go through libbfp's CPU code (the input read in place when it
+  is contiguous and blocked along its last axis; the outputs are written by
+  the library into torch-owned memory).
+* CUDA tensors go through libbfp's GPU kernels on the current stream
+  (``bfp.cuda_available()`` must be True). The matmul calls
+  ``bfp_cuda_matmul`` with a torch-allocated workspace; a weight is uploaded
+  (prepacked) once, on its first CUDA matmul, outside any CUDA-graph capture.
+
+The planes come as 2-D ``uint8`` tensors, one row per row of the tensor with
+the blocked axis moved last: ``codes`` ``[rows, ceil(cols*elem_bits/8)]``,
+``scales`` ``[rows, blocks_per_row*scale_bytes]``, ``meta``
+``[rows, blocks_per_row*meta_bytes]`` (0 columns when the format has none)
+and ``tensor_scale`` ``float32 [1]`` (1.0 when the format has none). Their
+bytes are those of :func:`bfp.quantize`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from . import _api, _core
+
+__all__ = ["quantize", "dequantize", "fake_quant", "matmul", "plane_shapes", "X_FORMATS",
+           "clear_cuda_weights"]
+
+# Activation formats of the matmul. The C API takes bf16 activations only;
+# others (W4A8, ...) are refused until it offers them.
+X_FORMATS = ("bf16",)
+
+_TORCH_DTYPES = {torch.float32: _core.DTYPE_F32, torch.bfloat16: _core.DTYPE_BF16,
+                 torch.float16: _core.DTYPE_F16}
+
+
+def plane_shapes(fmt: str, rows: Any, cols: Any) -> Dict[str, Tuple[Any, Any]]:
+    """Shapes of the planes of a ``rows x cols`` tensor (ints or SymInts)."""
+    f = _api._info(fmt)
+    bpr = (cols + f["block"] - 1) // f["block"]
+    return {"codes": (rows, (cols * f["elem_bits"] + 7) // 8),
+            "scales": (rows, bpr * f["scale_bytes"]),
+            "meta": (rows, bpr * f["meta_bytes"])}
+
+
+def _opts(info: Dict[str, Any], rounding: str, seed: int, scale_mode: str,
+          nvfp4_no_tensor_scale: bool, nvfp4_2d: bool) -> Tuple[int, int, int, int, int, int]:
+    return _api._options(info, rounding, seed, scale_mode or None, nvfp4_no_tensor_scale,
+                         nvfp4_2d, 0)
+
+
+def _blocked(shape: List[Any], axis: int) -> Tuple[int, Any, Any]:
+    """(normalized axis, rows, cols) of a tensor blocked along axis."""
+    if not shape:
+        if axis not in (-1, 0):
+            raise ValueError(f"axis {axis} is out of range for a 0-d tensor")
+        return -1, 1, 1
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"axis {axis} is out of range for a {len(shape)}-d tensor")
+    ax = axis % len(shape)
+    return ax, math.prod(s for i, s in enumerate(shape) if i != ax), shape[ax]
+
+
+def _check_float(x: torch.Tensor, what: str) -> None:
+    if x.dtype not in _TORCH_DTYPES:
+        raise TypeError(f"{what} has dtype {x.dtype}: bfp takes float32, float16 or bfloat16")
+
+
+def _cuda_ready(t: torch.Tensor) -> None:
+    if not _api.cuda_available():
+        raise _api._no_cuda(t)
+
+
+def _stream(t: torch.Tensor) -> int:
+    return int(torch.cuda.current_stream(t.device).cuda_stream)
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    """A numpy view of a contiguous CPU tensor (bfloat16 as uint16 bits)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+# --------------------------------------------------------------------------
+# quantize
+
+@torch.library.custom_op("bfp::quantize", mutates_args=())
+def quantize(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default",
+             seed: int = 0, scale_mode: str = "", nvfp4_no_tensor_scale: bool = False,
+             nvfp4_2d: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                               torch.Tensor]:
+    """Quantize x along ``axis``: (codes, scales, meta, tensor_scale), the
+    planes of :func:`bfp.quantize` as torch tensors on x's device
+    (``scale_mode=""`` is the format's own rule)."""
+    info = _api._info(fmt)
+    opts = _opts(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
+    _check_float(x, "x")
+    _, rows, cols = _blocked(list(x.shape), axis)
+    shp = plane_shapes(fmt, rows, cols)
+    if x.device.type == "cuda":
+        from . import _cuda  # noqa: PLC0415
+        _cuda_ready(x)
+        *_, planes = _cuda._run_quantize(x, info, axis, opts)
+        codes, scales, meta, ts = planes
+        meta = (torch.empty(shp["meta"], dtype=torch.uint8, device=x.device)
+                if meta is None else meta.view(shp["meta"]))
+        ts = torch.ones(1, dtype=torch.float32, device=x.device) if ts is None else ts
+        return codes.view(shp["codes"]), scales.view(shp["scales"]), meta, ts
+    q = _api.quantize(x.detach(), info["id"], axis, rounding, seed, scale_mode or None,
+                      nvfp4_no_tensor_scale, nvfp4_2d)
+    meta_t = (torch.empty(shp["meta"], dtype=torch.uint8) if q.meta is None
+              else torch.from_numpy(q.meta).view(shp["meta"]))
+    ts_t = torch.tensor([1.0 if q.tensor_scale is None else q.tensor_scale],
+                        dtype=torch.float32)
+    return (torch.from_numpy(q.codes).view(shp["codes"]),
+            torch.from_numpy(q.scales).view(shp["scales"]), meta_t, ts_t)
+
+
+@quantize.register_fake
+def _(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default", seed: int = 0,
+      scale_mode: str = "", nvfp4_no_tensor_scale: bool = False, nvfp4_2d: bool = False
+      ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    _opts(_api._info(fmt), rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
+    _check_float(x, "x")
+    _, rows, cols = _blocked(list(x.shape), axis)
+    shp = plane_shapes(fmt, rows, cols)
+    return tuple(x.new_empty(shp[p], dtype=torch.uint8)  # type: ignore[return-value]
+                 for p in ("codes", "scales", "meta")) + (
+        x.new_empty((1,), dtype=torch.float32),)
+
+
+# --------------------------------------------------------------------------
+# dequantize
+
+def _check_planes(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+                  tensor_scale: torch.Tensor, rows: Any, cols: Any) -> None:
+    shp = plane_shapes(fmt, rows, cols)
+    for name, t in (("codes", codes), ("scales", scales), ("meta", meta)):
+        if t.dtype != torch.uint8:
+            raise TypeError(f"{name} plane must be uint8, not {t.dtype}")
+        if t.numel() != shp[name][0] * shp[name][1]:
+            raise ValueError(f"{name} plane has {t.numel()} bytes; {fmt} {rows}x{cols} "
+                             f"needs {shp[name][0] * shp[name][1]}")
+        if t.device != codes.device:
+            raise ValueError(f"{name} plane is on {t.device}, codes on {codes.device}")
+    if tensor_scale.dtype != torch.float32 or tensor_scale.numel() != 1:
+        raise TypeError("tensor_scale must be a float32 tensor of one element")
+
+
+def _out_dtype(dtype: torch.dtype) -> int:
+    if dtype not in _TORCH_DTYPES:
+        raise TypeError(f"output dtype {dtype}: bfp writes float32, float16 or bfloat16")
+    return _TORCH_DTYPES[dtype]
+
+
+def _dequant_2d(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+                tensor_scale: torch.Tensor, rows: int, cols: int,
+                dtype: torch.dtype) -> torch.Tensor:
+    """The planes decoded to a [rows, cols] tensor on their device."""
+    info = _api._info(fmt)
+    code = _out_dtype(dtype)
+    out = torch.empty((rows, cols), dtype=dtype, device=codes.device)
+    has_meta, has_ts = bool(info["meta_bytes"]), bool(info["has_tensor_scale"])
+    if codes.device.type == "cuda":
+        _cuda_ready(codes)
+        c, s, m, t = (p.contiguous() for p in (codes, scales, meta, tensor_scale))
+        with torch.cuda.device(codes.device):
+            _core.cuda_dequantize(info["id"], c.data_ptr(), s.data_ptr(),
+                                  m.data_ptr() if has_meta else 0,
+                                  t.data_ptr() if has_ts else 0, rows, cols, code,
+                                  out.data_ptr(), _stream(codes))
+        return out
+    c, s, m, t = (p.detach().contiguous() for p in (codes, scales, meta, tensor_scale))
+    _core.dequantize(info["id"], c.numpy(), s.numpy(), m.numpy() if has_meta else None,
+                     t.numpy() if has_ts else None, rows, cols, code, _np(out))
+    return out
+
+
+@torch.library.custom_op("bfp::dequantize", mutates_args=())
+def dequantize(codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+               tensor_scale: torch.Tensor, fmt: str, shape: List[int], axis: int = -1,
+               dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Decode planes (as :func:`quantize` returns them) to a tensor of
+    ``shape`` and ``dtype`` on their device; bit for bit
+    ``bfp.QTensor.dequantize``."""
+    ax, rows, cols = _blocked(list(shape), axis)
+    _check_planes(fmt, codes, scales, meta, tensor_scale, rows, cols)
+    out = _dequant_2d(fmt, codes, scales, meta, tensor_scale, rows, cols, dtype)
+    if not shape:
+        return out.reshape(())
+    moved = [s for i, s in enumerate(shape) if i != ax] + [shape[ax]]
+    out = out.view(moved)
+    return out.movedim(-1, ax).contiguous() if ax != len(shape) - 1 else out
+
+
+@dequantize.register_fake
+def _(codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+      tensor_scale: torch.Tensor, fmt: str, shape: List[int], axis: int = -1,
+      dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    _, rows, cols = _blocked(list(shape), axis)
+    _check_planes(fmt, codes, scales, meta, tensor_scale, rows, cols)
+    _out_dtype(dtype)
+    return codes.new_empty(list(shape), dtype=dtype)
+
+
+# --------------------------------------------------------------------------
+# fake_quant: quantize + decode, straight-through gradient
+
+@torch.library.custom_op("bfp::fake_quant", mutates_args=())
+def fake_quant(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default",
+               seed: int = 0, scale_mode: str = "", nvfp4_no_tensor_scale: bool = False,
+               nvfp4_2d: bool = False) -> torch.Tensor:
+    """The values ``fmt`` represents, like x (``bfp.fake_quant``); its
+    gradient is the straight-through estimator (identity)."""
+    info = _api._info(fmt)
+    opts = _opts(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
+    _check_float(x, "x")
+    if x.device.type == "cuda":
+        from . import _cuda  # noqa: PLC0415
+        _cuda_ready(x)
+        out: torch.Tensor = _cuda.fake_quant(x.detach(), info, axis, opts)
+        return out
+    return _api._fake_quant_host(x.detach(), info, axis, opts, True)  # type: ignore[no-any-return]
+
+
+@fake_quant.register_fake
+def _(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default", seed: int = 0,
+      scale_mode: str = "", nvfp4_no_tensor_scale: bool = False,
+      nvfp4_2d: bool = False) -> torch.Tensor:
+    _opts(_api._info(fmt), rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
+    _check_float(x, "x")
+    _blocked(list(x.shape), axis)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _fake_quant_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
+    return (grad,) + (None,) * 7
+
+
+fake_quant.register_autograd(_fake_quant_backward)
+
+
+# --------------------------------------------------------------------------
+# matmul: y = x @ W^T (+ bias)
+
+# Weights uploaded for the GPU matmul, by (device, plane pointers, version).
+# An entry holds the codes tensor, so its memory cannot be reused by another
+# weight while the entry lives; clear_cuda_weights() drops them all.
+_CUDA_WEIGHTS: Dict[Tuple[Any, ...], Tuple[torch.Tensor, Any]] = {}
+# One zeroed workspace per (device, stream): calls on one stream are ordered,
+# so they may share it (bfp_cuda_matmul's contract). A workspace that grows
+# is replaced, but the old one is kept: a CUDA graph may hold its address.
+_WORKSPACES: Dict[Tuple[int, int], torch.Tensor] = {}
+_RETIRED: List[torch.Tensor] = []
+_PATH_AUTO = 0
+
+
+def clear_cuda_weights() -> None:
+    """Free every weight uploaded for the GPU matmul and the workspaces
+    (no CUDA graph that ran the matmul may be replayed afterwards)."""
+    _CUDA_WEIGHTS.clear()
+    _WORKSPACES.clear()
+    _RETIRED.clear()
+
+
+def _capturing() -> bool:
+    return bool(torch.cuda.is_current_stream_capturing())
+
+
+def _cuda_weight(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+                 ts: torch.Tensor, n: int, k: int) -> Any:
+    key = (codes.device.index, codes.data_ptr(), codes._version, scales.data_ptr(),
+           scales._version, meta.data_ptr(), ts.data_ptr(), fmt, n, k)
+    hit = _CUDA_WEIGHTS.get(key)
+    if hit is not None:
+        return hit[1]
+    if _capturing():
+        raise RuntimeError("bfp.matmul: this weight is not on the GPU matmul yet and a CUDA "
+                           "graph is being captured; run the model once before capturing "
+                           "(the upload copies the planes to the host)")
+    info = _api._info(fmt)
+    host = [p.detach().cpu().contiguous().numpy() for p in (codes, scales, meta, ts)]
+    with torch.cuda.device(codes.device):
+        cap = _core.cuda_weight_upload(info["id"], host[0], host[1],
+                                       host[2] if info["meta_bytes"] else None,
+                                       host[3] if info["has_tensor_scale"] else None, n, k)
+    _CUDA_WEIGHTS[key] = (codes, cap)
+    return cap
+
+
+def _workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    ws = _WORKSPACES.get((idx, stream))
+    if ws is None or ws.numel() < nbytes:
+        if _capturing():
+            raise RuntimeError(f"bfp.matmul: the workspace must grow to {nbytes} bytes during "
+                               "CUDA-graph capture; run the model once at the largest batch "
+                               "before capturing")
+        if ws is not None:
+            _RETIRED.append(ws)
+        # zeros: the library's contract for a workspace's first use
+        ws = torch.zeros(max(nbytes, 1), dtype=torch.uint8, device=device)
+        _WORKSPACES[(idx, stream)] = ws
+    return ws
+
+
+def _check_matmul(x: torch.Tensor, bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
+                  x_format: str) -> None:
+    if x_format not in X_FORMATS:
+        raise ValueError(f"x_format {x_format!r}: the bfp matmul takes activations as "
+                         f"{', '.join(X_FORMATS)} only (libbfp's matmul API offers no other "
+                         "activation format yet)")
+    if x.dtype != torch.bfloat16:
+        raise TypeError(f"x has dtype {x.dtype}: the bfp matmul with x_format='bf16' takes "
+                        "bfloat16 activations (cast with .to(torch.bfloat16))")
+    if x.dim() < 1 or x.shape[-1] != k:
+        raise ValueError(f"x has shape {tuple(x.shape)}; its last dimension must be k={k}")
+    if bias is not None and (bias.dtype != torch.bfloat16 or tuple(bias.shape) != (n,)):
+        raise ValueError(f"bias must be bfloat16 of shape ({n},), not {bias.dtype} "
+                         f"{tuple(bias.shape)}")
+
+
+@torch.library.custom_op("bfp::matmul", mutates_args=())
+def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+           tensor_scale: torch.Tensor, bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
+           x_format: str = "bf16") -> torch.Tensor:
+    """``y = x @ W.T (+ bias)``: x bfloat16 ``[..., k]``, W the ``[n, k]``
+    weight as planes (blocks along k), y bfloat16 ``[..., n]``.
+
+    CPU: W decoded by libbfp to float32 (exact), the product and the bias
+    in float32 by torch, rounded once to bfloat16. CUDA: ``bfp_cuda_matmul``
+    (fp32 accumulation) for the formats it supports, else W decoded to
+    bfloat16 by the GPU kernel and multiplied by torch.
+    """
+    _check_matmul(x, bias, fmt, n, k, x_format)
+    _check_planes(fmt, codes, scales, meta, tensor_scale, n, k)
+    lead = x.shape[:-1]
+    m = math.prod(lead)
+    if m == 0:
+        return x.new_empty(list(lead) + [n])
+    x2 = x.reshape(m, k).contiguous()
+    if x.device.type == "cuda" and _core.matmul_format_supported(_api._info(fmt)["id"]):
+        _cuda_ready(x)
+        with torch.cuda.device(x.device):
+            w = _cuda_weight(fmt, codes, scales, meta, tensor_scale, n, k)
+            stream = _stream(x)
+            nbytes = _core.cuda_matmul_workspace_size(w, m, _PATH_AUTO)
+            ws = _workspace(x.device, stream, nbytes)
+            y = torch.empty((m, n), dtype=torch.bfloat16, device=x.device)
+            b = bias.contiguous() if bias is not None else None
+            _core.cuda_matmul(w, x2.data_ptr(), m, b.data_ptr() if b is not None else 0,
+                              y.data_ptr(), ws.data_ptr(), ws.numel(), _PATH_AUTO, stream)
+        return y.view(list(lead) + [n])
+    if x.device.type == "cuda":
+        wd = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.bfloat16)
+        return torch.nn.functional.linear(x2, wd, bias).view(list(lead) + [n])
+    wf = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.float32)
+    yf = x2.float() @ wf.t()
+    if bias is not None:
+        yf = yf + bias.float()
+    return yf.to(torch.bfloat16).view(list(lead) + [n])
+
+
+@matmul.register_fake
+def _(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
+      tensor_scale: torch.Tensor, bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
+      x_format: str = "bf16") -> torch.Tensor:
+    _check_matmul(x, bias, fmt, n, k, x_format)
+    _check_planes(fmt, codes, scales, meta, tensor_scale, n, k)
+    return x.new_empty(list(x.shape[:-1]) + [n])
+
+
+def _matmul_setup(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, codes, scales, meta, ts, bias, fmt, n, k, _ = inputs
+    ctx.save_for_backward(codes, scales, meta, ts)
+    ctx.fmt, ctx.n, ctx.k, ctx.has_bias = fmt, n, k, bias is not None
+
+
+def _matmul_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
+    # W is constant (its planes have no gradient): dx = dy @ W, dbias = sum dy
+    codes, scales, meta, ts = ctx.saved_tensors
+    w = torch.ops.bfp.dequantize(codes, scales, meta, ts, ctx.fmt, [ctx.n, ctx.k], -1,
+                                 torch.float32)
+    g = grad.float()
+    gx = (g @ w).to(torch.bfloat16)
+    gb = g.reshape(-1, ctx.n).sum(0).to(torch.bfloat16) if ctx.has_bias else None
+    return (gx, None, None, None, None, gb, None, None, None, None)
+
+
+matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)

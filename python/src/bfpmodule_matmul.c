@@ -1,0 +1,206 @@
+/*
+ * bfpmodule_matmul.c - the matmul entries of bfp._core (y = x . W^T + bias).
+ *
+ * matmul_ref: bfp_matmul_ref on host buffers (the exact oracle the torch
+ * ops are tested against). The GPU entries take device pointers as integers
+ * and a CUDA stream, as cuda_quantize does: the torch layer (bfp.torch_ops)
+ * allocates x, y and the workspace with torch on the current stream; the
+ * library never allocates or synchronizes in bfp_cuda_matmul. A weight is
+ * uploaded once (bfp_cuda_weight_upload, an offline step) and held in a
+ * capsule that frees it.
+ */
+#include "bfpmodule.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define WEIGHT_CAPSULE "bfp.cuda_weight"
+
+/* A contiguous buffer of at least `need` bytes, or None when `optional`. */
+static int get_buf(PyObject *o, Py_buffer *b, size_t need, int writable, int optional,
+                   const char *what)
+{
+    memset(b, 0, sizeof *b);
+    if (o == Py_None) {
+        if (optional)
+            return 0;
+        PyErr_Format(PyExc_TypeError, "matmul: %s is required", what);
+        return -1;
+    }
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(o, b, flags) < 0)
+        return -1;
+    if ((size_t)b->len < need) {
+        PyErr_Format(PyExc_ValueError, "matmul: %s has %zd bytes, needs %zu", what, b->len,
+                     need);
+        PyBuffer_Release(b);
+        b->obj = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void release(Py_buffer *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+}
+
+/* The four planes of an n x k weight (host buffers; meta, ts may be None). */
+static int get_planes(bfp_format fmt, PyObject *const *o, size_t n, size_t k, Py_buffer *b,
+                      bfp_const_planes *p)
+{
+    bfp_plane_sizes sz;
+    bfp_status st = bfp_plane_sizes_for(fmt, n, k, &sz);
+    if (st != BFP_OK) {
+        bfpmod_raise(st, "matmul: weight planes");
+        return -1;
+    }
+    if (get_buf(o[0], &b[0], sz.codes, 0, 0, "codes") < 0 ||
+        get_buf(o[1], &b[1], sz.scales, 0, 0, "scales") < 0 ||
+        get_buf(o[2], &b[2], sz.meta, 0, sz.meta == 0, "meta") < 0 ||
+        get_buf(o[3], &b[3], sz.tensor_scale, 0, sz.tensor_scale == 0, "tensor_scale") < 0)
+        return -1;
+    p->codes = b[0].buf;
+    p->scales = b[1].buf;
+    p->meta = sz.meta ? b[2].buf : NULL;
+    p->tensor_scale = sz.tensor_scale ? b[3].buf : NULL;
+    return 0;
+}
+
+/* matmul_ref(fmt, codes, scales, meta, ts, n, k, x_bf16, m, bias_bf16, y_f32) */
+static PyObject *py_matmul_ref(PyObject *self, PyObject *args)
+{
+    int fmt;
+    PyObject *o[4], *xo, *bo, *yo;
+    Py_ssize_t n, k, m;
+    if (!PyArg_ParseTuple(args, "iOOOOnnOnOO", &fmt, &o[0], &o[1], &o[2], &o[3], &n, &k,
+                          &xo, &m, &bo, &yo))
+        return NULL;
+    if (n <= 0 || k <= 0 || m <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "matmul_ref: n, k and m must be positive");
+    Py_buffer b[7] = {{0}};
+    bfp_const_planes w;
+    if (get_planes((bfp_format)fmt, o, (size_t)n, (size_t)k, b, &w) < 0 ||
+        get_buf(xo, &b[4], (size_t)m * (size_t)k * 2, 0, 0, "x") < 0 ||
+        get_buf(bo, &b[5], (size_t)n * 2, 0, 1, "bias") < 0 ||
+        get_buf(yo, &b[6], (size_t)m * (size_t)n * 4, 1, 0, "y") < 0) {
+        release(b, 7);
+        return NULL;
+    }
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_matmul_ref((bfp_format)fmt, &w, (size_t)n, (size_t)k, b[4].buf, (size_t)m,
+                        b[5].obj ? b[5].buf : NULL, b[6].buf);
+    Py_END_ALLOW_THREADS
+    release(b, 7);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "matmul_ref");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_matmul_format_supported(PyObject *self, PyObject *arg)
+{
+    long fmt = PyLong_AsLong(arg);
+    if (fmt == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(bfp_matmul_format_supported((bfp_format)fmt));
+}
+
+static void weight_free(PyObject *cap)
+{
+    bfp_cuda_weight_free(PyCapsule_GetPointer(cap, WEIGHT_CAPSULE));
+}
+
+static bfp_cuda_weight *get_weight(PyObject *cap)
+{
+    return PyCapsule_GetPointer(cap, WEIGHT_CAPSULE); /* NULL + TypeError if not one */
+}
+
+/* cuda_weight_upload(fmt, codes, scales, meta, ts, n, k) -> capsule (host planes) */
+static PyObject *py_cuda_weight_upload(PyObject *self, PyObject *args)
+{
+    int fmt;
+    PyObject *o[4];
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "iOOOOnn", &fmt, &o[0], &o[1], &o[2], &o[3], &n, &k))
+        return NULL;
+    if (n <= 0 || k <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_weight_upload: n and k must be positive");
+    Py_buffer b[4] = {{0}};
+    bfp_const_planes w;
+    if (get_planes((bfp_format)fmt, o, (size_t)n, (size_t)k, b, &w) < 0) {
+        release(b, 4);
+        return NULL;
+    }
+    bfp_cuda_weight *dw = NULL;
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_weight_upload((bfp_format)fmt, &w, (size_t)n, (size_t)k, &dw);
+    Py_END_ALLOW_THREADS
+    release(b, 4);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_upload");
+    PyObject *cap = PyCapsule_New(dw, WEIGHT_CAPSULE, weight_free);
+    if (!cap)
+        bfp_cuda_weight_free(dw);
+    return cap;
+}
+
+/* cuda_matmul_workspace_size(weight, m, path) -> bytes */
+static PyObject *py_cuda_matmul_workspace_size(PyObject *self, PyObject *args)
+{
+    PyObject *cap;
+    Py_ssize_t m;
+    int path;
+    if (!PyArg_ParseTuple(args, "Oni", &cap, &m, &path))
+        return NULL;
+    bfp_cuda_weight *w = get_weight(cap);
+    if (!w)
+        return NULL;
+    return PyLong_FromSize_t(bfp_cuda_matmul_workspace_size(w, (size_t)m,
+                                                            (bfp_matmul_path)path));
+}
+
+/* cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream) */
+static PyObject *py_cuda_matmul(PyObject *self, PyObject *args)
+{
+    PyObject *cap;
+    unsigned long long x, bias, y, ws, stream;
+    Py_ssize_t m, ws_bytes;
+    int path;
+    if (!PyArg_ParseTuple(args, "OKnKKKniK", &cap, &x, &m, &bias, &y, &ws, &ws_bytes, &path,
+                          &stream))
+        return NULL;
+    bfp_cuda_weight *w = get_weight(cap);
+    if (!w)
+        return NULL;
+    if (m <= 0 || ws_bytes < 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_matmul: m must be positive, ws_bytes >= 0");
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_matmul(w, (const void *)(uintptr_t)x, (size_t)m,
+                         (const void *)(uintptr_t)bias, (void *)(uintptr_t)y,
+                         (void *)(uintptr_t)ws, (size_t)ws_bytes, (bfp_matmul_path)path,
+                         (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_matmul");
+    Py_RETURN_NONE;
+}
+
+PyMethodDef bfpmod_matmul_methods[] = {
+    {"matmul_ref", py_matmul_ref, METH_VARARGS,
+     "matmul_ref(fmt, codes, scales, meta, ts, n, k, x_bf16, m, bias_bf16, y_f32): "
+     "bfp_matmul_ref."},
+    {"matmul_format_supported", py_matmul_format_supported, METH_O,
+     "matmul_format_supported(fmt) -> bool: bfp_matmul_format_supported."},
+    {"cuda_weight_upload", py_cuda_weight_upload, METH_VARARGS,
+     "cuda_weight_upload(fmt, codes, scales, meta, ts, n, k) -> weight capsule."},
+    {"cuda_matmul_workspace_size", py_cuda_matmul_workspace_size, METH_VARARGS,
+     "cuda_matmul_workspace_size(weight, m, path) -> bytes."},
+    {"cuda_matmul", py_cuda_matmul, METH_VARARGS,
+     "cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream)."},
+    {NULL, NULL, 0, NULL},
+};
