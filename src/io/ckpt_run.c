@@ -447,16 +447,23 @@ static bfp_status write_finals(const ck_plan *p, char *err, size_t errlen)
 typedef struct {
     int rank, n;
     const bfp_ckpt_ranks *r;
+    int failed; /* an agreement failed: err holds the message to keep */
 } ck_team;
 
-static bfp_status agree(const ck_team *t, bfp_status st, char *err, size_t errlen)
+static bfp_status agree(ck_team *t, bfp_status st, char *err, size_t errlen)
 {
+    char scratch[512] = "";
     if (t->n <= 1)
         return st;
+    if (t->failed) { /* every rank is here, failed: only the collective is left */
+        t->r->agree(t->r->ctx, 0, scratch, sizeof scratch);
+        return st;
+    }
     if (st == BFP_OK && err && errlen)
         err[0] = '\0';
     if (t->r->agree(t->r->ctx, st == BFP_OK, err, errlen))
         return BFP_OK;
+    t->failed = 1;
     return st != BFP_OK ? st : BFP_ERR_IO;
 }
 
@@ -529,7 +536,7 @@ static bfp_status file_paths(const ck_plan *p, size_t k, int gguf, char **final,
 }
 
 /* Whole files: this rank's, each written or kept, and recorded. */
-static bfp_status run_whole(ck_run *r, ck_manifest *mf, const ck_team *t,
+static bfp_status run_whole(ck_run *r, ck_manifest *mf, ck_team *t,
                             const int *owner, unsigned char *owned, int gguf,
                             char *err, size_t errlen)
 {
@@ -561,7 +568,7 @@ static bfp_status run_whole(ck_run *r, ck_manifest *mf, const ck_team *t,
 
 /* Files cut across the ranks: rank 0 creates the temporaries, every rank
  * writes its tensors into them, rank 0 renames and records them. */
-static bfp_status run_split(ck_run *r, ck_manifest *mf, const ck_team *t,
+static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t,
                             const int *trank, unsigned char *owned, int gguf,
                             char *err, size_t errlen)
 {
@@ -693,7 +700,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     ck_plan p;
     ck_run r;
     ck_manifest mf;
-    ck_team t = {0, 1, o->ranks};
+    ck_team t = {0, 1, o->ranks, 0};
     const char *why = NULL;
     int *owner = NULL, *trank = NULL, split = 0;
     unsigned char *owned = NULL;
