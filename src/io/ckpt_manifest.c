@@ -134,6 +134,10 @@ static cJSON *load_done(const ck_manifest *mf, const char *path, int *other)
     return d;
 }
 
+static bfp_status save_to(const ck_plan *p, const char *path, const char *settings,
+                          cJSON *const *srcs, size_t nsrcs, const unsigned char *owned,
+                          char *err, size_t errlen);
+
 static int is_part_name(const char *n)
 {
     size_t k = strlen(PART_PREFIX), len = strlen(n);
@@ -179,7 +183,11 @@ bfp_status ck_manifest_open(const ck_plan *p, int dir_out, int check, int rank,
         if (dir_out && mkdir(p->out, 0777) != 0)
             return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot create: %s",
                               p->out, strerror(errno));
-        return BFP_OK;
+        /* an empty manifest at once: a run killed before its first file is
+         * finished is still one to resume, not a foreign directory */
+        return dir_out ? save_to(p, mf->path, mf->settings, &mf->done, 1, NULL, err,
+                                   errlen)
+                       : BFP_OK;
     }
     if (!dir_out) {
         if (check && !p->o.force)
@@ -263,8 +271,8 @@ bfp_status ck_manifest_record(ck_manifest *mf, const char *name, const char *fin
 /* Saved in plan order, so the manifest does not depend on the run's history;
  * owned (or NULL: all) picks the files of this rank's part. */
 static bfp_status save_to(const ck_plan *p, const char *path, const char *settings,
-                          cJSON *const *srcs, const unsigned char *owned, char *err,
-                          size_t errlen)
+                          cJSON *const *srcs, size_t nsrcs, const unsigned char *owned,
+                          char *err, size_t errlen)
 {
     cJSON *root = cJSON_CreateObject(), *done = NULL;
     char *text = NULL;
@@ -272,7 +280,7 @@ static bfp_status save_to(const ck_plan *p, const char *path, const char *settin
     int ok = root && cJSON_AddStringToObject(root, "settings", settings) &&
              (done = cJSON_AddObjectToObject(root, "done"));
     for (size_t k = 0; ok && k < p->nfiles; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(srcs[owned ? 0 : k],
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(srcs[nsrcs == 1 ? 0 : k],
                                                           p->files[k].name);
         if (owned && !owned[k])
             continue;
@@ -291,16 +299,8 @@ static bfp_status save_to(const ck_plan *p, const char *path, const char *settin
 bfp_status ck_manifest_save(const ck_plan *p, ck_manifest *mf,
                             const unsigned char *owned, char *err, size_t errlen)
 {
-    if (mf->part_path)
-        return save_to(p, mf->part_path, mf->settings, &mf->done, owned, err, errlen);
-    cJSON **srcs = malloc((p->nfiles + 1) * sizeof *srcs);
-    if (!srcs)
-        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-    for (size_t k = 0; k < p->nfiles; k++)
-        srcs[k] = mf->done;
-    bfp_status st = save_to(p, mf->path, mf->settings, srcs, NULL, err, errlen);
-    free(srcs);
-    return st;
+    return save_to(p, mf->part_path ? mf->part_path : mf->path, mf->settings, &mf->done,
+                   1, mf->part_path ? owned : NULL, err, errlen);
 }
 
 void ck_manifest_drop_parts(const char *out)
@@ -346,7 +346,7 @@ bfp_status ck_manifest_merge(const ck_plan *p, ck_manifest *mf, const int *owner
     for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++)
         srcs[k] = parts[owner[k]];
     if (st == BFP_OK)
-        st = save_to(p, mf->path, mf->settings, srcs, NULL, err, errlen);
+        st = save_to(p, mf->path, mf->settings, srcs, p->nfiles, NULL, err, errlen);
     if (st == BFP_OK)
         ck_manifest_drop_parts(p->out);
     for (int r = 0; r < nranks; r++)
