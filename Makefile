@@ -13,6 +13,10 @@ FUZZ_SECONDS ?= 1200
 FUZZ_JOBS ?= 2
 FUZZ_TARGETS ?= npy safetensors gguf container dequant cli_args verify_layouts differential
 
+# ---- Debian packages of issue #25 (`mpirun -n N bfp convert`; CMake's
+# BFP_MPI=ON needs them): to be part of the packages `make` installs.
+BFP_MPI_PACKAGES = libopenmpi-dev openmpi-bin
+
 .PHONY: all test test-fast fuzz fuzz-build clean
 
 all:
