@@ -9,7 +9,8 @@
 #include "bfp_ckpt.h"
 
 /* 1 when started by mpirun (and MPI initialized, *r filled), 0 for a plain
- * process, -1 when MPI could not start (message in err). */
+ * process, -1 when MPI could not start (the message in err; empty when
+ * another process of the job prints it). */
 int ckpt_mpi_begin(bfp_ckpt_ranks *r, char *err, size_t errlen);
 
 /* After the conversion, on every rank that began. */

@@ -316,7 +316,8 @@ int cmd_ckpt(int argc, char **argv)
     char err[CLI_ERRLEN] = "";
     int m = ckpt_mpi_begin(&ranks, err, sizeof err);
     if (m < 0) {
-        cli_error("%s", err);
+        if (err[0])
+            cli_error("%s", err);
         return CLI_EXIT_ERR;
     }
     if (m > 0 && ranks.rank != 0)
