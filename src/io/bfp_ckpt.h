@@ -4,8 +4,8 @@
  * A checkpoint is a list of input shards (safetensors files, or one GGUF);
  * each input shard gives one output shard, written under a temporary name
  * and renamed. The plan (which tensor goes where, quantized or copied) is
- * made up front from the headers alone, so the work can be split by shard
- * later (one process per shard set) and an interrupted run can keep the
+ * made up front from the headers alone, so the ranks of an mpirun job can
+ * share the work (bfp_ckpt_ranks) and an interrupted run can keep the
  * shards a manifest vouches for.
  */
 #ifndef BFP_CKPT_H

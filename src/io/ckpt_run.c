@@ -5,7 +5,9 @@
  * the memory-mapped input, then fsync'd and renamed. The manifest
  * (OUT/.bfp-convert.json) records the settings and each finished file's size
  * and hash; a rerun with the same settings keeps the files that still match
- * and redoes the rest.
+ * and redoes the rest. Under mpirun the ranks share the files (or the
+ * tensors of few files) by bytes and agree on their status at barriers
+ * (docs/convert-mpi.md).
  */
 #define _GNU_SOURCE
 
