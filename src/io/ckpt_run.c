@@ -472,8 +472,8 @@ static bfp_status agree(ck_team *t, bfp_status st, char *err, size_t errlen)
 /* Who writes what. Whole files when there are at least as many as ranks:
  * largest first, each to the rank with the fewest bytes so far. Otherwise
  * (one GGUF, one huge shard) every file is cut into runs of tensors by
- * their input bytes, rank 0 creating and renaming it. trank[i]: the rank
- * that writes input tensor i. */
+ * their input bytes, and its owner (rank k mod N) creates, renames and
+ * hashes it. trank[i]: the rank that writes input tensor i. */
 static int assign(const ck_plan *p, int n, int *owner, int *trank)
 {
     int split = n > 1 && p->nfiles < (size_t)n;
@@ -501,7 +501,7 @@ static int assign(const ck_plan *p, int n, int *owner, int *trank)
         const ck_file *f = &p->files[k];
         uint64_t total = 0, before = 0;
         if (split)
-            owner[k] = 0;
+            owner[k] = (int)(k % (size_t)n);
         for (size_t i = f->first; i < f->first + f->count; i++)
             total += p->ins[i].nbytes;
         for (size_t i = f->first; i < f->first + f->count; i++) {
@@ -568,9 +568,10 @@ static bfp_status run_whole(ck_run *r, ck_manifest *mf, ck_team *t,
     return st;
 }
 
-/* Files cut across the ranks: rank 0 creates the temporaries, every rank
- * writes its tensors into them, rank 0 renames and records them. */
-static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t,
+/* Files cut across the ranks: each file's owner (file k: rank k mod N)
+ * checks it against the manifest and creates its temporary, every rank
+ * writes its tensors into it, the owner renames and records it. */
+static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t, const int *owner,
                             const int *trank, unsigned char *owned, int gguf,
                             char *err, size_t errlen)
 {
@@ -578,15 +579,20 @@ static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t,
     bfp_status st = BFP_OK;
     char **final = calloc(p->nfiles + 1, sizeof *final);
     char **tmp = calloc(p->nfiles + 1, sizeof *tmp);
-    unsigned char *kept = calloc(p->nfiles + 1, 1);
+    double *kept = calloc(p->nfiles + 1, sizeof *kept);
     if (!final || !tmp || !kept)
         st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++)
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        owned[k] = owner[k] == t->rank;
         if ((st = file_paths(p, k, gguf, &final[k], &tmp[k], err, errlen)) == BFP_OK)
-            kept[k] = !gguf && ck_manifest_has(mf, p->files[k].name, final[k]);
-    for (size_t k = 0; st == BFP_OK && t->rank == 0 && k < p->nfiles; k++) {
+            kept[k] = owned[k] && !gguf && ck_manifest_has(mf, p->files[k].name, final[k]);
+    }
+    /* one reader per file; the sum tells every rank what its owner found */
+    if ((st = agree(t, st, err, errlen)) == BFP_OK && !t->r->sum(t->r->ctx, kept, p->nfiles))
+        st = bfpio_fail(BFP_ERR_IO, err, errlen, "MPI reduction failed");
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
         int fd;
-        if (kept[k])
+        if (!owned[k] || kept[k] > 0)
             continue;
         st = open_tmp(&p->files[k], tmp[k], 1, &fd, err, errlen);
         if (fd >= 0)
@@ -601,7 +607,7 @@ static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t,
             a++;
         for (b = a; b < f->first + f->count && trank[b] == t->rank;)
             b++;
-        if (kept[k]) {
+        if (kept[k] > 0) {
             for (size_t i = a; i < b; i++)
                 report_progress(r, p->ins[i].nbytes);
             continue;
@@ -616,9 +622,10 @@ static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t,
         }
     }
     st = agree(t, st, err, errlen);
-    for (size_t k = 0; st == BFP_OK && t->rank == 0 && k < p->nfiles; k++) {
-        owned[k] = 1;
-        if (kept[k]) {
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        if (!owned[k])
+            continue;
+        if (kept[k] > 0) {
             r->s->shards_kept++;
             continue;
         }
@@ -626,7 +633,7 @@ static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t,
         if (st == BFP_OK && !gguf)
             st = ck_manifest_record(mf, p->files[k].name, final[k], err, errlen);
     }
-    if (st == BFP_OK && t->rank == 0 && !gguf)
+    if (st == BFP_OK && !gguf) /* every rank leaves its part */
         st = ck_manifest_save(p, mf, owned, err, errlen);
     for (size_t k = 0; final && tmp && k < p->nfiles; k++) {
         free(final[k]);
@@ -748,7 +755,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
         st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
     st = agree(&t, st, err, errlen);
     if (st == BFP_OK) {
-        st = split ? run_split(&r, &mf, &t, trank, owned, gguf, err, errlen)
+        st = split ? run_split(&r, &mf, &t, owner, trank, owned, gguf, err, errlen)
                    : run_whole(&r, &mf, &t, owner, owned, gguf, err, errlen);
         unmap(&r.m);
         st = agree(&t, st, err, errlen);

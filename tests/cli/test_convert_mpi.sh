@@ -71,15 +71,20 @@ check "one shard, -n 3 (its tensors cut by bytes): identical" diff -r "$W/one-re
 # ---- a rank killed mid-run, then a failing rank, then reruns
 ref="$W/ref-bfp-mxfp4"
 k="$W/k"
-BFP_CONVERT_TEST_DIE_AFTER=2 BFP_CONVERT_TEST_DIE_RANK=1 \
+# 2 ranks: rank 0 has the largest output shard (1 of 3: 5 tensors), rank 1
+# the two others (largest first to the least loaded rank): 2 (4 tensors),
+# then 3. Rank 1 dies on its fifth tensor, the first of shard 3.
+BFP_CONVERT_TEST_DIE_AFTER=5 BFP_CONVERT_TEST_DIE_RANK=1 \
     mpi 2 convert -f mxfp4 "$W/in" "$k" >"$W/out" 2>"$W/err"
 rc=$?
-check "rank 1 killed (SIGKILL after 2 tensors): the job exits non-zero" test $rc -ne 0
+check "rank 1 killed (SIGKILL on its 5th tensor): the job exits non-zero" test $rc -ne 0
 check "killed: no index, no config.json" test ! -e "$k/model.safetensors.index.json" -a ! -e "$k/config.json"
-check "killed: rank 0's finished shard is recorded in its part" \
-    grep -q 'model-00001-of-00003.safetensors' "$k/.bfp-convert.part-0.json"
-# rank 1 has the two smaller output shards (largest first to the least
-# loaded rank): block the temporary name of its second one
+check "killed: rank 1's finished shard is recorded in its part" \
+    grep -q 'model-00002-of-00003.safetensors' "$k/.bfp-convert.part-1.json"
+check "killed: shard 3 not finished" test ! -e "$k/model-00003-of-00003.safetensors"
+# block the temporary name of rank 1's second shard (its half-written
+# temporary is there: a directory in its place)
+rm -f "$k/.model-00003-of-00003.safetensors.bfp-tmp"
 mkdir "$k/.model-00003-of-00003.safetensors.bfp-tmp"
 mpi 2 convert -f mxfp4 "$W/in" "$k" >"$W/out" 2>"$W/err"
 rc=$?
@@ -93,16 +98,23 @@ check "a failing rank: no index, no config.json" \
     test ! -e "$k/model.safetensors.index.json" -a ! -e "$k/config.json"
 rmdir "$k/.model-00003-of-00003.safetensors.bfp-tmp"
 cp -a "$k" "$W/k1"
+cp -a "$k" "$W/k4"
 mpi 3 convert -f mxfp4 --json "$W/in" "$k" >"$W/j" 2>"$W/err"
 check "rerun with 3 ranks: exit 0" test $? -eq 0
-check "rerun with 3 ranks: finished shards kept" \
-    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert 1 <= j["shards_kept"] < 3, j' "$W/j"
+check "rerun with 3 ranks: the 2 finished shards kept" \
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["shards_kept"] == 2, j' "$W/j"
 check "rerun with 3 ranks: identical to the plain run" diff -r "$ref" "$k"
 "$BFP" convert -f mxfp4 --json "$W/in" "$W/k1" >"$W/j" 2>"$W/err"
 check "rerun of the same state as one process: exit 0" test $? -eq 0
 check "  ... keeps the shards the ranks' parts vouch for" \
     "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["shards_kept"] == 2, j' "$W/j"
 check "  ... identical to the plain run" diff -r "$ref" "$W/k1"
+mpi 4 convert -f mxfp4 --json "$W/in" "$W/k4" >"$W/j" 2>"$W/err"
+check "rerun with 4 ranks (more than shards: tensors cut, each shard's owner checks it): exit 0" \
+    test $? -eq 0
+check "  ... keeps the 2 finished shards" \
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["shards_kept"] == 2, j' "$W/j"
+check "  ... identical to the plain run" diff -r "$ref" "$W/k4"
 
 # a rank killed while the tensors of one shard are cut between the ranks
 BFP_CONVERT_TEST_DIE_AFTER=1 BFP_CONVERT_TEST_DIE_RANK=2 \
