@@ -4,8 +4,8 @@
  * A checkpoint is a list of input shards (safetensors files, or one GGUF);
  * each input shard gives one output shard, written under a temporary name
  * and renamed. The plan (which tensor goes where, quantized or copied) is
- * made up front from the headers alone, so the work can be split by shard
- * later (one process per shard set) and an interrupted run can keep the
+ * made up front from the headers alone, so the ranks of an mpirun job can
+ * share the work (bfp_ckpt_ranks) and an interrupted run can keep the
  * shards a manifest vouches for.
  */
 #ifndef BFP_CKPT_H
@@ -28,6 +28,22 @@ typedef struct {
     double seconds;                   /* since the start */
 } bfp_ckpt_progress;
 
+/*
+ * One process (rank) of several converting one checkpoint together (the CLI
+ * under mpirun: tools/bfp/ckpt_mpi.c). Every rank calls bfp_ckpt_convert()
+ * with the same arguments; the library itself knows nothing of MPI.
+ */
+typedef struct {
+    int rank, nranks;
+    /* Collective: every rank passes ok (1) or 0 and its message; returns 1
+     * when all were ok, else 0 with the lowest failing rank's message, as
+     * "rank R: MESSAGE", in err on every rank. Also a barrier. */
+    int (*agree)(void *ctx, int ok, char *err, size_t errlen);
+    /* Collective: v[0..n) summed element-wise over the ranks, in place. */
+    int (*sum)(void *ctx, double *v, size_t n);
+    void *ctx;
+} bfp_ckpt_ranks;
+
 typedef struct {
     bfp_format format;
     bfp_ckpt_layout layout;
@@ -38,6 +54,7 @@ typedef struct {
     int report;              /* compute each quantized tensor's SQNR */
     void (*progress)(void *ctx, const bfp_ckpt_progress *p);
     void *progress_ctx;
+    const bfp_ckpt_ranks *ranks; /* NULL: a single process */
 } bfp_ckpt_opts;
 
 /* One input tensor in the summary. */

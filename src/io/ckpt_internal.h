@@ -122,4 +122,33 @@ int ck_bf16_scale_to_e8m0(uint16_t b, int shift);
 /* Index file text (model.safetensors.index.json), malloc'd. */
 char *ck_index_json(const ck_plan *p);
 
+/* The manifest of finished files (ckpt_manifest.c). */
+typedef struct {
+    char *settings;   /* what a resumed run must share with the first */
+    char *path;       /* OUT/.bfp-convert.json (NULL: GGUF, none) */
+    char *part_path;  /* this rank's part under mpirun, else NULL */
+    struct cJSON *done;   /* name -> "size:hash", this run's view */
+    struct cJSON *claims; /* array of the parts' "done" objects */
+} ck_manifest;
+
+/* Read the manifest and the parts of OUT. check (rank 0 or a single
+ * process): create OUT, or refuse one that is not a run of these settings. */
+bfp_status ck_manifest_open(const ck_plan *p, int dir_out, int check, int rank,
+                            int nranks, ck_manifest *mf, char *err, size_t errlen);
+/* 1 if the manifest or a part vouches for final's current size and hash. */
+int ck_manifest_has(ck_manifest *mf, const char *name, const char *final);
+/* Hash final and record it as done. */
+bfp_status ck_manifest_record(ck_manifest *mf, const char *name, const char *final,
+                              char *err, size_t errlen);
+/* Write the manifest (single process) or this rank's part: the files with
+ * owned[k] set (owned NULL: all the recorded ones). */
+bfp_status ck_manifest_save(const ck_plan *p, ck_manifest *mf,
+                            const unsigned char *owned, char *err, size_t errlen);
+/* Rank 0, all ranks done: the manifest from each file's owner's part
+ * (owner[k] for files[k]), then the parts removed. */
+bfp_status ck_manifest_merge(const ck_plan *p, ck_manifest *mf, const int *owner,
+                             int nranks, char *err, size_t errlen);
+void ck_manifest_drop_parts(const char *out);
+void ck_manifest_free(ck_manifest *mf);
+
 #endif /* BFP_CKPT_INTERNAL_H */

@@ -5,7 +5,9 @@
  * the memory-mapped input, then fsync'd and renamed. The manifest
  * (OUT/.bfp-convert.json) records the settings and each finished file's size
  * and hash; a rerun with the same settings keeps the files that still match
- * and redoes the rest.
+ * and redoes the rest. Under mpirun the ranks share the files (or the
+ * tensors of few files) by bytes and agree on their status at barriers
+ * (docs/convert-mpi.md).
  */
 #define _GNU_SOURCE
 
@@ -22,8 +24,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MANIFEST ".bfp-convert.json"
 
 const char *bfp_ckpt_layout_name(bfp_ckpt_layout l)
 {
@@ -82,40 +82,6 @@ static char *path2(const char *dir, const char *name, const char *prefix,
     if (s)
         snprintf(s, n, "%s/%s%s%s", dir, prefix, name, suffix);
     return s;
-}
-
-/* A 64-bit hash of a file's bytes (integrity of our own outputs, not
- * security): 8 bytes at a time, multiply and rotate. */
-static int hash_file(const char *path, uint64_t *size, uint64_t *h)
-{
-    int fd = open(path, O_RDONLY);
-    struct stat sb;
-    if (fd < 0)
-        return 0;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return 0;
-    }
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ (uint64_t)sb.st_size;
-    static uint8_t buf[1 << 20];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) {
-        size_t i = 0;
-        for (; i + 8 <= (size_t)n; i += 8) {
-            uint64_t w;
-            memcpy(&w, buf + i, 8);
-            x = (x ^ w) * 0xFF51AFD7ED558CCDull;
-            x ^= x >> 29;
-        }
-        for (; i < (size_t)n; i++)
-            x = (x ^ buf[i]) * 0x100000001B3ull;
-    }
-    close(fd);
-    if (n < 0)
-        return 0;
-    *size = (uint64_t)sb.st_size;
-    *h = x;
-    return 1;
 }
 
 static bfp_status pwrite_all(int fd, const void *data, uint64_t n, uint64_t off,
@@ -349,23 +315,35 @@ static void sync_dir_of(const char *path)
     free(d);
 }
 
-/* Write output file f to final (via its temporary name). */
-static bfp_status write_file(ck_run *r, ck_file *f, const char *final,
-                             const char *tmp, char *err, size_t errlen)
+/* An output file's temporary: created at its full size with its header
+ * (create), or opened to add tensors (another rank created it). */
+static bfp_status open_tmp(const ck_file *f, const char *tmp, int create, int *fd,
+                           char *err, size_t errlen)
+{
+    bfp_status st = BFP_OK;
+    *fd = open(tmp, create ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_WRONLY | O_CLOEXEC,
+               0644);
+    if (*fd < 0)
+        return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot %s: %s", tmp,
+                          create ? "create" : "open", strerror(errno));
+    if (create && ftruncate(*fd, (off_t)f->size) != 0)
+        st = bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot size: %s", tmp,
+                        strerror(errno));
+    if (create && st == BFP_OK)
+        st = pwrite_all(*fd, f->header, f->header_len, 0, tmp, err, errlen);
+    return st;
+}
+
+/* Input tensors a .. b-1 of f into its temporary, at their planned offsets. */
+static bfp_status write_range(ck_run *r, const ck_file *f, int fd, const char *tmp,
+                              size_t a, size_t b, char *err, size_t errlen)
 {
     const ck_plan *p = r->p;
     bfp_status st = BFP_OK;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot create: %s", tmp,
-                          strerror(errno));
-    if (ftruncate(fd, (off_t)f->size) != 0)
-        st = bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot size: %s", tmp,
-                        strerror(errno));
-    if (st == BFP_OK)
-        st = pwrite_all(fd, f->header, f->header_len, 0, tmp, err, errlen);
     size_t k = 0; /* outs are grouped by input tensor, in input order */
-    for (size_t i = f->first; st == BFP_OK && i < f->first + f->count; i++) {
+    while (k < f->nouts && f->outs[k].src < a)
+        k++;
+    for (size_t i = a; st == BFP_OK && i < b; i++) {
         const ck_in *t = &p->ins[i];
         if ((st = map_shard(p, t->shard, &r->m, err, errlen)) != BFP_OK)
             break;
@@ -383,10 +361,23 @@ static bfp_status write_file(ck_run *r, ck_file *f, const char *final,
         drop_pages(&r->m, t->off, t->nbytes);
         report_progress(r, t->nbytes);
     }
+    return st;
+}
+
+static bfp_status close_tmp(int fd, const char *tmp, bfp_status st, char *err,
+                            size_t errlen)
+{
     if (st == BFP_OK && fsync(fd) != 0)
         st = bfpio_fail(BFP_ERR_IO, err, errlen, "%s: fsync: %s", tmp, strerror(errno));
     if (close(fd) != 0 && st == BFP_OK)
         st = bfpio_fail(BFP_ERR_IO, err, errlen, "%s: close: %s", tmp, strerror(errno));
+    return st;
+}
+
+/* The finished temporary becomes final (or goes, when st says it failed). */
+static bfp_status finish_tmp(const char *tmp, const char *final, bfp_status st,
+                             char *err, size_t errlen)
+{
     if (st == BFP_OK && rename(tmp, final) != 0)
         st = bfpio_fail(BFP_ERR_IO, err, errlen, "%s: rename: %s", final,
                         strerror(errno));
@@ -397,129 +388,18 @@ static bfp_status write_file(ck_run *r, ck_file *f, const char *final,
     return st;
 }
 
-/* The settings a resumed run must share with the first one. */
-static char *settings_text(const ck_plan *p)
+/* Write output file f to final (via its temporary name). */
+static bfp_status write_file(ck_run *r, ck_file *f, const char *final,
+                             const char *tmp, char *err, size_t errlen)
 {
-    cJSON *s = cJSON_CreateObject(), *in;
-    char buf[64];
-    if (!s)
-        return NULL;
-    cJSON_AddStringToObject(s, "format", bfp_format_get(p->o.format)->name);
-    cJSON_AddStringToObject(s, "layout", bfp_ckpt_layout_name(p->o.layout));
-    cJSON_AddStringToObject(s, "include", p->o.include_re ? p->o.include_re : "");
-    cJSON_AddStringToObject(s, "exclude", p->o.exclude_re ? p->o.exclude_re : "");
-    snprintf(buf, sizeof buf, "%d/%llu/%d/%d/%d", (int)p->o.opts.rounding,
-             (unsigned long long)p->o.opts.seed, (int)p->o.opts.scale_mode,
-             p->o.opts.nvfp4_no_tensor_scale, p->o.opts.nvfp4_2d);
-    cJSON_AddStringToObject(s, "options", buf);
-    cJSON_AddStringToObject(s, "bfp", bfp_version());
-    in = cJSON_AddObjectToObject(s, "inputs");
-    for (size_t i = 0; in && i < p->nshards; i++) {
-        struct stat sb;
-        const char *slash = strrchr(p->shard_paths[i], '/');
-        /* size and modification time: a changed input is not resumed */
-        if (stat(p->shard_paths[i], &sb) == 0)
-            snprintf(buf, sizeof buf, "%lld:%lld.%09ld", (long long)sb.st_size,
-                     (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
-        else
-            snprintf(buf, sizeof buf, "missing");
-        cJSON_AddStringToObject(in, slash ? slash + 1 : p->shard_paths[i], buf);
-    }
-    char *t = cJSON_PrintUnformatted(s);
-    cJSON_Delete(s);
-    return t;
-}
-
-typedef struct {
-    char *settings;
-    cJSON *done; /* name -> "size:hash" */
-} ck_manifest;
-
-/* Saved in plan order, so the manifest does not depend on the run's history. */
-static bfp_status manifest_save(const ck_plan *p, const char *path,
-                                ck_manifest *mf, char *err, size_t errlen)
-{
-    cJSON *root = cJSON_CreateObject(), *done = NULL;
-    char *text = NULL;
-    bfp_status st = BFP_ERR_NOMEM;
-    int ok = root && cJSON_AddStringToObject(root, "settings", mf->settings) &&
-             (done = cJSON_AddObjectToObject(root, "done"));
-    for (size_t k = 0; ok && k < p->nfiles; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(mf->done, p->files[k].name);
-        if (cJSON_IsString(v))
-            ok = cJSON_AddStringToObject(done, p->files[k].name, v->valuestring) != NULL;
-    }
-    if (ok && (text = cJSON_Print(root)))
-        st = bfp_io_write_file_atomic(path, text, strlen(text), 1, err, errlen);
-    else
-        bfpio_fail(st, err, errlen, "out of memory");
-    free(text);
-    cJSON_Delete(root);
-    return st;
-}
-
-/* Open OUT: new, or a run of the same settings to resume. */
-static bfp_status manifest_open(const ck_plan *p, const char *mpath, int dir_out,
-                                ck_manifest *mf, char *err, size_t errlen)
-{
-    struct stat sb;
-    int exists = stat(p->out, &sb) == 0;
-    mf->done = cJSON_CreateObject();
-    if (!(mf->settings = settings_text(p)) || !mf->done)
-        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-    if (!exists) {
-        if (dir_out && mkdir(p->out, 0777) != 0)
-            return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot create: %s",
-                              p->out, strerror(errno));
-        return BFP_OK;
-    }
-    if (!dir_out) {
-        if (!p->o.force)
-            return bfpio_fail(BFP_ERR_IO, err, errlen,
-                              "%s exists (use --force to overwrite)", p->out);
-        return BFP_OK;
-    }
-    if (!S_ISDIR(sb.st_mode))
-        return bfpio_fail(BFP_ERR_IO, err, errlen,
-                          "%s exists and is not a directory", p->out);
-    char *text = NULL;
-    size_t len = 0;
-    char tmp[8];
-    if (bfp_io_read_file(mpath, (void **)&text, &len, tmp, sizeof tmp) != BFP_OK) {
-        if (!p->o.force)
-            return bfpio_fail(BFP_ERR_IO, err, errlen,
-                              "%s exists and holds no conversion to resume (use "
-                              "--force to write into it)", p->out);
-        return BFP_OK;
-    }
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "settings");
-    cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "done");
-    if (cJSON_IsString(s) && strcmp(s->valuestring, mf->settings) == 0 &&
-        cJSON_IsObject(d)) {
-        cJSON_Delete(mf->done);
-        mf->done = cJSON_Duplicate(d, 1);
-    } else if (!p->o.force) {
-        cJSON_Delete(root);
-        return bfpio_fail(BFP_ERR_IO, err, errlen,
-                          "%s holds a conversion with other settings or input "
-                          "(use --force to start it over)", p->out);
-    }
-    cJSON_Delete(root);
-    return mf->done ? BFP_OK : bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-}
-
-static int manifest_has(const ck_manifest *mf, const char *name, const char *final)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(mf->done, name);
-    uint64_t size, h;
-    char buf[48];
-    if (!cJSON_IsString(v) || !hash_file(final, &size, &h))
-        return 0;
-    snprintf(buf, sizeof buf, "%llu:%016llx", (unsigned long long)size,
-             (unsigned long long)h);
-    return strcmp(v->valuestring, buf) == 0;
+    int fd;
+    bfp_status st = open_tmp(f, tmp, 1, &fd, err, errlen);
+    if (fd < 0)
+        return st;
+    if (st == BFP_OK)
+        st = write_range(r, f, fd, tmp, f->first, f->first + f->count, err, errlen);
+    st = close_tmp(fd, tmp, st, err, errlen);
+    return finish_tmp(tmp, final, st, err, errlen);
 }
 
 static bfp_status write_small(const char *dir, const char *name, const char *text,
@@ -564,18 +444,284 @@ static bfp_status write_finals(const ck_plan *p, char *err, size_t errlen)
     return st;
 }
 
+/* The ranks of a job (one: a single process). Every rank makes the same
+ * calls to agree(), whatever its own status, so the collectives match. */
+typedef struct {
+    int rank, n;
+    const bfp_ckpt_ranks *r;
+    int failed; /* an agreement failed: err holds the message to keep */
+} ck_team;
+
+static bfp_status agree(ck_team *t, bfp_status st, char *err, size_t errlen)
+{
+    char scratch[512] = "";
+    if (t->n <= 1)
+        return st;
+    if (t->failed) { /* every rank is here, failed: only the collective is left */
+        t->r->agree(t->r->ctx, 0, scratch, sizeof scratch);
+        return st;
+    }
+    if (st == BFP_OK && err && errlen)
+        err[0] = '\0';
+    if (t->r->agree(t->r->ctx, st == BFP_OK, err, errlen))
+        return BFP_OK;
+    t->failed = 1;
+    return st != BFP_OK ? st : BFP_ERR_IO;
+}
+
+/* Who writes what. Whole files when there are at least as many as ranks:
+ * largest first, each to the rank with the fewest bytes so far. Otherwise
+ * (one GGUF, one huge shard) every file is cut into runs of tensors by
+ * their input bytes, and its owner (rank k mod N) creates, renames and
+ * hashes it. trank[i]: the rank that writes input tensor i. */
+static int assign(const ck_plan *p, int n, int *owner, int *trank)
+{
+    int split = n > 1 && p->nfiles < (size_t)n;
+    uint64_t *load = calloc((size_t)n, sizeof *load);
+    unsigned char *taken = calloc(p->nfiles + 1, 1);
+    if (!load || !taken) {
+        free(load);
+        free(taken);
+        return -1;
+    }
+    for (size_t done = 0; !split && done < p->nfiles; done++) {
+        size_t big = p->nfiles;
+        for (size_t k = 0; k < p->nfiles; k++)
+            if (!taken[k] && (big == p->nfiles || p->files[k].size > p->files[big].size))
+                big = k;
+        int least = 0;
+        for (int r = 1; r < n; r++)
+            if (load[r] < load[least])
+                least = r;
+        taken[big] = 1;
+        owner[big] = least;
+        load[least] += p->files[big].size;
+    }
+    for (size_t k = 0; k < p->nfiles; k++) {
+        const ck_file *f = &p->files[k];
+        uint64_t total = 0, before = 0;
+        if (split)
+            owner[k] = (int)(k % (size_t)n);
+        for (size_t i = f->first; i < f->first + f->count; i++)
+            total += p->ins[i].nbytes;
+        for (size_t i = f->first; i < f->first + f->count; i++) {
+            /* the rank of the tensor's first byte, in n equal byte ranges */
+            trank[i] = !split ? owner[k]
+                       : total ? (int)((double)before * n / (double)total) : 0;
+            if (trank[i] >= n)
+                trank[i] = n - 1;
+            before += p->ins[i].nbytes;
+        }
+    }
+    free(load);
+    free(taken);
+    return split;
+}
+
+static bfp_status file_paths(const ck_plan *p, size_t k, int gguf, char **final,
+                             char **tmp, char *err, size_t errlen)
+{
+    *final = gguf ? strdup(p->out) : path2(p->out, p->files[k].name, "", "");
+    if (gguf) {
+        size_t n = strlen(p->out) + 10;
+        if ((*tmp = malloc(n)))
+            snprintf(*tmp, n, "%s.bfp-tmp", p->out);
+    } else {
+        *tmp = path2(p->out, p->files[k].name, ".", ".bfp-tmp");
+    }
+    if (*final && *tmp)
+        return BFP_OK;
+    free(*final);
+    free(*tmp);
+    *final = *tmp = NULL;
+    return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+}
+
+/* Whole files: this rank's, each written or kept, and recorded. */
+static bfp_status run_whole(ck_run *r, ck_manifest *mf, ck_team *t,
+                            const int *owner, unsigned char *owned, int gguf,
+                            char *err, size_t errlen)
+{
+    const ck_plan *p = r->p;
+    bfp_status st = BFP_OK;
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        ck_file *f = &p->files[k];
+        char *final, *tmp;
+        if (owner[k] != t->rank)
+            continue;
+        if ((st = file_paths(p, k, gguf, &final, &tmp, err, errlen)) != BFP_OK)
+            break;
+        owned[k] = 1;
+        if (!gguf && ck_manifest_has(mf, f->name, final)) {
+            r->s->shards_kept++;
+            for (size_t i = f->first; i < f->first + f->count; i++)
+                report_progress(r, p->ins[i].nbytes);
+        } else if ((st = write_file(r, f, final, tmp, err, errlen)) == BFP_OK && !gguf &&
+                   (st = ck_manifest_record(mf, f->name, final, err, errlen)) == BFP_OK) {
+            st = ck_manifest_save(p, mf, owned, err, errlen);
+        }
+        free(final);
+        free(tmp);
+    }
+    if (st == BFP_OK && !gguf) /* under mpirun: every rank leaves its part */
+        st = ck_manifest_save(p, mf, t->n > 1 ? owned : NULL, err, errlen);
+    return st;
+}
+
+/* Files cut across the ranks: each file's owner (file k: rank k mod N)
+ * checks it against the manifest and creates its temporary, every rank
+ * writes its tensors into it, the owner renames and records it. */
+static bfp_status run_split(ck_run *r, ck_manifest *mf, ck_team *t, const int *owner,
+                            const int *trank, unsigned char *owned, int gguf,
+                            char *err, size_t errlen)
+{
+    const ck_plan *p = r->p;
+    bfp_status st = BFP_OK;
+    char **final = calloc(p->nfiles + 1, sizeof *final);
+    char **tmp = calloc(p->nfiles + 1, sizeof *tmp);
+    double *kept = calloc(p->nfiles + 1, sizeof *kept);
+    if (!final || !tmp || !kept)
+        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        owned[k] = owner[k] == t->rank;
+        if ((st = file_paths(p, k, gguf, &final[k], &tmp[k], err, errlen)) == BFP_OK)
+            kept[k] = owned[k] && !gguf && ck_manifest_has(mf, p->files[k].name, final[k]);
+    }
+    /* one reader per file; the sum tells every rank what its owner found */
+    if ((st = agree(t, st, err, errlen)) == BFP_OK && !t->r->sum(t->r->ctx, kept, p->nfiles))
+        st = bfpio_fail(BFP_ERR_IO, err, errlen, "MPI reduction failed");
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        int fd;
+        if (!owned[k] || kept[k] > 0)
+            continue;
+        st = open_tmp(&p->files[k], tmp[k], 1, &fd, err, errlen);
+        if (fd >= 0)
+            st = close_tmp(fd, tmp[k], st, err, errlen);
+    }
+    st = agree(t, st, err, errlen);
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        const ck_file *f = &p->files[k];
+        size_t a = f->first, b;
+        int fd;
+        while (a < f->first + f->count && trank[a] != t->rank)
+            a++;
+        for (b = a; b < f->first + f->count && trank[b] == t->rank;)
+            b++;
+        if (kept[k] > 0) {
+            for (size_t i = a; i < b; i++)
+                report_progress(r, p->ins[i].nbytes);
+            continue;
+        }
+        if (a == b)
+            continue;
+        st = open_tmp(f, tmp[k], 0, &fd, err, errlen);
+        if (fd >= 0) {
+            if (st == BFP_OK)
+                st = write_range(r, f, fd, tmp[k], a, b, err, errlen);
+            st = close_tmp(fd, tmp[k], st, err, errlen);
+        }
+    }
+    st = agree(t, st, err, errlen);
+    for (size_t k = 0; st == BFP_OK && k < p->nfiles; k++) {
+        if (!owned[k])
+            continue;
+        if (kept[k] > 0) {
+            r->s->shards_kept++;
+            continue;
+        }
+        st = finish_tmp(tmp[k], final[k], BFP_OK, err, errlen);
+        if (st == BFP_OK && !gguf)
+            st = ck_manifest_record(mf, p->files[k].name, final[k], err, errlen);
+    }
+    if (st == BFP_OK && !gguf) /* every rank leaves its part */
+        st = ck_manifest_save(p, mf, owned, err, errlen);
+    for (size_t k = 0; final && tmp && k < p->nfiles; k++) {
+        free(final[k]);
+        free(tmp[k]);
+    }
+    free(final);
+    free(tmp);
+    free(kept);
+    return st;
+}
+
+/* Every rank's share of the summary: kept files, and the SQNR and
+ * non-finite blocks of the tensors it quantized. */
+static bfp_status sum_summary(const ck_team *t, const int *trank, bfp_ckpt_summary *s,
+                              char *err, size_t errlen)
+{
+    size_t n = 2 * s->tensors + 1;
+    double *v = malloc(n * sizeof *v);
+    if (!v)
+        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+    for (size_t i = 0; i < s->tensors; i++) {
+        int mine = trank[i] == t->rank;
+        v[2 * i] = mine ? s->t[i].sqnr_db : 0.0;
+        v[2 * i + 1] = mine ? (double)s->t[i].nonfinite_blocks : 0.0;
+    }
+    v[n - 1] = (double)s->shards_kept;
+    int ok = t->r->sum(t->r->ctx, v, n);
+    for (size_t i = 0; ok && i < s->tensors; i++) {
+        s->t[i].sqnr_db = v[2 * i];
+        s->t[i].nonfinite_blocks = (size_t)v[2 * i + 1];
+    }
+    if (ok)
+        s->shards_kept = (size_t)v[n - 1];
+    free(v);
+    return ok ? BFP_OK : bfpio_fail(BFP_ERR_IO, err, errlen, "MPI reduction failed");
+}
+
+static bfp_status start(ck_plan *p, ck_run *r, bfp_ckpt_summary *s, char *err,
+                        size_t errlen)
+{
+    char *rin = realpath(p->in_dir, NULL), *rout = realpath(p->out, NULL);
+    int same = rin && rout && strcmp(rin, rout) == 0;
+    free(rin);
+    free(rout);
+    if (same)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: OUT is the input's directory",
+                          p->out);
+    if (!(s->t = calloc(p->nins + 1, sizeof *s->t)))
+        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+    s->tensors = p->nins;
+    s->shards = p->nfiles;
+    for (size_t i = 0; i < p->nins; i++) {
+        bfp_ckpt_tensor *t = &s->t[i];
+        t->name = strdup(p->ins[i].name);
+        t->quantized = p->ins[i].quant;
+        s->quantized += (size_t)t->quantized;
+        memcpy(t->dtype, p->ins[i].dtype, sizeof t->dtype);
+        t->ndim = p->ins[i].ndim;
+        memcpy(t->shape, p->ins[i].shape, sizeof t->shape);
+        t->sqnr_db = NAN;
+        r->total_bytes += p->ins[i].nbytes;
+    }
+    for (size_t k = 0; k < p->nfiles; k++)
+        s->out_bytes += p->files[k].size;
+    s->in_bytes = r->total_bytes;
+    return BFP_OK;
+}
+
 bfp_status bfp_ckpt_convert(const char *in, const char *out,
                             const bfp_ckpt_opts *o, bfp_ckpt_summary *s,
                             char *err, size_t errlen)
 {
     ck_plan p;
     ck_run r;
-    ck_manifest mf = {NULL, NULL};
+    ck_manifest mf;
+    ck_team t = {0, 1, o->ranks, 0};
     const char *why = NULL;
-    char *mpath = NULL;
+    int *owner = NULL, *trank = NULL, split = 0;
+    unsigned char *owned = NULL;
     bfp_status st;
     memset(s, 0, sizeof *s);
     memset(&r, 0, sizeof r);
+    memset(&p, 0, sizeof p);
+    memset(&mf, 0, sizeof mf);
+    if (o->ranks && o->ranks->nranks > 1) {
+        t.rank = o->ranks->rank;
+        t.n = o->ranks->nranks;
+    }
     if (err && errlen)
         err[0] = '\0';
     if (!bfp_format_get(o->format))
@@ -590,79 +736,44 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
                           gguf ? "%s: the gguf layout writes one .gguf file"
                                : "%s: OUT is a directory (a .gguf OUT needs "
                                  "--layout gguf)", out);
-    if ((st = ck_plan_make(&p, in, out, o, err, errlen)) != BFP_OK) {
-        ck_plan_free(&p);
-        return st;
-    }
-    char *rin = realpath(p.in_dir, NULL), *rout = realpath(out, NULL);
-    int same = rin && rout && strcmp(rin, rout) == 0;
-    free(rin);
-    free(rout);
-    if (same) {
-        ck_plan_free(&p);
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: OUT is the input's directory",
-                          out);
-    }
+    /* the checks above are the same on every rank; from here one may fail */
+    st = ck_plan_make(&p, in, out, o, err, errlen);
     r.p = &p;
     r.s = s;
     r.t0 = now_s();
-    if (!(s->t = calloc(p.nins + 1, sizeof *s->t))) {
-        ck_plan_free(&p);
-        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+    if (st == BFP_OK)
+        st = start(&p, &r, s, err, errlen);
+    if (st == BFP_OK && t.rank == 0)
+        st = ck_manifest_open(&p, !gguf, 1, 0, t.n, &mf, err, errlen);
+    st = agree(&t, st, err, errlen);
+    if (st == BFP_OK && t.rank != 0)
+        st = ck_manifest_open(&p, !gguf, 0, t.rank, t.n, &mf, err, errlen);
+    if (st == BFP_OK && (!(owner = calloc(p.nfiles + 1, sizeof *owner)) ||
+                         !(trank = calloc(p.nins + 1, sizeof *trank)) ||
+                         !(owned = calloc(p.nfiles + 1, 1)) ||
+                         (split = assign(&p, t.n, owner, trank)) < 0))
+        st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
+    st = agree(&t, st, err, errlen);
+    if (st == BFP_OK) {
+        st = split ? run_split(&r, &mf, &t, owner, trank, owned, gguf, err, errlen)
+                   : run_whole(&r, &mf, &t, owner, owned, gguf, err, errlen);
+        unmap(&r.m);
+        st = agree(&t, st, err, errlen);
     }
-    s->tensors = p.nins;
-    s->shards = p.nfiles;
-    for (size_t i = 0; i < p.nins; i++) {
-        bfp_ckpt_tensor *t = &s->t[i];
-        t->name = strdup(p.ins[i].name);
-        t->quantized = p.ins[i].quant;
-        s->quantized += (size_t)t->quantized;
-        memcpy(t->dtype, p.ins[i].dtype, sizeof t->dtype);
-        t->ndim = p.ins[i].ndim;
-        memcpy(t->shape, p.ins[i].shape, sizeof t->shape);
-        t->sqnr_db = NAN;
-        r.total_bytes += p.ins[i].nbytes;
+    /* all ranks done: one writes the manifest and the metadata */
+    if (st == BFP_OK && t.rank == 0 && !gguf) {
+        if (t.n > 1)
+            st = ck_manifest_merge(&p, &mf, owner, t.n, err, errlen);
+        else
+            ck_manifest_drop_parts(p.out); /* the manifest holds them all now */
+        if (st == BFP_OK)
+            st = write_finals(&p, err, errlen);
     }
-    s->in_bytes = r.total_bytes;
-    mpath = gguf ? NULL : path2(out, MANIFEST, "", "");
-    st = manifest_open(&p, mpath, !gguf, &mf, err, errlen);
-    for (size_t k = 0; st == BFP_OK && k < p.nfiles; k++) {
-        ck_file *f = &p.files[k];
-        char *final = gguf ? strdup(out) : path2(out, f->name, "", ""), *tmp;
-        if (gguf) {
-            size_t n = strlen(out) + 10;
-            tmp = malloc(n);
-            if (tmp)
-                snprintf(tmp, n, "%s.bfp-tmp", out);
-        } else {
-            tmp = path2(out, f->name, ".", ".bfp-tmp");
-        }
-        if (!final || !tmp) {
-            st = bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-        } else if (!gguf && manifest_has(&mf, f->name, final)) {
-            s->shards_kept++;
-            for (size_t i = f->first; i < f->first + f->count; i++)
-                report_progress(&r, p.ins[i].nbytes);
-        } else if ((st = write_file(&r, f, final, tmp, err, errlen)) == BFP_OK && !gguf) {
-            uint64_t size, h;
-            char buf[48];
-            if (!hash_file(final, &size, &h)) {
-                st = bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot read back", final);
-            } else {
-                snprintf(buf, sizeof buf, "%llu:%016llx", (unsigned long long)size,
-                         (unsigned long long)h);
-                cJSON_DeleteItemFromObjectCaseSensitive(mf.done, f->name);
-                cJSON_AddStringToObject(mf.done, f->name, buf);
-                st = manifest_save(&p, mpath, &mf, err, errlen);
-            }
-        }
-        s->out_bytes += f->size;
-        free(final);
-        free(tmp);
+    if (t.n > 1) {
+        st = agree(&t, st, err, errlen);
+        if (st == BFP_OK)
+            st = sum_summary(&t, trank, s, err, errlen);
     }
-    unmap(&r.m);
-    if (st == BFP_OK && !gguf)
-        st = write_finals(&p, err, errlen);
     s->seconds = now_s() - r.t0;
     free(r.b.codes);
     free(r.b.scales);
@@ -672,9 +783,10 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     free(r.b.int4_codes);
     free(r.b.x);
     free(r.b.y);
-    free(mf.settings);
-    cJSON_Delete(mf.done);
-    free(mpath);
+    free(owner);
+    free(trank);
+    free(owned);
+    ck_manifest_free(&mf);
     ck_plan_free(&p);
     return st;
 }

@@ -140,7 +140,8 @@ for try in 1 2 3; do
     "$BFP" convert -f nvfp4 --layout compressed-tensors --report "$W/many" "$W/k" >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 1 2000); do # until the first shard is recorded
-        [ -e "$W/k/.bfp-convert.json" ] && break
+        # (the manifest exists from the start, empty: wait for a shard in it)
+        grep -Eq '"[0-9]+:[0-9a-f]{16}"' "$W/k/.bfp-convert.json" 2>/dev/null && break
         kill -0 $pid 2>/dev/null || break
         sleep 0.005
     done

@@ -6,10 +6,13 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "bfp_ckpt.h"
+#include "ckpt_mpi.h"
 #include "cli_util.h"
 #include "commands.h"
 
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,7 +45,9 @@ const char cmd_ckpt_usage[] =
     "  --force              write into an OUT that is not a run to resume\n"
     "  -h, --help           this text\n"
     "\n"
-    "A progress bar is drawn on stderr when it is a terminal.\n";
+    "A progress bar is drawn on stderr when it is a terminal (one process).\n"
+    "Under mpirun (mpirun -n N bfp convert ...) the ranks share the work by\n"
+    "bytes and rank 0 prints the summary or the failing rank's error.\n";
 
 typedef struct {
     double last;
@@ -84,6 +89,31 @@ static void draw_progress(void *ctx, const bfp_ckpt_progress *p)
         fputc('\n', stderr);
     fflush(stderr);
     ps->drawn = 1;
+}
+
+/* The progress bar, and the test hook BFP_CONVERT_TEST_DIE_AFTER=N: SIGKILL
+ * after N tensors (on rank BFP_CONVERT_TEST_DIE_RANK only, when set). */
+typedef struct {
+    progress_state *bar;
+    long die_after, done;
+} progress_hook;
+
+static void on_progress(void *ctx, const bfp_ckpt_progress *p)
+{
+    progress_hook *h = ctx;
+    if (h->bar)
+        draw_progress(h->bar, p);
+    if (h->die_after >= 0 && ++h->done >= h->die_after)
+        raise(SIGKILL);
+}
+
+static long die_after(int rank)
+{
+    const char *n = getenv("BFP_CONVERT_TEST_DIE_AFTER");
+    const char *r = getenv("BFP_CONVERT_TEST_DIE_RANK");
+    if (!n || !*n || (r && *r && atoi(r) != rank))
+        return -1;
+    return atol(n);
 }
 
 static int print_json(const char *in, const char *out, const bfp_ckpt_opts *o,
@@ -155,7 +185,7 @@ static void print_text(const bfp_ckpt_opts *o, const bfp_ckpt_summary *s)
     }
 }
 
-int cmd_ckpt(int argc, char **argv)
+static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
 {
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'},
@@ -173,6 +203,7 @@ int cmd_ckpt(int argc, char **argv)
     bfp_ckpt_opts o;
     bfp_ckpt_summary s;
     progress_state ps = {0, 0};
+    progress_hook hook = {NULL, -1, 0};
     int have_fmt = 0, json = 0, c;
     char err[CLI_ERRLEN] = "";
 
@@ -235,9 +266,13 @@ int cmd_ckpt(int argc, char **argv)
         return CLI_EXIT_ERR;
     }
     o.opts = qo.opts;
-    if (isatty(STDERR_FILENO)) {
-        o.progress = draw_progress;
-        o.progress_ctx = &ps;
+    o.ranks = ranks;
+    /* under mpirun no bar: a rank sees only its share */
+    hook.bar = !ranks && isatty(STDERR_FILENO) ? &ps : NULL;
+    hook.die_after = die_after(ranks ? ranks->rank : 0);
+    if (hook.bar || hook.die_after >= 0) {
+        o.progress = on_progress;
+        o.progress_ctx = &hook;
     }
     const char *in = argv[optind], *out = argv[optind + 1];
     bfp_status st = bfp_ckpt_convert(in, out, &o, &s, err, sizeof err);
@@ -258,5 +293,36 @@ int cmd_ckpt(int argc, char **argv)
         print_text(&o, &s);
     }
     bfp_ckpt_summary_free(&s);
+    return rc;
+}
+
+/* Ranks other than 0 print nothing: rank 0 prints the summary, or the
+ * first failing rank's message that the ranks agreed on. */
+static void quiet(void)
+{
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd < 0)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+}
+
+int cmd_ckpt(int argc, char **argv)
+{
+    bfp_ckpt_ranks ranks;
+    char err[CLI_ERRLEN] = "";
+    int m = ckpt_mpi_begin(&ranks, err, sizeof err);
+    if (m < 0) {
+        if (err[0])
+            cli_error("%s", err);
+        return CLI_EXIT_ERR;
+    }
+    if (m > 0 && ranks.rank != 0)
+        quiet();
+    int rc = convert_main(argc, argv, m > 0 ? &ranks : NULL);
+    ckpt_mpi_end();
     return rc;
 }

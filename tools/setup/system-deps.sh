@@ -10,8 +10,9 @@
 set -eu
 
 # libcjson-dev: the file layer and the CLI; python3-dev: the extension module;
-# python3-venv: the test environment `make test` creates in .venv
-PACKAGES="libcjson-dev python3-dev python3-venv"
+# python3-venv: the test environment `make test` creates in .venv;
+# libopenmpi-dev, openmpi-bin: `mpirun -n N bfp convert` (CMake BFP_MPI=ON)
+PACKAGES="libcjson-dev python3-dev python3-venv libopenmpi-dev openmpi-bin"
 
 [ "${BFP_DEPS:-}" = skip ] && exit 0
 command -v dpkg-query >/dev/null 2>&1 || exit 0
