@@ -95,8 +95,6 @@ bfp_status ck_decide(ck_plan *p, ck_in *t, const void *flt, const char *file,
 bfp_status ck_add_gguf(ck_plan *p, const char *path, const void *flt, char *err,
                        size_t errlen);
 
-/* Element size of a safetensors dtype, 0 if unknown. */
-size_t ck_dtype_size(const char *dtype);
 
 /* Lay out f's outs and make its safetensors header (8-byte length and the
  * padded JSON): the input's __metadata__, plus bfp's keys in the bfp layout. */

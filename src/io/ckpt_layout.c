@@ -25,7 +25,7 @@ static cJSON *raw_uint(uint64_t v)
 static int cmp_out(const void *a, const void *b)
 {
     const ck_out *x = *(const ck_out *const *)a, *y = *(const ck_out *const *)b;
-    size_t ex = ck_dtype_size(x->dtype), ey = ck_dtype_size(y->dtype);
+    size_t ex = bfpio_st_dtype_size(x->dtype), ey = bfpio_st_dtype_size(y->dtype);
     if (ex != ey)
         return ex > ey ? -1 : 1; /* wider types first: they stay aligned */
     return strcmp(x->name, y->name);

@@ -45,21 +45,6 @@ static int ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-size_t ck_dtype_size(const char *d)
-{
-    static const struct {
-        const char *name;
-        size_t size;
-    } tab[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1},
-               {"F8_E4M3", 1}, {"F8_E8M0", 1}, {"I16", 2}, {"U16", 2},
-               {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},
-               {"F32", 4},  {"I64", 8}, {"U64", 8},  {"F64", 8}};
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (strcmp(d, tab[i].name) == 0)
-            return tab[i].size;
-    return 0;
-}
-
 void ck_plan_free(ck_plan *p)
 {
     if (!p)

@@ -91,6 +91,9 @@ bfp_status bfpio_open_read(bfpio_reader *r, const char *path, char *err,
 void bfpio_open_mem(bfpio_reader *r, const void *buf, size_t len,
                     const char *label);
 /* Read exactly n bytes at off; a short file is BFP_ERR_DATA. */
+/* Bytes per element of a safetensors dtype name ("BF16": 2), 0 if unknown. */
+size_t bfpio_st_dtype_size(const char *dtype);
+
 bfp_status bfpio_read_at(bfpio_reader *r, uint64_t off, void *buf, size_t n,
                          char *err, size_t errlen);
 void bfpio_close(bfpio_reader *r);

@@ -20,7 +20,7 @@
 /* Integers above 2^53 do not survive cJSON's doubles. */
 #define ST_MAX_INT 9007199254740992.0
 
-static size_t st_dtype_size(const char *d)
+size_t bfpio_st_dtype_size(const char *d)
 {
     static const struct {
         const char *name;
@@ -83,7 +83,7 @@ static const char *parse_entry(const cJSON *j, uint64_t data_len,
         return "lacks dtype, shape or data_offsets";
     if (strlen(dt->valuestring) < sizeof e->dtype)
         strcpy(e->dtype, dt->valuestring);
-    e->elem_size = e->dtype[0] ? st_dtype_size(e->dtype) : 0;
+    e->elem_size = e->dtype[0] ? bfpio_st_dtype_size(e->dtype) : 0;
     e->ndim = 0;
     e->numel = 1;
     int overflow = 0;
