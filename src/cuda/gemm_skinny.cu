@@ -13,6 +13,7 @@
  * other warps' in the fp32 workspace, and the band's last warp (counted in
  * k tiles) writes y and zeroes the workspace again. */
 #include "gemm_fused.cuh"
+#include "gemm_async.cuh"
 #include "gemm_internal.h"
 
 #include <limits.h>
@@ -111,58 +112,6 @@ static_assert(SK_STAGES != 3 ||
                    skinny_ctas_per_sm<FMT_MX, 2>() == 4 && skinny_ctas_per_sm<FMT_NVPLUS, 2>() == 4),
               "20 warps per SM at m <= 8, 16 at m <= 16");
 
-/* ---- mbarrier and TMA tensor copy (PTX ISA 8.0, sm_90) ---- */
-__device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-}
-
-/* The box of map at coordinates {c0, c1, c2} (innermost first) to shared
- * memory at dst; elements outside the tensor arrive as zeros and count in
- * the bytes (the whole box) */
-__device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
-                                       int c2, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-                 : "memory");
-}
-
-__device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
-                                       uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
-
-/* ld.shared.b32 at a shared-window address (volatile: stays after the
- * mbarrier wait) */
 __device__ __forceinline__ uint32_t lds32(uint32_t a)
 {
     uint32_t v;
@@ -445,7 +394,7 @@ __global__ void __launch_bounds__(SK_WARPS * 32)
         if (p.x_vec)
             tma_prefetch(mp.x);
         for (int s = 0; s < SK_STAGES; s++)
-            mbar_init(bar_a + 8 * s);
+            mbar_init<1>(bar_a + 8 * s);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncwarp();

@@ -24,6 +24,7 @@
  * x that TMA cannot read (not 16-byte aligned, or k % 8 != 0) is staged by
  * the producer warpgroup's plain loads into the same swizzled layout.
  */
+#include "gemm_async.cuh"
 #include "gemm_fused.cuh"
 #include "gemm_internal.h"
 #include "gemm_wgmma_mma.cuh"
@@ -54,48 +55,6 @@ static_assert(STAGES * Stage<FMT_MX, 64>::BYTES >= 64 * (128 + 4) * 4 &&
                   STAGES * Stage<FMT_MX, 128>::BYTES >= 128 * (128 + 4) * 4,
               "the epilogue's tile fits the ring");
 
-__device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(uint32_t bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bar_expect(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void bar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-}
-__device__ __forceinline__ void tma3(uint32_t dst, const CUtensorMap &map, int c0, int c1, int c2,
-                                     uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-                 : "memory");
-}
-__device__ __forceinline__ void tma2(uint32_t dst, const CUtensorMap &map, int c0, int c1,
-                                     uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
 /* named barrier id among n threads (0 is __syncthreads') */
 __device__ __forceinline__ void named_sync(int id, int n)
 {
@@ -131,17 +90,17 @@ __device__ void produce(const Params &p, const WgmmaMaps &mp, const WgSched &sc,
                         unsigned char *ring, uint32_t full, uint32_t empty, int tid)
 {
     using S = Stage<F, BN>;
-    const uint32_t ring_a = saddr(ring);
+    const uint32_t ring_a = smem_addr(ring);
     if (p.x_vec && tid != 0)
         return;
     for (int i = 0; i < sc.nkt; i++) {
         const int s = i % STAGES, kt = sc.kt0 + i;
         const uint32_t sb = ring_a + s * S::BYTES, fb = full + 8 * s;
         if (i >= STAGES)
-            bar_wait(empty + 8 * s, (uint32_t)(i / STAGES - 1) & 1u);
+            mbar_wait(empty + 8 * s, (uint32_t)(i / STAGES - 1) & 1u);
         if (p.x_vec) {
-            bar_expect(fb, S::X_TX + S::W_TX);
-            tma2(sb + S::X, mp.x, kt * 64, sc.m0, fb);
+            mbar_expect(fb, S::X_TX + S::W_TX);
+            tma_2d(sb + S::X, mp.x, kt * 64, sc.m0, fb);
         } else {
             /* BN rows x 8 chunks of 16 bytes; chunk c of row r at the
              * swizzled place c ^ (r & 7), as TMA puts it */
@@ -163,12 +122,12 @@ __device__ void produce(const Params &p, const WgmmaMaps &mp, const WgSched &sc,
             named_sync(1, 128);
             if (tid != 0)
                 continue;
-            bar_expect(fb, S::W_TX);
+            mbar_expect(fb, S::W_TX);
         }
-        tma3(sb + S::CODES, mp.codes, 0, kt, sc.nt0, fb);
-        tma3(sb + S::SCALES, mp.scales, 0, kt, sc.nt0, fb);
+        tma_3d(sb + S::CODES, mp.codes, 0, kt, sc.nt0, fb);
+        tma_3d(sb + S::SCALES, mp.scales, 0, kt, sc.nt0, fb);
         if (S::CRB)
-            tma3(sb + S::CORR, mp.corr, 0, kt, sc.nt0, fb);
+            tma_3d(sb + S::CORR, mp.corr, 0, kt, sc.nt0, fb);
     }
 }
 
@@ -299,16 +258,16 @@ __device__ __forceinline__ void mainloop_serial(const Params &p, const WgSched &
                                                 float (&acc)[BN / 2])
 {
     using S = Stage<F, BN>;
-    const uint32_t ring_a = saddr(ring);
+    const uint32_t ring_a = smem_addr(ring);
     uint32_t a[4][4], an[4][4];
-    bar_wait(full, 0u);
+    mbar_wait(full, 0u);
     decode_stage<F, S::SCB, S::CRB>(ring, S::CODES, S::SCALES, S::CORR, u, lane, p.mx_fold, a);
     for (int i = 0; i < sc.nkt; i++) {
         const int s = i % STAGES;
         issue_tile<BN>(acc, a, ring_a + s * S::BYTES + S::X);
         if (i + 1 < sc.nkt) {
             const int s1 = (i + 1) % STAGES;
-            bar_wait(full + 8 * s1, (uint32_t)((i + 1) / STAGES) & 1u);
+            mbar_wait(full + 8 * s1, (uint32_t)((i + 1) / STAGES) & 1u);
             decode_stage<F, S::SCB, S::CRB>(ring + s1 * S::BYTES, S::CODES, S::SCALES, S::CORR,
                                             u, lane, p.mx_fold, an);
         }
@@ -320,7 +279,7 @@ __device__ __forceinline__ void mainloop_serial(const Params &p, const WgSched &
         wg::fence_regs(acc);
         __syncwarp();
         if (lane == 0)
-            bar_arrive(empty + 8 * s);
+            mbar_arrive(empty + 8 * s);
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -341,18 +300,18 @@ __device__ __forceinline__ void mainloop_pipelined(const Params &p, const WgSche
                                                    float (&acc)[BN / 2])
 {
     using S = Stage<F, BN>;
-    const uint32_t ring_a = saddr(ring);
+    const uint32_t ring_a = smem_addr(ring);
     uint32_t a0[4][4], a1[4][4] = {};
     auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
         const int s = i % STAGES;
-        bar_wait(full + 8 * s, (uint32_t)(i / STAGES) & 1u);
+        mbar_wait(full + 8 * s, (uint32_t)(i / STAGES) & 1u);
         decode_stage<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u,
                                         lane, p.mx_fold, a);
     };
     auto release = [&](int i) {
         __syncwarp();
         if (lane == 0)
-            bar_arrive(empty + 8 * (i % STAGES));
+            mbar_arrive(empty + 8 * (i % STAGES));
     };
     auto xb = [&](int i) { return ring_a + (i % STAGES) * S::BYTES + S::X; };
     wait_decode(0, a0);
@@ -388,15 +347,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
     __shared__ unsigned last_cta;
-    unsigned char *ring = smem + ((ALIGN - (saddr(smem) & (ALIGN - 1))) & (ALIGN - 1));
-    const uint32_t full = saddr(full_bar), empty = saddr(empty_bar);
+    unsigned char *ring = smem + ((ALIGN - (smem_addr(smem) & (ALIGN - 1))) & (ALIGN - 1));
+    const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
     const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
     const WgSched sc(p, BN);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            bar_init(full + 8 * s, 1);
-            bar_init(empty + 8 * s, 4 * CONSUMERS); /* one arrival per consumer warp */
+            mbar_init<1>(full + 8 * s);
+            mbar_init<4 * CONSUMERS>(empty + 8 * s); /* one arrival per consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }

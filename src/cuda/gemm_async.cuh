@@ -1,0 +1,70 @@
+/* gemm_async.cuh - mbarrier and TMA tensor-copy wrappers (PTX ISA 8.0, sm_90)
+ * shared by the matmul kernels that stage operands with the copy engine
+ * (gemm_skinny.cu, gemm_wgmma.cu). */
+#ifndef BFP_GEMM_ASYNC_CUH
+#define BFP_GEMM_ASYNC_CUH
+
+#include <cuda.h> /* CUtensorMap */
+#include <stdint.h>
+
+namespace bfpgemm {
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* a barrier that completes a phase after COUNT arrivals */
+template <unsigned COUNT>
+__device__ __forceinline__ void mbar_init(uint32_t bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "n"(COUNT) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+
+/* The box of map at coordinates {c0, c1, c2} (innermost first) to shared
+ * memory at dst; elements outside the tensor arrive as zeros and count in
+ * the bytes (the whole box) */
+__device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
+                                       int c2, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
+__device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
+                                       uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+
+} // namespace bfpgemm
+
+#endif /* BFP_GEMM_ASYNC_CUH */
