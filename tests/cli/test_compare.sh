@@ -3,17 +3,8 @@
 # none), a hand-computed BM share, format order, --json, raw and
 # safetensors input, non-finite inputs.
 # Usage: bash tests/cli/test_compare.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_compare.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
+. "$(dirname "$0")/lib.sh" "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 
 # With no FILE: every data/*.npy of the repository, in sorted order.
 ROOT=$(cd "$HERE/../.." && pwd)

@@ -3,16 +3,7 @@
 # reconstruction equals golden's dequant.f32.bin bit for bit, the shape
 # survives, --name picks a tensor, --force replaces.
 # Usage: bash tests/cli/test_convert.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_convert.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 # Minimal .npy / safetensors readers and writers (numpy is not assumed).
 cat >"$W/t.py" <<'PY'

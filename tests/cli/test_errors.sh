@@ -2,16 +2,7 @@
 # Every error path: exit 2, exactly one stderr line starting "bfp: error:",
 # nothing on stdout, and no output file or directory left behind.
 # Usage: bash tests/cli/test_errors.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_errors.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 # fails DESCRIPTION PATTERN ABSENT_PATH -- ARGS...: bfp ARGS must fail cleanly
 # with an error line matching PATTERN and leave nothing at ABSENT_PATH.
 fails() {

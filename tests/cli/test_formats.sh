@@ -1,17 +1,8 @@
 #!/usr/bin/env bash
 # bfp formats (table and --json), help and version.
 # Usage: bash tests/cli/test_formats.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_formats.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
+. "$(dirname "$0")/lib.sh" "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 
 # The table: every one of the 22 formats, one row each, in table order.
 "$BFP" formats >"$W/table" 2>"$W/err"

@@ -2,17 +2,8 @@
 # bfp golden: the file set and sizes of every format, the NVFP4 tutorial
 # example bit for bit, HiF4's golden_* files, report.json, --force, options.
 # Usage: bash tests/cli/test_golden.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_golden.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
+. "$(dirname "$0")/lib.sh" "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 hex() { od -An -v -tx1 "$1" | tr -d '\n' | sed 's/^ //' | tr a-f A-F; }
 
 # A 3x70 input: partial last blocks for every block size (16, 32, 64).

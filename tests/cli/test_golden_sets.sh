@@ -3,16 +3,7 @@
 # leaves the old set, a rerun with another format leaves no stale file,
 # concurrent runs leave one run's set whole, a user's directory is refused.
 # Usage: bash tests/cli/test_golden_sets.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_golden_sets.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 # A digest of a directory: each file's name and checksum, sorted.
 digest() { (cd "$1" && for f in $(ls -A | LC_ALL=C sort); do printf '%s %s\n' "$f" "$(cksum <"$f")"; done); }
 # The directory holds exactly the files its report.json lists.

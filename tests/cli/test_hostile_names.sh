@@ -4,16 +4,7 @@
 # stay unambiguous, names holding NUL are refused, and size caps are
 # reported as caps, not as "exceeds the file".
 # Usage: bash tests/cli/test_hostile_names.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_hostile_names.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 # run ARGS...: bfp ARGS must exit 2 with one error line, kept in $W/err
 run2() {
     "$BFP" "$@" >"$W/out" 2>"$W/err"

@@ -3,16 +3,7 @@
 # hard link) is refused and the input kept; a 250-byte output name works;
 # a failed write names the output, never a temporary file.
 # Usage: bash tests/cli/test_paths.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_paths.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 one_error() { # one_error PATTERN: stderr is one error line matching PATTERN
     [ "$(wc -l <"$W/err")" -eq 1 ] && grep -Eq "^bfp: error: $1" "$W/err"
 }

@@ -5,17 +5,8 @@
 # swapped nibbles, the tie rule reversed, a shifted block, reversed HiF4 flags);
 # exit codes 0 / 1 / 2, --json, and bad input (missing or truncated files).
 # Usage: bash tests/cli/test_verify.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_verify.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac # the tests change directory
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 cd "$W" || exit 2
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...: one assertion
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 # verify_rc WANT ARGS...: run bfp verify, keep stdout/stderr in out/err
 verify_rc() {
     local want=$1; shift
