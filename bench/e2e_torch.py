@@ -158,6 +158,7 @@ def timed(fn: Any, device: str, reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
+@torch.no_grad()  # inference: no autograd graph, so CUDA graphs take the fast path
 def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any]:
     mode = "reduce-overhead" if device == "cuda" else None
     step = torch.compile(model, fullgraph=True, dynamic=False, mode=mode)
