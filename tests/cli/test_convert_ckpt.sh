@@ -5,18 +5,9 @@
 # writes nothing. (tests/python/test_ckpt_interop.py reads the outputs with
 # the gguf and compressed-tensors libraries.)
 # Usage: bash tests/cli/test_convert_ckpt.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_convert_ckpt.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac
+. "$(dirname "$0")/lib.sh" "$@"
 ROOT=$PWD
 PY=${PYTHON:-python3}
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 one_line() { test "$(wc -l <"$1")" -eq 1 && grep -q '^bfp: error: ' "$1"; }
 refuse() { # refuse DESCRIPTION OUT PATTERN ARGS...: exit 2, one line, no OUT
     local what=$1 out=$2 pat=$3; shift 3

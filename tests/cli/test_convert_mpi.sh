@@ -8,9 +8,7 @@
 # with that rank's message, once, and no index. Registered only in a build
 # with MPI (tests/CMakeLists.txt).
 # Usage: bash tests/cli/test_convert_mpi.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_convert_mpi.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac
+. "$(dirname "$0")/lib.sh" "$@"
 ROOT=$PWD
 PY=${PYTHON:-python3}
 MPIRUN=${MPIEXEC:-mpirun}
@@ -20,13 +18,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # OpenMPI's own start-up allocations are not freed at exit: under ASan only
 # the leak check is off (test_convert_ckpt.sh checks convert's leaks).
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 mpi() { # mpi N ARGS...: bfp ARGS under mpirun with N ranks
     local n=$1; shift
     "$MPIRUN" --oversubscribe -n "$n" "$BFP" "$@"

@@ -2,17 +2,8 @@
 # GGUF input: quantize / compare a float tensor of a .gguf file, dequantize a
 # ggml MXFP4 tensor, and one clean error line for a damaged or ambiguous file.
 # Usage: bash tests/cli/test_gguf.sh /path/to/bfp   (from the repo root)
-set -u
-BFP=${1:?usage: test_gguf.sh /path/to/bfp}
-case $BFP in /*) ;; */*) BFP=$PWD/$BFP ;; esac
+. "$(dirname "$0")/lib.sh" "$@"
 ROOT=$PWD
-W=$(mktemp -d) || exit 2
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
 python3 "$ROOT/tests/tools/gguf_write.py" "$W/m.gguf" demo || exit 2
 
 "$BFP" quantize -f mxfp4 --name w "$W/m.gguf" "$W/w.safetensors" >"$W/out" 2>"$W/err"
