@@ -11,7 +11,9 @@
  * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
  * device copy's GB/s (read + write, measured first in the same run).
  * "path" is what BFP_MATMUL_AUTO picks; fused_us, dequant_cublas_us,
- * skinny_us, mid_us and wgmma_us time each path explicitly (-1: not run).
+ * skinny_us, mid_us, wgmma_us and gemv_us time each path explicitly (-1: not
+ * run); gemv_pdl_us is the GEMV path with tuning gemv_pdl = 1 (programmatic
+ * dependent launch: each call's first W copies overlap the previous call).
  * The BFP_MATMUL_* variables set the matmul's tuning (tests/matmul_tuning_env.h;
  * bench/gpu.sh's sweeps). */
 #include "bfp.h"
@@ -80,6 +82,25 @@ struct Timer {
         return t[t.size() / 2];
     }
 };
+
+/* GEMM_PATHS=0,3,6 limits the paths timed (0 AUTO is always timed; 7 is
+ * GEMV with gemv_pdl = 1) */
+static bool path_wanted(int pth)
+{
+    const char *e = getenv("GEMM_PATHS");
+    if (!e || !*e || pth == 0)
+        return true;
+    for (const char *q = e; *q;) {
+        char *end;
+        long v = strtol(q, &end, 10);
+        if (end == q)
+            return true;
+        if (v == pth)
+            return true;
+        q = *end == ',' ? end + 1 : end;
+    }
+    return false;
+}
 
 static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
 {
@@ -239,7 +260,7 @@ int main(int argc, char **argv)
                 BFP(bfp_cuda_weight_upload(f, &hp, n, k, &W[r]));
             size_t wsb = 0;
             for (int mi = 0; mi < nms; mi++)
-                for (int pth = 0; pth < 6; pth++)
+                for (int pth = 0; pth < 7; pth++)
                     wsb = std::max(wsb, bfp_cuda_matmul_workspace_size_ex(W[0], ms[mi],
                                                                        (bfp_matmul_path)pth,
                                                                        &tuning));
@@ -252,9 +273,12 @@ int main(int argc, char **argv)
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
-                double us[6], err[6];
-                for (int pth = 0; pth < 6; pth++) {
-                    if ((pth == 2 && m < 16) || (pth == 3 && m > 32)) {
+                double us[8], err[8];
+                bfp_matmul_tuning tpdl = tuning;
+                tpdl.gemv_pdl = 1;
+                for (int pth = 0; pth < 8; pth++) {
+                    if ((pth == 2 && m < 16) || (pth == 3 && m > 32) || (pth >= 6 && m > 16) ||
+                        !path_wanted(pth)) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
                     }
@@ -264,34 +288,39 @@ int main(int argc, char **argv)
                      * dequantize path (AUTO at m > 32, and pth 2) leaves W there */
                     if (pth != 2)
                         CU(cudaMemset(ws, 0, wsb));
+                    CU(cudaMemset(y, 0xFF, m * n * 2)); /* NaN: a path that writes nothing fails */
                     us[pth] = T.median_us([&](int i) {
                         BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb,
-                                               (bfp_matmul_path)pth, &tuning, NULL));
+                                               (bfp_matmul_path)(pth == 7 ? 6 : pth),
+                                               pth == 7 ? &tpdl : &tuning, NULL));
                     }, slow ? 2 : 20, slow ? 3 : 7);
                     CU(cudaDeviceSynchronize());
                     err[pth] = rel_err(y, yref, m * n);
                 }
                 static const char *const path_names[] = {"auto", "fused", "dequant+cublas",
-                                                         "skinny", "mid", "wgmma"};
+                                                         "skinny", "mid", "wgmma", "gemv"};
                 const char *path = path_names[bfp_cuda_matmul_auto_path(W[0], m)];
                 double sp = cublas_us[mi] / us[0];
                 double tflops = 2.0 * m * n * k / us[0] * 1e-6;
                 double wgbps = (double)qbytes / us[0] * 1e-3;
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
-                       "skinny %.1f, mid %.1f, wgmma %.1f err %.1e)\n",
+                       "skinny %.1f, mid %.1f, wgmma %.1f err %.1e, gemv %.1f pdl %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
-                       us[1], us[3], us[4], us[5], err[5]);
+                       us[1], us[3], us[4], us[5], err[5], us[6], us[7], err[6]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
                         "\"tflops\": %.2f, \"weight_gbps\": %.1f, \"weight_bytes\": %zu, "
                         "\"hbm_fraction\": %.4f, \"path\": \"%s\", "
                         "\"fused_us\": %.2f, \"dequant_cublas_us\": %.2f, \"skinny_us\": %.2f, "
-                        "\"mid_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e}",
+                        "\"mid_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e, "
+                        "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
+                        "\"gemv_pdl_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp, err[0],
                         tflops, wgbps, qbytes, wgbps / copy_gbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
                         isnan(us[3]) ? -1.0 : us[3], isnan(us[4]) ? -1.0 : us[4],
-                        isnan(us[5]) ? -1.0 : us[5], err[5]);
+                        isnan(us[5]) ? -1.0 : us[5], err[5], isnan(us[6]) ? -1.0 : us[6],
+                        isnan(us[7]) ? -1.0 : us[7], err[6], err[7]);
                 first = false;
                 fflush(stdout);
             }

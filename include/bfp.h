@@ -685,6 +685,11 @@ typedef struct {
     int wgmma_serial; /* WGMMA: 1: the serial mainloop (waits for each k
                          tile's wgmma before decoding the next), 0: the
                          pipelined one (default) */
+    int gemv_pdl;     /* GEMV: 1: programmatic dependent launch, the first
+                         stages of W are read while the previous kernel in
+                         the stream still runs (that kernel must not write
+                         W; x, y and the workspace wait for it); 0: off
+                         (default) */
 } bfp_matmul_tuning;
 
 /**
@@ -709,11 +714,16 @@ typedef enum {
                                 when K is split in s parts, s fp32 [m, n] slices
                                 + counters, else none. Not picked by AUTO
                                 (docs/gemm.md) */
-    BFP_MATMUL_WGMMA = 5     /* Hopper (sm_90) kernel: wgmma with W decoded in
+    BFP_MATMUL_WGMMA = 5,    /* Hopper (sm_90) kernel: wgmma with W decoded in
                                 registers, x and W through a TMA ring; CTAs of
                                 128 rows of W x 64 or 128 rows of x (64 when
                                 m <= 64). Workspace as MID. BFP_ERR_UNSUPPORTED
                                 on other GPUs */
+    BFP_MATMUL_GEMV = 6      /* m <= 16 only (else BFP_ERR_SHAPE): persistent
+                                stream-K GEMV, CTAs of 64 rows of W by 8 k
+                                tiles through a TMA ring (docs/gemm.md).
+                                Workspace: m x n fp32 + counters when a CTA's
+                                run splits a group of 64 rows, else none */
 } bfp_matmul_path;
 
 /** The path BFP_MATMUL_AUTO takes for m rows of x with this weight (never

@@ -1,4 +1,4 @@
-/* test_cuda_matmul.c - the GPU matmul (fused, skinny, mid and wgmma kernels and
+/* test_cuda_matmul.c - the GPU matmul (fused, skinny, mid, wgmma and gemv kernels and
  * the dequantize + cuBLAS path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
  * 300 and 4096, n and k that are not multiples of the tiles, random and
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
@@ -6,7 +6,9 @@
  * zeroed (a second call is as good), one workspace shared by every path in
  * turn, NaN weight blocks giving NaN columns, two products on two streams at
  * once and on two threads at once (each thread's cuBLAS handle), every path
- * under a non-default tuning. The BFP_MATMUL_* variables (bench/gpu.sh) set
+ * under a non-default tuning, two GEMV calls chained with programmatic
+ * dependent launch (BFP_TEST_GEMV_ONLY=1 runs the GEMV cases alone, for the
+ * sanitizers). The BFP_MATMUL_* variables (bench/gpu.sh) set
  * the tuning of every other case (matmul_tuning_env.h). The packed-weight API
  * and the tuning's argument checks: test_cuda_matmul_api.c. Without a GPU it
  * prints "skipped: no GPU" and passes. */
@@ -93,7 +95,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
         if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_MID ||
-            path == BFP_MATMUL_WGMMA ||
+            path == BFP_MATMUL_WGMMA || path == BFP_MATMUL_GEMV ||
             (path == BFP_MATMUL_AUTO &&
              bfp_cuda_matmul_auto_path(dw, m) != BFP_MATMUL_DEQUANT_CUBLAS)) {
             uint8_t *h = malloc(wsb);
@@ -384,7 +386,8 @@ static void shared_ws_case(bfp_format f)
     } seq[] = {{BFP_MATMUL_DEQUANT_CUBLAS, 64}, {BFP_MATMUL_FUSED, 1},  {BFP_MATMUL_SKINNY, 16},
                {BFP_MATMUL_AUTO, 64},           {BFP_MATMUL_MID, 64},   {BFP_MATMUL_FUSED, 5},
                {BFP_MATMUL_DEQUANT_CUBLAS, 40}, {BFP_MATMUL_FUSED, 64}, {BFP_MATMUL_AUTO, 1},
-               {BFP_MATMUL_SKINNY, 32}};
+               {BFP_MATMUL_SKINNY, 32},         {BFP_MATMUL_GEMV, 16},  {BFP_MATMUL_DEQUANT_CUBLAS, 33},
+               {BFP_MATMUL_GEMV, 1},            {BFP_MATMUL_GEMV, 9}};
     const size_t n = 300, k = 1000, mmax = 64, nseq = sizeof seq / sizeof seq[0];
     const char *name = bfp_format_get(f)->name;
     hplanes w;
@@ -433,12 +436,96 @@ out:
     free_weight(&w);
 }
 
+/* Two GEMV calls in a row, the second's x the first's y, both launched
+ * with programmatic dependent launch (tuning gemv_pdl): the second reads W
+ * early but must see all of the first's y (poisoned with NaN before) */
+static void pdl_chain_case(bfp_format f, size_t m)
+{
+    const size_t n1 = 1000, k1 = 3000, n2 = 700;
+    hplanes w1, w2;
+    make_weight(f, n1, k1, 1, -1, &w1);
+    make_weight(f, n2, n1, 0, -1, &w2);
+    bfp_const_planes c1 = {w1.codes, w1.scales, w1.meta, &w1.ts};
+    bfp_const_planes c2 = {w2.codes, w2.scales, w2.meta, &w2.ts};
+    uint16_t *x = malloc(m * k1 * 2), *y1 = malloc(m * n1 * 2), *y2 = malloc(m * n2 * 2);
+    float *ref = malloc(m * n2 * sizeof *ref);
+    for (size_t i = 0; i < m * k1; i++)
+        x[i] = bfp_f32_to_bf16((float)gauss());
+    bfp_cuda_weight *d1 = NULL, *d2 = NULL;
+    CHECK(bfp_cuda_weight_upload(f, &c1, n1, k1, &d1) == BFP_OK &&
+              bfp_cuda_weight_upload(f, &c2, n2, n1, &d2) == BFP_OK,
+          "pdl chain upload");
+    if (d1 && d2) {
+        size_t b1 = bfp_cuda_matmul_workspace_size_ex(d1, m, BFP_MATMUL_GEMV, tun);
+        size_t b2 = bfp_cuda_matmul_workspace_size_ex(d2, m, BFP_MATMUL_GEMV, tun);
+        size_t wsb = b1 > b2 ? b1 : b2;
+        void *dx, *dy1, *dy2, *dws;
+        CU(cudaMalloc(&dx, m * k1 * 2));
+        CU(cudaMalloc(&dy1, m * n1 * 2));
+        CU(cudaMalloc(&dy2, m * n2 * 2));
+        CU(cudaMalloc(&dws, wsb + 1));
+        CU(cudaMemset(dws, 0, wsb + 1));
+        CU(cudaMemcpy(dx, x, m * k1 * 2, cudaMemcpyHostToDevice));
+        for (int rep = 0; rep < 3; rep++) {
+            CU(cudaMemset(dy1, 0xFF, m * n1 * 2));
+            CU(cudaMemset(dy2, 0xFF, m * n2 * 2));
+            CU(cudaDeviceSynchronize());
+            CHECK(bfp_cuda_matmul_ex(d1, dx, m, NULL, dy1, dws, wsb, BFP_MATMUL_GEMV, tun,
+                                     NULL) == BFP_OK &&
+                      bfp_cuda_matmul_ex(d2, dy1, m, NULL, dy2, dws, wsb, BFP_MATMUL_GEMV, tun,
+                                         NULL) == BFP_OK,
+                  "pdl chain calls");
+            CU(cudaDeviceSynchronize());
+            CU(cudaMemcpy(y1, dy1, m * n1 * 2, cudaMemcpyDeviceToHost));
+            CU(cudaMemcpy(y2, dy2, m * n2 * 2, cudaMemcpyDeviceToHost));
+            CHECK(bfp_matmul_ref(f, &c2, n2, n1, y1, m, NULL, ref) == BFP_OK, "ref");
+            double num, den;
+            size_t nans = err_sums(y2, ref, m * n2, &num, &den);
+            double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+            CHECK(nans == 0 && rel < 5e-3, "%s pdl chain m=%zu rep %d: rel err %.3g, %zu NaN",
+                  bfp_format_get(f)->name, m, rep, rel, nans);
+        }
+        CU(cudaFree(dx));
+        CU(cudaFree(dy1));
+        CU(cudaFree(dy2));
+        CU(cudaFree(dws));
+    }
+    bfp_cuda_weight_free(d1);
+    bfp_cuda_weight_free(d2);
+    free(x), free(y1), free(y2), free(ref);
+    free_weight(&w1);
+    free_weight(&w2);
+}
+
+/* The GEMV path: m 1..16 on odd n, k % 64 != 0 (x staged) and odd k (x
+ * from global memory), groups split across CTAs; unaligned x; NaN blocks;
+ * runs of whole groups (k <= 512: one unit per group) and runs that end
+ * inside groups after whole ones */
+static void gemv_cases(bfp_format f, int quick)
+{
+    static const size_t gm[] = {1, 2, 3, 8, 15, 16};
+    for (size_t i = 0; i < sizeof gm / sizeof gm[0]; i++) {
+        run_case(f, gm[i], 1001, 4168, (int)(i % 2), (int)(i % 3 != 1), 0, BFP_MATMUL_GEMV);
+        if (!quick)
+            run_case(f, gm[i], 333, 777, (int)(i % 2 == 0), (int)(i % 2), 0, BFP_MATMUL_GEMV);
+    }
+    run_case(f, 7, 200, 1000, 1, 0, 1, BFP_MATMUL_GEMV); /* unaligned x */
+    nan_case(f, BFP_MATMUL_GEMV);
+    if (quick)
+        return;
+    run_case(f, 3, 40000, 256, 0, 1, 0, BFP_MATMUL_GEMV);
+    run_case(f, 16, 20000, 1024, 1, 1, 0, BFP_MATMUL_GEMV);
+    run_case(f, 1, 4096, 4096, 1, 1, 1, BFP_MATMUL_GEMV);
+    run_case(f, 9, 1, 1, 0, 1, 0, BFP_MATMUL_GEMV);
+    run_case(f, 16, 64, 64, 1, 1, 1, BFP_MATMUL_GEMV);
+}
+
 /* Every kernel path under a non-default tuning (each knob off its
  * default), against the reference; one workspace shared by every path too */
 static void tuned_cases(void)
 {
     const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4, .mid_splits = 3,
-                                 .post_max_m = 8, .wgmma_serial = 1};
+                                 .post_max_m = 8, .wgmma_serial = 1, .gemv_pdl = 1};
     const bfp_matmul_tuning *saved = tun;
     tun = &t;
     for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
@@ -448,8 +535,12 @@ static void tuned_cases(void)
         run_case(f, 8, 72, 4160, 1, 0, 1, BFP_MATMUL_SKINNY);
         run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);
         run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
+        run_case(f, 2, 1001, 4168, 1, 1, 0, BFP_MATMUL_GEMV);
+        run_case(f, 16, 300, 777, 1, 0, 1, BFP_MATMUL_GEMV);
         shared_ws_case(f);
     }
+    pdl_chain_case(BFP_MXFP4_PLUS, 1);
+    pdl_chain_case(BFP_NVFP4, 16);
     tun = saved;
 }
 
@@ -472,6 +563,17 @@ int main(void)
         {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
     const char *q = getenv("BFP_TEST_QUICK");
     int quick = q && *q && *q != '0'; /* memcheck: a few shapes */
+    const char *go = getenv("BFP_TEST_GEMV_ONLY"); /* the GEMV path's cases alone */
+    if (go && *go && *go != '0') {
+        for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+            gemv_cases(fmts[fi], quick);
+            if (!quick)
+                shared_ws_case(fmts[fi]);
+        }
+        if (!quick)
+            tuned_cases();
+        return check_summary("test_cuda_matmul");
+    }
     size_t nshapes = quick ? 3 : sizeof shapes / sizeof shapes[0];
     for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
         bfp_format f = fmts[fi];
@@ -481,6 +583,8 @@ int main(void)
             run_case(f, m, n, k, 1, 1, 0, BFP_MATMUL_DEQUANT_CUBLAS);
             if (m <= 32)
                 run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 0), 0, BFP_MATMUL_SKINNY);
+            if (m <= 16)
+                run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 0), 0, BFP_MATMUL_GEMV);
             run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 1), 0, BFP_MATMUL_MID);
             run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 2), 0, BFP_MATMUL_WGMMA);
         }
@@ -499,6 +603,7 @@ int main(void)
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_MID);     /* unaligned x */
         run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);   /* unaligned, wm 2, odd m */
         run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_MID);   /* huge rows, split K */
+        gemv_cases(f, quick);
         if (quick)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */

@@ -91,7 +91,7 @@ static void api_case(bfp_format f, size_t m, size_t n, size_t k)
         goto out;
     void *dx, *dbias, *dy, *dws;
     size_t wsb = 0;
-    for (int p = 0; p <= BFP_MATMUL_WGMMA; p++) {
+    for (int p = 0; p <= BFP_MATMUL_GEMV; p++) {
         size_t b = bfp_cuda_matmul_workspace_size(up, m, (bfp_matmul_path)p);
         CHECK(b == bfp_cuda_matmul_workspace_size(view, m, (bfp_matmul_path)p),
               "%s view's workspace size, path %d", name, p);
@@ -115,9 +115,10 @@ static void api_case(bfp_format f, size_t m, size_t n, size_t k)
                 break;
         }
         const bfp_cuda_weight *v = pass ? moved : view;
-        for (int p = 1; p <= BFP_MATMUL_WGMMA; p++) {
+        for (int p = 1; p <= BFP_MATMUL_GEMV; p++) {
             const bfp_matmul_path path = (bfp_matmul_path)p;
             if ((path == BFP_MATMUL_SKINNY && (m > 32 || k > 64)) ||
+                (path == BFP_MATMUL_GEMV && (m > 16 || k > 512)) || /* one unit per group */
                 (path == BFP_MATMUL_WGMMA && !hopper))
                 continue;
             ys_of(up, dx, m, n, k, dbias, dy, dws, wsb, path, 0, y0);
@@ -163,9 +164,9 @@ static void tuning_refused_case(void)
     CU(cudaMemset(dws, 0, (size_t)64 << 20));
     const bfp_matmul_tuning bad[] = {{.ctas_per_sm = 65}, {.warps_per_sm = -1},
                                      {.mid_splits = 100}, {.post_max_m = -2},
-                                     {.wgmma_serial = 2}};
+                                     {.wgmma_serial = 2}, {.gemv_pdl = 2}};
     for (size_t i = 0; dw && i < sizeof bad / sizeof bad[0]; i++)
-        for (int p = 0; p <= BFP_MATMUL_WGMMA; p++) {
+        for (int p = 0; p <= BFP_MATMUL_GEMV; p++) {
             CHECK(bfp_cuda_matmul_ex(dw, dx, 4, NULL, dy, dws, (size_t)64 << 20,
                                      (bfp_matmul_path)p, &bad[i], NULL) == BFP_ERR_ARG &&
                       bfp_cuda_matmul_workspace_size_ex(dw, 4, (bfp_matmul_path)p, &bad[i]) == 0,

@@ -36,6 +36,8 @@ struct bfp_cuda_weight {
                                      corr for R = 4 ([0]) and R = 2 ([1]); x
                                      is filled in per call */
     WgmmaMaps wg;                 /* the wgmma kernel's (R = WG_ROW_TILES) */
+    SkinnyMaps gv;                /* the GEMV kernel's (GV_R row tiles by GV_CW k
+                                     tiles); x is filled in per call */
     int wgmma_ok;                 /* the device runs sm_90a code (Hopper) */
 };
 
@@ -78,15 +80,16 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
 }
 
 /* A map of rec-byte records [tiles_n][tiles_k] at base, as a 3-D tensor
- * {rec / 8, tiles_k, tiles_n} of 8-byte elements, with boxes of one k tile
- * by r row tiles (the skinny kernel's unit); rows past tiles_n read as zeros */
+ * {rec / 8, tiles_k, tiles_n} of 8-byte elements, with boxes of kts k tiles
+ * (1: the skinny kernel's unit) by r row tiles; records past tiles_k or
+ * tiles_n read as zeros */
 bool encode_records(CUtensorMap *map, void *base, size_t rec, size_t tiles_n, size_t tiles_k,
-                    int r)
+                    int r, int kts = 1)
 {
     PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
     const cuuint64_t dim[3] = {rec / 8, tiles_k, tiles_n};
     const cuuint64_t stride[2] = {rec, rec * tiles_k}; /* bytes, of dims 1 and 2 */
-    const cuuint32_t box[3] = {(cuuint32_t)(rec / 8), 1, (cuuint32_t)r};
+    const cuuint32_t box[3] = {(cuuint32_t)(rec / 8), (cuuint32_t)kts, (cuuint32_t)r};
     const cuuint32_t estride[3] = {1, 1, 1};
     return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, base, dim, stride, box, estride,
                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -123,6 +126,11 @@ bool encode_weight_maps(bfp_cuda_weight *w)
             (crb && !encode_records(&sm.corr, w->corr, crb, w->tiles_n, w->tiles_k, r)))
             return false;
     }
+    SkinnyMaps &gm = w->gv;
+    if (!encode_records(&gm.codes, w->codes, 512, w->tiles_n, w->tiles_k, GV_R, GV_CW) ||
+        !encode_records(&gm.scales, w->scales, scb, w->tiles_n, w->tiles_k, GV_R, GV_CW) ||
+        (crb && !encode_records(&gm.corr, w->corr, crb, w->tiles_n, w->tiles_k, GV_R, GV_CW)))
+        return false;
     WgmmaMaps &wm = w->wg;
     return encode_records(&wm.codes, w->codes, 512, w->tiles_n, w->tiles_k, WG_ROW_TILES) &&
            encode_records(&wm.scales, w->scales, scb, w->tiles_n, w->tiles_k, WG_ROW_TILES) &&
@@ -196,6 +204,41 @@ SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuni
     P.ctr_offset = align256(m * w->n * sizeof(float));
     bool split = P.upw % w->tiles_k != 0; /* some warp ends inside a band */
     P.ws_bytes = split ? P.ctr_offset + align256(bands * sizeof(unsigned)) : 0;
+    return P;
+}
+
+/* The GEMV kernel's plan (gemm_gemv.cu, m <= GEMV_MAX_M): units of GV_R
+ * row tiles by GV_CW k tiles, a grid of every CTA the SMs hold at once (at
+ * most one per unit), each CTA an equal contiguous run. The workspace
+ * (m x n fp32 sums, then a counter per group) only when a run starts or
+ * ends inside a group. */
+constexpr size_t GEMV_MAX_M = 16;
+
+struct GemvPlan {
+    int nt, groups, chunks, units;
+    unsigned grid;
+    size_t ws_bytes, ctr_offset;
+};
+
+bool gemv_fits(const bfp_cuda_weight *w, size_t m)
+{
+    return m <= GEMV_MAX_M && w->tiles_n * w->tiles_k <= (size_t)INT_MAX / 2;
+}
+
+GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m)
+{
+    GemvPlan P;
+    P.nt = m <= 8 ? 1 : 2;
+    P.groups = (int)((w->tiles_n + GV_R - 1) / GV_R);
+    P.chunks = (int)((w->tiles_k + GV_CW - 1) / GV_CW);
+    P.units = P.groups * P.chunks;
+    size_t ctas = (size_t)w->sms * (size_t)gemv_resident_ctas(w->kind, P.nt);
+    P.grid = (unsigned)(ctas < (size_t)P.units ? ctas : (size_t)P.units);
+    bool split = false; /* some run starts or ends inside a group */
+    for (unsigned c = 1; c < P.grid && !split; c++)
+        split = (size_t)c * (size_t)P.units / P.grid % (size_t)P.chunks != 0;
+    P.ctr_offset = align256(m * w->n * sizeof(float));
+    P.ws_bytes = split ? P.ctr_offset + align256((size_t)P.groups * sizeof(unsigned)) : 0;
     return P;
 }
 
@@ -309,6 +352,8 @@ size_t small_ws_bytes(const bfp_cuda_weight *w)
         size_t b = plan_fused(w, m, DEFAULTS).ws_bytes;
         if (skinny_fits(w, m) && plan_skinny(w, m, DEFAULTS).ws_bytes > b)
             b = plan_skinny(w, m, DEFAULTS).ws_bytes;
+        if (gemv_fits(w, m) && plan_gemv(w, m).ws_bytes > b)
+            b = plan_gemv(w, m).ws_bytes;
         most = b > most ? b : most;
     }
     return align256(most);
@@ -326,18 +371,22 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
         y[i] = bias[i % n];
 }
 
-enum Kernel { K_FUSED, K_SKINNY, K_MID, K_WGMMA };
+enum Kernel { K_FUSED, K_SKINNY, K_MID, K_WGMMA, K_GEMV };
 
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
                      void *y, void *ws, size_t ws_bytes, Kernel kern,
                      const bfp_matmul_tuning &t, cudaStream_t s)
 {
     const bool skinny = kern == K_SKINNY, mid = kern == K_MID, wgk = kern == K_WGMMA;
+    const bool gemv = kern == K_GEMV;
     FusedPlan P = {};
     SkinnyPlan S = {};
     MidPlan M = {};
     WgPlan G = {};
-    if (skinny)
+    GemvPlan V = {};
+    if (gemv)
+        V = plan_gemv(w, m);
+    else if (skinny)
         S = plan_skinny(w, m, t);
     else if (mid)
         M = plan_mid(w, m, t);
@@ -345,7 +394,11 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         G = plan_wgmma(w, m);
     else
         P = plan_fused(w, m, t);
-    const size_t need = skinny ? S.ws_bytes : mid ? M.ws_bytes : wgk ? G.ws_bytes : P.ws_bytes;
+    const size_t need = gemv     ? V.ws_bytes
+                        : skinny ? S.ws_bytes
+                        : mid    ? M.ws_bytes
+                        : wgk    ? G.ws_bytes
+                                 : P.ws_bytes;
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     /* beyond the front that every path keeps zero (small_ws_bytes), the
@@ -361,7 +414,8 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.bias = static_cast<const __nv_bfloat16 *>(bias);
     p.y = static_cast<__nv_bfloat16 *>(y);
     p.ws = static_cast<float *>(ws);
-    const size_t ctr = skinny ? S.ctr_offset
+    const size_t ctr = gemv     ? V.ctr_offset
+                       : skinny ? S.ctr_offset
                        : mid  ? M.ctr_offset
                        : wgk  ? G.ctr_offset
                               : P.ctr_offset;
@@ -403,6 +457,17 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         dim3 grid(G.ctas_n, (unsigned)G.splits, (unsigned)G.mchunks);
         return launch_wgmma(w->kind, p, maps, G.bn, grid, s) == cudaSuccess ? BFP_OK
                                                                             : BFP_ERR_DEVICE;
+    }
+    if (gemv) {
+        p.units = V.units;
+        p.upw = 0;
+        SkinnyMaps maps = w->gv;
+        if (p.x_vec && !encode_x(&maps.x, x, w->k, m, m))
+            return BFP_ERR_DEVICE;
+        const GemvArgs a = {V.units, V.chunks};
+        return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl, s) == cudaSuccess
+                   ? BFP_OK
+                   : BFP_ERR_DEVICE;
     }
     if (skinny) {
         p.units = S.units;
@@ -678,6 +743,8 @@ size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
         path = bfp_cuda_matmul_auto_path(w, m);
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m) ? plan_skinny(w, m, t).ws_bytes : 0;
+    if (path == BFP_MATMUL_GEMV)
+        return gemv_fits(w, m) ? plan_gemv(w, m).ws_bytes : 0;
     if (path == BFP_MATMUL_MID)
         return mid_fits(m) ? plan_mid(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_WGMMA)
@@ -717,6 +784,10 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m)
                    ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_SKINNY, t, s)
+                   : BFP_ERR_SHAPE;
+    if (path == BFP_MATMUL_GEMV)
+        return gemv_fits(w, m)
+                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_GEMV, t, s)
                    : BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_MID)
         return mid_fits(m)

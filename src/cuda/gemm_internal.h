@@ -70,4 +70,20 @@ using WgmmaMaps = SkinnyMaps;
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn, dim3 grid,
                          cudaStream_t s);
 
+/* The GEMV kernel (gemm_gemv.cu, m <= 16): CTAs of GV_CW consumer warps
+ * and a producer warp; a unit is GV_R row tiles of W (a group, 64 rows) by
+ * GV_CW k tiles, copied with the maps of boxes {record / 8, GV_CW, GV_R};
+ * units group-major, units = groups * chunks (chunks = ceil(tiles_k / GV_CW)),
+ * each CTA of the grid an equal contiguous run. */
+constexpr int GV_CW = 8, GV_R = 4;
+struct GemvArgs {
+    int units, chunks;
+};
+/* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x) */
+int gemv_resident_ctas(int fmt_kind, int nt);
+/* pdl: launch with programmatic stream serialization (W's first stages are
+ * copied before the previous kernel in the stream has finished) */
+cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
+                        int nt, unsigned grid, int pdl, cudaStream_t s);
+
 } // namespace bfpgemm

@@ -1,0 +1,382 @@
+/* gemm_gemv.cu - the weight-only matmul for m <= 16 (BFP_MATMUL_GEMV): a
+ * persistent stream-K GEMV that keeps W's bytes in flight per CTA, not per
+ * warp. W's prepacked tiles are cut into CTA units of GV_R row tiles (a
+ * group: 64 rows of W) by GV_CW consecutive k tiles, ordered group-major,
+ * and each CTA of a grid that is resident all at once takes an equal
+ * contiguous run of units (within one unit of each other). One producer
+ * warp fills a ring of stages with three TMA copies per unit (codes, scales,
+ * corrections: boxes of GV_CW k tiles by GV_R row tiles) and x's k tiles;
+ * each of the GV_CW consumer warps takes one k tile of every unit, decodes
+ * its GV_R tiles in registers as the fused kernel does (decode_tile) and
+ * multiplies them on the tensor cores. At the end of a group the consumer
+ * warps add their sums in shared memory; a CTA that covered the whole group
+ * writes y, else the group's CTAs meet in the fp32 workspace (at most two
+ * per CTA), the last one (counted in units) writing y and zeroing it.
+ * With programmatic dependent launch (tuning gemv_pdl) the first stages'
+ * W copies start before the previous kernel in the stream has finished;
+ * x, y and the workspace are touched only after griddepcontrol.wait. */
+#include "gemm_async.cuh"
+#include "gemm_fused.cuh"
+#include "gemm_internal.h"
+
+namespace bfpgemm {
+
+constexpr int GV_THREADS = (GV_CW + 1) * 32; /* GV_CW consumers + the producer */
+constexpr int GV_RED_LD = GV_R * 16 + 4; /* floats per row of x in the sums' buffer:
+                                            lanes (g, t) hit 32 banks */
+
+constexpr int gv_pad128(int b) { return (b + 127) & ~127; }
+constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
+
+/* One stage: x's GV_CW k tiles (8 NT rows of 128 bytes each, 128-byte
+ * swizzled as TMA leaves them: 1024-byte aligned), then W's part as the
+ * 3-D boxes land, [row tile][k tile][record]: codes, scales, corrections. */
+template <int F, int NT>
+struct GvStage {
+    static constexpr int R = GV_R, CW = GV_CW;
+    static constexpr bool WIDE = tile_scale_bytes(F) == 64;
+    static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
+    static constexpr int XPART = 8 * NT * 128, XBYTES = CW * XPART;
+    static constexpr int SCALES = XBYTES + R * CW * 512;
+    static constexpr int CORR = SCALES + gv_pad128(R * CW * SCB);
+    static constexpr int BYTES = gv_pad1024(CORR + gv_pad128(R * CW * CRB));
+    static constexpr uint32_t W_TX = R * CW * (512 + SCB + CRB);
+    static constexpr int RED = CW * NT * 8 * GV_RED_LD * 4; /* the sums' buffer */
+};
+
+/* NT = 1: two CTAs per SM; NT = 2: one, with a deeper ring */
+template <int NT>
+struct GvRing {
+    static constexpr int STAGES = NT == 1 ? 3 : 4;
+};
+
+template <int F, int NT>
+constexpr int gemv_smem()
+{
+    return GvRing<NT>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED + 1024;
+}
+static_assert(gemv_smem<FMT_NVPLUS, 1>() + 1024 <= 114 * 1024, "two CTAs per SM at m <= 8");
+static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024, "one CTA per SM at m <= 16");
+
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void griddep_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
+
+__device__ __forceinline__ void bar_consumers()
+{
+    asm volatile("bar.sync 1, %0;" ::"n"(GV_CW * 32) : "memory");
+}
+
+__device__ __forceinline__ uint32_t gv_lds32(uint32_t a)
+{
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a));
+    return v;
+}
+
+/* x's B fragments of k tile kt from global memory (x not staged: not
+ * 16-byte aligned, or k % 8 != 0): as gemm_skinny.cu's load_x */
+template <int NT>
+__device__ __forceinline__ void gv_load_x(const Params &p, int kt, int g, int t,
+                                          uint32_t (&xb)[NT][8])
+{
+    const int c0 = kt * 64 + 2 * t;
+#pragma unroll
+    for (int q = 0; q < NT; q++) {
+        const int mm = q * 8 + g;
+        const uint16_t *row = reinterpret_cast<const uint16_t *>(p.x) + (size_t)mm * p.k;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int c = c0 + 16 * (i >> 1) + 8 * (i & 1);
+            uint32_t v = 0;
+            if (mm < p.m) {
+                uint32_t lo = c < p.k ? __ldg(row + c) : 0u;
+                uint32_t hi = c + 1 < p.k ? __ldg(row + c + 1) : 0u;
+                v = lo | hi << 16;
+            }
+            xb[q][i] = v;
+        }
+    }
+}
+
+/* Consumer warp w's k tile (kw = w) of the stage at st (shared address
+ * st_a): its GV_R row tiles decoded and multiplied into acc. The x part of
+ * k tile kw is at st_a + kw * XPART: register i of the B fragment is 16-byte
+ * chunk i of row 8 q + g, word t, chunk index XORed with the row (the
+ * 128-byte swizzle; gemm_skinny.cu x_lane / x_chunk). */
+template <int F, int NT>
+__device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][NT][4],
+                                           const unsigned char *st, uint32_t st_a, int kw,
+                                           int kt, int lane)
+{
+    using S = GvStage<F, NT>;
+    const int g = lane >> 2, t = lane & 3;
+    uint32_t xb[NT][8];
+    if (p.x_vec) {
+        const uint32_t xl = st_a + (uint32_t)(kw * S::XPART + g * 144 + 4 * t);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int q = 0; q < NT; q++)
+                xb[q][i] = q * 8 + g < p.m ? gv_lds32((xl ^ (16u * i)) + 1024u * q) : 0u;
+    } else {
+        gv_load_x<NT>(p, kt, g, t, xb);
+    }
+#pragma unroll
+    for (int r = 0; r < GV_R; r++) {
+        const int tile = r * GV_CW + kw; /* [row tile][k tile] in the boxes */
+        const uint4 wc = *reinterpret_cast<const uint4 *>(st + S::XBYTES + tile * 512 + lane * 16);
+        uint2 sc = make_uint2(0, 0), cr = make_uint2(0, 0);
+        if (S::WIDE)
+            sc = *reinterpret_cast<const uint2 *>(st + S::SCALES + tile * 64 + g * 8);
+        else
+            sc.x = *reinterpret_cast<const uint32_t *>(st + S::SCALES + tile * 32 + g * 4);
+        if (F == FMT_MXPLUS)
+            cr.x = *reinterpret_cast<const uint32_t *>(st + S::CORR + tile * 32 + g * 4);
+        if (F == FMT_NVPLUS)
+            cr = *reinterpret_cast<const uint2 *>(st + S::CORR + tile * 64 + g * 8);
+        uint32_t a[4][4];
+        decode_tile<F>(wc, sc, cr, t, p.mx_fold, a);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int q = 0; q < NT; q++)
+                mma_bf16(acc[r][q], a[j], xb[q][2 * j], xb[q][2 * j + 1]);
+    }
+}
+
+/* The consumers' sums of group grp over units [c0, c1) of its chunks: added
+ * across warps in red, then written to y (the whole group) or added to the
+ * workspace, the group's last CTA writing y and zeroing its part. All
+ * GV_CW * 32 consumer threads call it. */
+template <int NT>
+__device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
+                                         float (&acc)[GV_R][NT][4], float *red,
+                                         unsigned *last_flag, int grp, int c0, int c1, int warp,
+                                         int lane)
+{
+    const int g = lane >> 2, t = lane & 3, tid = warp * 32 + lane;
+    constexpr int ROWS = GV_R * 16;
+#pragma unroll
+    for (int r = 0; r < GV_R; r++)
+#pragma unroll
+        for (int q = 0; q < NT; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = r * 16 + g + 8 * (e >> 1), mm = q * 8 + 2 * t + (e & 1);
+                red[(warp * NT * 8 + mm) * GV_RED_LD + row] = acc[r][q][e];
+                acc[r][q][e] = 0.0f;
+            }
+    bar_consumers();
+    const bool whole = c0 == 0 && c1 == a.chunks;
+    const int nbase = grp * ROWS;
+    for (int i = tid; i < ROWS * p.m; i += GV_CW * 32) {
+        const int row = i % ROWS, mm = i / ROWS, n = nbase + row;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < GV_CW; w++)
+            v += red[(w * NT * 8 + mm) * GV_RED_LD + row];
+        if (n >= p.n)
+            continue;
+        v *= p.post;
+        if (whole)
+            p.y[(size_t)mm * p.n + n] = finish(p, v, n);
+        else
+            atomicAdd(&p.ws[(size_t)mm * p.n + n], v);
+    }
+    if (!whole)
+        __threadfence();
+    bar_consumers(); /* red is free again; this CTA's sums are in the workspace */
+    if (whole)
+        return;
+    if (tid == 0)
+        *last_flag = atomicAdd(&p.counters[grp], (unsigned)(c1 - c0)) + (unsigned)(c1 - c0) ==
+                     (unsigned)a.chunks;
+    bar_consumers();
+    if (!*last_flag)
+        return;
+    __threadfence();
+    for (int i = tid; i < ROWS * p.m; i += GV_CW * 32) {
+        const int row = i % ROWS, mm = i / ROWS, n = nbase + row;
+        if (n >= p.n)
+            continue;
+        float *wp = p.ws + (size_t)mm * p.n + n;
+        const float v = __ldcg(wp);
+        __stcg(wp, 0.0f);
+        p.y[(size_t)mm * p.n + n] = finish(p, v, n);
+    }
+    if (tid == 0)
+        p.counters[grp] = 0u;
+}
+
+template <int F, int NT>
+__global__ void __launch_bounds__(GV_THREADS)
+    gemm_gemv_kernel(const Params p, const __grid_constant__ SkinnyMaps mp, const GemvArgs a)
+{
+    using S = GvStage<F, NT>;
+    constexpr int STAGES = GvRing<NT>::STAGES;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ unsigned last_flag;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int u0 = (int)((long long)blockIdx.x * a.units / gridDim.x);
+    const int u1 = (int)((long long)(blockIdx.x + 1) * a.units / gridDim.x);
+    unsigned char *ring = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
+    float *red = reinterpret_cast<float *>(ring + STAGES * S::BYTES);
+    const uint32_t ring_a = smem_addr(ring);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init<1>(smem_addr(&full[s]));
+            mbar_init<GV_CW>(smem_addr(&empty[s]));
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    griddep_launch(); /* the next kernel may start as our CTAs leave */
+    const int nu = u1 - u0;
+
+    if (warp == GV_CW) { /* the producer */
+        if (lane != 0 || nu <= 0) {
+            griddep_wait();
+            return;
+        }
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&mp.codes)) : "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&mp.scales)) : "memory");
+        const int grp0 = u0 / a.chunks, ch0 = u0 - grp0 * a.chunks;
+        /* W of the first stages before the wait (W is not written by the
+         * kernels this one may overlap), x after it */
+        const int pre = nu < STAGES ? nu : STAGES;
+        auto xbytes = [&](int ch) {
+            if (!p.x_vec)
+                return 0u;
+            const int kts = p.tiles_k - ch * GV_CW;
+            return (uint32_t)(kts < GV_CW ? kts : GV_CW) * (uint32_t)p.m * 128u;
+        };
+        auto copy_w = [&](int s, int grp, int ch) {
+            const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
+            mbar_expect(bar, S::W_TX + xbytes(ch));
+            tma_3d(st + S::XBYTES, mp.codes, 0, ch * GV_CW, grp * GV_R, bar);
+            tma_3d(st + S::SCALES, mp.scales, 0, ch * GV_CW, grp * GV_R, bar);
+            if (S::CRB)
+                tma_3d(st + S::CORR, mp.corr, 0, ch * GV_CW, grp * GV_R, bar);
+        };
+        auto copy_x = [&](int s, int ch) {
+            if (!p.x_vec)
+                return;
+            const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
+            for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
+                tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, 0, bar);
+        };
+        int grp = grp0, ch = ch0;
+        for (int i = 0; i < pre; i++) {
+            copy_w(i, grp, ch);
+            if (++ch == a.chunks)
+                ch = 0, grp++;
+        }
+        griddep_wait();
+        grp = grp0, ch = ch0;
+        for (int i = 0; i < pre; i++) {
+            copy_x(i, ch);
+            if (++ch == a.chunks)
+                ch = 0, grp++;
+        }
+        for (int i = pre; i < nu; i++) {
+            const int s = i % STAGES;
+            mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
+            copy_w(s, grp, ch);
+            copy_x(s, ch);
+            if (++ch == a.chunks)
+                ch = 0, grp++;
+        }
+        return;
+    }
+
+    /* the consumers */
+    griddep_wait();
+    if (nu <= 0)
+        return;
+    float acc[GV_R][NT][4];
+#pragma unroll
+    for (int r = 0; r < GV_R; r++)
+#pragma unroll
+        for (int q = 0; q < NT; q++)
+            acc[r][q][0] = acc[r][q][1] = acc[r][q][2] = acc[r][q][3] = 0.0f;
+    int grp = u0 / a.chunks, ch = u0 - grp * a.chunks, c0 = ch;
+    for (int i = 0; i < nu; i++) {
+        const int s = i % STAGES;
+        mbar_wait(smem_addr(&full[s]), (uint32_t)(i / STAGES) & 1u);
+        const int kt = ch * GV_CW + warp;
+        if (kt < p.tiles_k)
+            gv_consume<F, NT>(p, acc, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt, lane);
+        __syncwarp(); /* every lane is done reading stage s */
+        if (lane == 0)
+            mbar_arrive(smem_addr(&empty[s]));
+        if (++ch == a.chunks || i == nu - 1) {
+            gv_flush<NT>(p, a, acc, red, &last_flag, grp, c0, ch, warp, lane);
+            ch = c0 = 0;
+            grp++;
+        }
+    }
+}
+
+template <int F, int NT>
+static cudaError_t gemv_k(unsigned grid, const Params *p, const SkinnyMaps *mp,
+                          const GemvArgs *a, int pdl, int *resident, cudaStream_t s)
+{
+    constexpr int smem = gemv_smem<F, NT>();
+    static bool raised; /* the same value every time: a race is harmless */
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute(gemm_gemv_kernel<F, NT>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess)
+            return e;
+        raised = true;
+    }
+    if (resident)
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_gemv_kernel<F, NT>,
+                                                             GV_THREADS, smem);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(GV_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, gemm_gemv_kernel<F, NT>, *p, *mp, *a);
+}
+
+static cudaError_t gemv_any(int fmt_kind, int nt, unsigned grid, const Params *p,
+                            const SkinnyMaps *mp, const GemvArgs *a, int pdl, int *resident,
+                            cudaStream_t s)
+{
+    return with_kind(fmt_kind, [&](auto f) {
+        constexpr int F = decltype(f)::value;
+        return nt == 1 ? gemv_k<F, 1>(grid, p, mp, a, pdl, resident, s)
+                       : gemv_k<F, 2>(grid, p, mp, a, pdl, resident, s);
+    });
+}
+
+int gemv_resident_ctas(int fmt_kind, int nt)
+{
+    static int cache[5][2]; /* the same value every time: a race is harmless */
+    int &c = cache[fmt_kind][nt == 1 ? 0 : 1];
+    if (c == 0) {
+        int blocks = 0;
+        if (gemv_any(fmt_kind, nt, 1, nullptr, nullptr, nullptr, 0, &blocks, 0) != cudaSuccess ||
+            blocks < 1)
+            blocks = 1;
+        c = blocks;
+    }
+    return c;
+}
+
+cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
+                        int nt, unsigned grid, int pdl, cudaStream_t s)
+{
+    cudaError_t e = gemv_any(fmt_kind, nt, grid, &p, &maps, &a, pdl, nullptr, s);
+    return e == cudaSuccess ? cudaGetLastError() : e;
+}
+
+} // namespace bfpgemm
