@@ -1,31 +1,62 @@
 #!/usr/bin/env bash
 # bench/gemv.sh - the GEMV path (BFP_MATMUL_GEMV, src/cuda/gemm_gemv.cu) in one
 # call on an H200: build, its tests (test_cuda_matmul with BFP_TEST_GEMV_ONLY=1,
-# test_cuda_matmul_api), compute-sanitizer memcheck and racecheck on the GEMV
-# cases (quick set), then gpu_gemm at m = 1 and 16 on the three shapes against
-# AUTO, FUSED, SKINNY and cuBLAS bf16 in the same run.
+# which includes AUTO's rule and the shared workspace, and test_cuda_matmul_api),
+# compute-sanitizer memcheck and racecheck on the GEMV cases (quick set), then
+# gpu_gemm at m = 1 and 16 on the three shapes against AUTO, FUSED, SKINNY and
+# cuBLAS bf16 in the same run; then the build-time variants of gemm_gemv.cu in
+# GEMV_VARIANTS ("name:nvcc flags;..."), each its quick tests and its timing.
 #
-#   OUT=dir bash bench/gemv.sh     # writes $OUT/gemv.log, $OUT/h200-gemv.json
+#   OUT=dir bash bench/gemv.sh     # writes $OUT/h200-gemv.json, h200-gemv-NAME.json, logs
 #
-# NO_SAN=1 skips the sanitizers, NO_TEST=1 the tests; GEMM_MS, GEMM_FORMATS,
-# GEMM_PATHS (default 0,1,3,6,7: AUTO, FUSED, SKINNY, GEMV, GEMV with
-# programmatic dependent launch) pass through to gpu_gemm.
+# PREBUILT=dir takes libbfp.a and libbfp_cuda.a from dir (built elsewhere from
+# this tree) and rebuilds only gemm.cu and gemm_gemv.cu into them; else cmake
+# builds everything. NO_SAN=1 skips the sanitizers, NO_TEST=1 the tests;
+# GEMM_MS, GEMM_FORMATS, GEMM_PATHS (default 0,1,3,6,7: AUTO, FUSED, SKINNY,
+# GEMV, GEMV with programmatic dependent launch) pass through to gpu_gemm.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
 mkdir -p "$OUT"
-B=build-gpu
+B=build-gemv
+mkdir -p $B
 status=0
-say() { echo "== $*"; }
+CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+NV="nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Isrc/core -Isrc/cuda"
+CLINK="-L$CUDA_HOME/lib64 -lcublas -lcudart_static -lstdc++ -lrt -lpthread -ldl -lm"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | head -2
 t0=$(date +%s)
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF -DBFP_MPI=OFF \
-    >"$OUT/build.log" 2>&1 &&
-    cmake --build $B --target test_cuda_matmul test_cuda_matmul_api bfp_cuda -j "$(nproc)" \
-        >>"$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log"; exit 1; }
-nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu \
-    $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm >>"$OUT/build.log" 2>&1 ||
-    { tail -n 30 "$OUT/build.log"; exit 1; }
+if [ -n "${PREBUILT:-}" ]; then
+    cp "$PREBUILT/libbfp.a" "$PREBUILT/libbfp_cuda.a" $B/ &&
+        $NV -c src/cuda/gemm.cu -o $B/gemm.cu.o && $NV -c src/cuda/gemm_gemv.cu -o $B/gemm_gemv.cu.o &&
+        (cd $B && ar r libbfp_cuda.a gemm.cu.o gemm_gemv.cu.o) >"$OUT/build.log" 2>&1 ||
+        { cat "$OUT/build.log"; exit 1; }
+else
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF -DBFP_MPI=OFF \
+        >"$OUT/build.log" 2>&1 &&
+        cmake --build build-gpu --target bfp_cuda bfp -j "$(nproc)" >>"$OUT/build.log" 2>&1 &&
+        cp build-gpu/libbfp.a build-gpu/libbfp_cuda.a $B/ || { tail -n 30 "$OUT/build.log"; exit 1; }
+fi
+link_tests() { # $1: libbfp_cuda.a, $2: output dir
+    for t in test_cuda_matmul test_cuda_matmul_api; do
+        gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/$t.c \
+            "$1" $B/libbfp.a $CLINK -o "$2/$t" || return 1
+    done
+}
+nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests -c bench/gpu_gemm.cu \
+    -o $B/gpu_gemm.o >>"$OUT/build.log" 2>&1 &&
+    nvcc $B/gpu_gemm.o $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm >>"$OUT/build.log" 2>&1 &&
+    link_tests $B/libbfp_cuda.a $B >>"$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log"; exit 1; }
+# the variants: gemm_gemv.cu rebuilt with their flags into a copy of the library
+IFS=';' read -r -a VARS <<<"${GEMV_VARIANTS:-}"
+for v in "${VARS[@]}"; do
+    [ -n "$v" ] || continue
+    name=${v%%:*} flags=${v#*:}
+    (mkdir -p $B/$name && $NV $flags -c src/cuda/gemm_gemv.cu -o $B/$name/gemm_gemv.cu.o &&
+        cp $B/libbfp_cuda.a $B/$name/ && cd $B/$name && ar r libbfp_cuda.a gemm_gemv.cu.o) \
+        >>"$OUT/build.log" 2>&1 &
+done
+wait
 echo "build took $(($(date +%s) - t0)) s"
 
 if [ -z "${NO_TEST:-}" ]; then
@@ -48,4 +79,15 @@ t0=$(date +%s)
 GEMM_MS=${GEMM_MS:-1,16} GEMM_PATHS=${GEMM_PATHS:-0,1,3,6,7} timeout 300 $B/gpu_gemm \
     "$OUT/h200-gemv.json" 2>&1 | tee "$OUT/gemv_bench.log" | grep -v "^$" || status=1
 echo "bench took $(($(date +%s) - t0)) s"
+for v in "${VARS[@]}"; do
+    [ -n "$v" ] || continue
+    name=${v%%:*}
+    echo "== variant $name (${v#*:})"
+    [ -f $B/$name/libbfp_cuda.a ] || { echo "variant $name did not build"; status=1; continue; }
+    nvcc $B/gpu_gemm.o $B/$name/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/$name/gpu_gemm &&
+        link_tests $B/$name/libbfp_cuda.a $B/$name || { status=1; continue; }
+    BFP_TEST_GEMV_ONLY=1 BFP_TEST_QUICK=1 timeout 60 $B/$name/test_cuda_matmul 2>&1 | tail -n 3
+    GEMM_MS=${GEMM_MS:-1,16} GEMM_PATHS=6,7 timeout 120 $B/$name/gpu_gemm "$OUT/h200-gemv-$name.json" 2>&1 |
+        grep -v "^$" | sed 's/(fused.*wgmma nan err nan, //' || status=1
+done
 exit $status

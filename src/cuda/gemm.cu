@@ -234,9 +234,10 @@ GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m)
     P.units = P.groups * P.chunks;
     size_t ctas = (size_t)w->sms * (size_t)gemv_resident_ctas(w->kind, P.nt);
     P.grid = (unsigned)(ctas < (size_t)P.units ? ctas : (size_t)P.units);
-    bool split = false; /* some run starts or ends inside a group */
-    for (unsigned c = 1; c < P.grid && !split; c++)
-        split = (size_t)c * (size_t)P.units / P.grid % (size_t)P.chunks != 0;
+    /* some run may start or end inside a group (an overestimate: the
+     * kernel decides per run, and then needs the workspace) */
+    const bool split = P.chunks > 1 && !(P.units % P.grid == 0 &&
+                                         (P.units / P.grid) % P.chunks == 0);
     P.ctr_offset = align256(m * w->n * sizeof(float));
     P.ws_bytes = split ? P.ctr_offset + align256((size_t)P.groups * sizeof(unsigned)) : 0;
     return P;
@@ -462,7 +463,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         p.units = V.units;
         p.upw = 0;
         SkinnyMaps maps = w->gv;
-        if (p.x_vec && !encode_x(&maps.x, x, w->k, m, m))
+        if (p.x_vec && gemv_stages_x() && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
         const GemvArgs a = {V.units, V.chunks};
         return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl, s) == cudaSuccess
@@ -720,6 +721,10 @@ constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
  * bench/results/h200-gemm-wgmma.json). */
 constexpr size_t WGMMA_MAX_M = 256;
 
+/* Elements of W from which AUTO takes the GEMV kernel at m <= 16: the
+ * smallest weight measured (8192 x 8192, docs/gemm.md) */
+constexpr double GEMV_MIN_ELEMS = 67108864.0; /* 2^26 */
+
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
     if (w && m > FUSED_MAX_M && m <= WGMMA_MAX_M && w->wgmma_ok)
@@ -727,6 +732,8 @@ bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
     const double elems = (double)w->n * (double)w->k;
+    if (elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
+        return BFP_MATMUL_GEMV;
     if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
         skinny_fits(w, m))
         return BFP_MATMUL_SKINNY;

@@ -28,35 +28,66 @@ constexpr int GV_RED_LD = GV_R * 16 + 4; /* floats per row of x in the sums' buf
 constexpr int gv_pad128(int b) { return (b + 127) & ~127; }
 constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
 
-/* One stage: x's GV_CW k tiles (8 NT rows of 128 bytes each, 128-byte
- * swizzled as TMA leaves them: 1024-byte aligned), then W's part as the
- * 3-D boxes land, [row tile][k tile][record]: codes, scales, corrections. */
+/* Build-time knobs for the variants bench/gemv.sh compares:
+ * BFP_GV_XSMEM 1 stages x's k tiles with W's (TMA), 0 has each lane load
+ * its B fragments from global memory (L1) before it waits for the stage,
+ * so a stage is W alone and more CTAs fit; BFP_GV_CTAS1 / 2 the CTAs per SM
+ * aimed at for NT = 1 / 2 (registers capped for them, and the ring as deep
+ * as the shared memory then allows, at most GV_MAX_STAGES). */
+#ifndef BFP_GV_XSMEM
+#define BFP_GV_XSMEM 0
+#endif
+#ifndef BFP_GV_CTAS1
+#define BFP_GV_CTAS1 3
+#endif
+#ifndef BFP_GV_CTAS2
+#define BFP_GV_CTAS2 2
+#endif
+/* BFP_GV_RED_SLICES: slices of the shared buffer in which the consumer
+ * warps add their sums at the end of a group (GV_CW / slices rounds, a
+ * barrier each); fewer slices leave more shared memory to the ring */
+#ifndef BFP_GV_RED_SLICES
+#define BFP_GV_RED_SLICES 4
+#endif
+constexpr int GV_SLICES = BFP_GV_RED_SLICES;
+static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
+constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
+constexpr int GV_MAX_STAGES = 6;
+
+/* One stage: x's GV_CW k tiles when staged (8 NT rows of 128 bytes each,
+ * 128-byte swizzled as TMA leaves them: 1024-byte aligned), then W's part as
+ * the 3-D boxes land, [row tile][k tile][record]: codes, scales,
+ * corrections. */
 template <int F, int NT>
 struct GvStage {
     static constexpr int R = GV_R, CW = GV_CW;
     static constexpr bool WIDE = tile_scale_bytes(F) == 64;
     static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
-    static constexpr int XPART = 8 * NT * 128, XBYTES = CW * XPART;
+    static constexpr int XPART = 8 * NT * 128, XBYTES = GV_XSMEM ? CW * XPART : 0;
     static constexpr int SCALES = XBYTES + R * CW * 512;
     static constexpr int CORR = SCALES + gv_pad128(R * CW * SCB);
     static constexpr int BYTES = gv_pad1024(CORR + gv_pad128(R * CW * CRB));
     static constexpr uint32_t W_TX = R * CW * (512 + SCB + CRB);
-    static constexpr int RED = CW * NT * 8 * GV_RED_LD * 4; /* the sums' buffer */
+    static constexpr int RED = GV_SLICES * NT * 8 * GV_RED_LD * 4; /* the sums' buffer */
 };
 
-/* NT = 1: two CTAs per SM; NT = 2: one, with a deeper ring */
-template <int NT>
+/* The ring: as many stages as fit CTAS CTAs per SM (228 KB, 1 KB of it
+ * reserved per CTA, the barriers' static bytes, 1 KB of slack to align the
+ * dynamic part), at least 2 */
+template <int F, int NT>
 struct GvRing {
-    static constexpr int STAGES = NT == 1 ? 3 : 4;
+    static constexpr int CTAS = NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2;
+    static constexpr int BUDGET = 228 * 1024 / CTAS - 1024 - 256 - 1024 - GvStage<F, NT>::RED;
+    static constexpr int FIT = BUDGET / GvStage<F, NT>::BYTES;
+    static constexpr int STAGES = FIT < 2 ? 2 : FIT > GV_MAX_STAGES ? GV_MAX_STAGES : FIT;
 };
 
 template <int F, int NT>
 constexpr int gemv_smem()
 {
-    return GvRing<NT>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED + 1024;
+    return GvRing<F, NT>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED + 1024;
 }
-static_assert(gemv_smem<FMT_NVPLUS, 1>() + 1024 <= 114 * 1024, "two CTAs per SM at m <= 8");
-static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024, "one CTA per SM at m <= 16");
+static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024, "one CTA per SM at least");
 
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void griddep_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
@@ -98,6 +129,33 @@ __device__ __forceinline__ void gv_load_x(const Params &p, int kt, int g, int t,
     }
 }
 
+/* x's B fragments of k tile kt straight from global memory, as 32-bit
+ * words when x_vec (16-byte aligned x, k % 8 == 0: every pair in bounds
+ * together), else gv_load_x. Before the stage's wait, so their latency
+ * overlaps it (x is L1 / L2 resident: every CTA reads it). */
+template <int NT>
+__device__ __forceinline__ void gv_x_early(const Params &p, int kt, int lane,
+                                           uint32_t (&xb)[NT][8])
+{
+    const int g = lane >> 2, t = lane & 3;
+    if (!p.x_vec) {
+        gv_load_x<NT>(p, kt, g, t, xb);
+        return;
+    }
+    const int c0 = kt * 64 + 2 * t;
+#pragma unroll
+    for (int q = 0; q < NT; q++) {
+        const int mm = q * 8 + g;
+        const uint32_t *row =
+            reinterpret_cast<const uint32_t *>(p.x) + (size_t)(mm < p.m ? mm : 0) * (p.k / 2);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int c = c0 + 16 * (i >> 1) + 8 * (i & 1);
+            xb[q][i] = mm < p.m && c < p.k ? __ldg(row + c / 2) : 0u;
+        }
+    }
+}
+
 /* Consumer warp w's k tile (kw = w) of the stage at st (shared address
  * st_a): its GV_R row tiles decoded and multiplied into acc. The x part of
  * k tile kw is at st_a + kw * XPART: register i of the B fragment is 16-byte
@@ -105,13 +163,14 @@ __device__ __forceinline__ void gv_load_x(const Params &p, int kt, int g, int t,
  * 128-byte swizzle; gemm_skinny.cu x_lane / x_chunk). */
 template <int F, int NT>
 __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][NT][4],
-                                           const unsigned char *st, uint32_t st_a, int kw,
-                                           int kt, int lane)
+                                           uint32_t (&xb)[NT][8], const unsigned char *st,
+                                           uint32_t st_a, int kw, int kt, int lane)
 {
     using S = GvStage<F, NT>;
     const int g = lane >> 2, t = lane & 3;
-    uint32_t xb[NT][8];
-    if (p.x_vec) {
+    if (!GV_XSMEM) {
+        /* xb was loaded before the stage's wait (gv_x_early) */
+    } else if (p.x_vec) {
         const uint32_t xl = st_a + (uint32_t)(kw * S::XPART + g * 144 + 4 * t);
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -156,24 +215,33 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
 {
     const int g = lane >> 2, t = lane & 3, tid = warp * 32 + lane;
     constexpr int ROWS = GV_R * 16;
+    /* round j: warps [j S, (j + 1) S) store (j = 0) or add their sums into
+     * slice warp % S */
+    float *slice = red + (warp % GV_SLICES) * NT * 8 * GV_RED_LD;
+#pragma unroll 1
+    for (int j = 0; j < GV_CW / GV_SLICES; j++) {
+        if (warp / GV_SLICES == j) {
 #pragma unroll
-    for (int r = 0; r < GV_R; r++)
+            for (int r = 0; r < GV_R; r++)
 #pragma unroll
-        for (int q = 0; q < NT; q++)
+                for (int q = 0; q < NT; q++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = r * 16 + g + 8 * (e >> 1), mm = q * 8 + 2 * t + (e & 1);
-                red[(warp * NT * 8 + mm) * GV_RED_LD + row] = acc[r][q][e];
-                acc[r][q][e] = 0.0f;
-            }
-    bar_consumers();
+                    for (int e = 0; e < 4; e++) {
+                        const int row = r * 16 + g + 8 * (e >> 1), mm = q * 8 + 2 * t + (e & 1);
+                        float *a = slice + mm * GV_RED_LD + row;
+                        *a = j ? *a + acc[r][q][e] : acc[r][q][e];
+                        acc[r][q][e] = 0.0f;
+                    }
+        }
+        bar_consumers();
+    }
     const bool whole = c0 == 0 && c1 == a.chunks;
     const int nbase = grp * ROWS;
     for (int i = tid; i < ROWS * p.m; i += GV_CW * 32) {
         const int row = i % ROWS, mm = i / ROWS, n = nbase + row;
         float v = 0.0f;
 #pragma unroll
-        for (int w = 0; w < GV_CW; w++)
+        for (int w = 0; w < GV_SLICES; w++)
             v += red[(w * NT * 8 + mm) * GV_RED_LD + row];
         if (n >= p.n)
             continue;
@@ -209,11 +277,11 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
 }
 
 template <int F, int NT>
-__global__ void __launch_bounds__(GV_THREADS)
+__global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2)
     gemm_gemv_kernel(const Params p, const __grid_constant__ SkinnyMaps mp, const GemvArgs a)
 {
     using S = GvStage<F, NT>;
-    constexpr int STAGES = GvRing<NT>::STAGES;
+    constexpr int STAGES = GvRing<F, NT>::STAGES;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ unsigned last_flag;
@@ -246,7 +314,7 @@ __global__ void __launch_bounds__(GV_THREADS)
          * kernels this one may overlap), x after it */
         const int pre = nu < STAGES ? nu : STAGES;
         auto xbytes = [&](int ch) {
-            if (!p.x_vec)
+            if (!GV_XSMEM || !p.x_vec)
                 return 0u;
             const int kts = p.tiles_k - ch * GV_CW;
             return (uint32_t)(kts < GV_CW ? kts : GV_CW) * (uint32_t)p.m * 128u;
@@ -260,7 +328,7 @@ __global__ void __launch_bounds__(GV_THREADS)
                 tma_3d(st + S::CORR, mp.corr, 0, ch * GV_CW, grp * GV_R, bar);
         };
         auto copy_x = [&](int s, int ch) {
-            if (!p.x_vec)
+            if (!GV_XSMEM || !p.x_vec)
                 return;
             const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
             for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
@@ -303,10 +371,14 @@ __global__ void __launch_bounds__(GV_THREADS)
     int grp = u0 / a.chunks, ch = u0 - grp * a.chunks, c0 = ch;
     for (int i = 0; i < nu; i++) {
         const int s = i % STAGES;
-        mbar_wait(smem_addr(&full[s]), (uint32_t)(i / STAGES) & 1u);
         const int kt = ch * GV_CW + warp;
+        uint32_t xb[NT][8];
+        if (!GV_XSMEM && kt < p.tiles_k)
+            gv_x_early<NT>(p, kt, lane, xb);
+        mbar_wait(smem_addr(&full[s]), (uint32_t)(i / STAGES) & 1u);
         if (kt < p.tiles_k)
-            gv_consume<F, NT>(p, acc, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt, lane);
+            gv_consume<F, NT>(p, acc, xb, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt,
+                              lane);
         __syncwarp(); /* every lane is done reading stage s */
         if (lane == 0)
             mbar_arrive(smem_addr(&empty[s]));
@@ -357,6 +429,8 @@ static cudaError_t gemv_any(int fmt_kind, int nt, unsigned grid, const Params *p
                        : gemv_k<F, 2>(grid, p, mp, a, pdl, resident, s);
     });
 }
+
+bool gemv_stages_x() { return GV_XSMEM; }
 
 int gemv_resident_ctas(int fmt_kind, int nt)
 {

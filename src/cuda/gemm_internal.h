@@ -79,6 +79,8 @@ constexpr int GV_CW = 8, GV_R = 4;
 struct GemvArgs {
     int units, chunks;
 };
+/* whether its stages carry x (then it needs the map of x) */
+bool gemv_stages_x();
 /* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x) */
 int gemv_resident_ctas(int fmt_kind, int nt);
 /* pdl: launch with programmatic stream serialization (W's first stages are
