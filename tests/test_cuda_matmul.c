@@ -272,13 +272,13 @@ static void two_threads_case(void)
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
  * dequantize path must not leave W where the kernels expect zeros. */
-/* AUTO's rule: the GEMV kernel for m <= 16 on a weight of 2^26 elements
- * or more, the fused one up to m = 32 (the skinny kernel only below 2^26,
- * where it never is taken at m <= 16 now), then wgmma or dequantize +
- * cuBLAS; and AUTO gives the path's result on the large weight. Its planes
- * are random bytes (codes) under scales near 1, so no reference quantize of
+/* AUTO's rule: the GEMV kernel for m = 9..16 on a weight of 2^26 elements
+ * or more, the skinny kernel for m <= 8 from 2^27, the fused one for the
+ * rest up to m = 32, then wgmma or dequantize + cuBLAS; and AUTO gives the
+ * path's result on the large weight (at m = 2: skinny). Its planes are
+ * random bytes (codes) under scales near 1, so no reference quantize of
  * 2^27 values is needed. */
-/* NVFP4+ takes the GEMV kernel on large weights too; only the choice is
+/* NVFP4+ follows the same rule on large weights; only the choice is
  * checked, on random planes */
 static void auto_rule_nvfp4plus(size_t n, size_t k)
 {
@@ -296,7 +296,9 @@ static void auto_rule_nvfp4plus(size_t n, size_t k)
     bfp_cuda_weight *w = NULL;
     CHECK(bfp_cuda_weight_upload(BFP_NVFP4_PLUS, &cw, n, k, &w) == BFP_OK, "upload nvfp4+");
     if (w)
-        CHECK(bfp_cuda_matmul_auto_path(w, 1) == BFP_MATMUL_GEMV &&
+        CHECK(bfp_cuda_matmul_auto_path(w, 1) == BFP_MATMUL_SKINNY &&
+                  bfp_cuda_matmul_auto_path(w, 8) == BFP_MATMUL_SKINNY &&
+                  bfp_cuda_matmul_auto_path(w, 9) == BFP_MATMUL_GEMV &&
                   bfp_cuda_matmul_auto_path(w, 16) == BFP_MATMUL_GEMV &&
                   bfp_cuda_matmul_auto_path(w, 17) == BFP_MATMUL_FUSED,
               "AUTO's path choice, nvfp4+");
@@ -323,19 +325,21 @@ static void auto_rule_case(void)
     bfp_cuda_weight *big = NULL, *small = NULL, *mid = NULL;
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n, k, &big) == BFP_OK, "upload big");
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 1024, &small) == BFP_OK, "upload small");
-    /* 8192 x 8192 (the first rows of the same planes): skinny only at m = 9..16 */
+    /* 8192 x 8192 (the first rows of the same planes): GEMV only at m = 9..16 */
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 2, k, &mid) == BFP_OK, "upload 8192^2");
     if (!big || !small || !mid)
         goto out;
     /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
-    CHECK(bfp_cuda_matmul_auto_path(mid, 1) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(mid, 8) == BFP_MATMUL_GEMV &&
+    CHECK(bfp_cuda_matmul_auto_path(mid, 1) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(mid, 8) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(mid, 9) == BFP_MATMUL_GEMV &&
               bfp_cuda_matmul_auto_path(mid, 16) == BFP_MATMUL_GEMV &&
               bfp_cuda_matmul_auto_path(mid, 17) == BFP_MATMUL_FUSED,
           "AUTO's path choice at 8192 x 8192");
-    CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_GEMV &&
+    CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(big, 8) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(big, 9) == BFP_MATMUL_GEMV &&
               bfp_cuda_matmul_auto_path(big, 16) == BFP_MATMUL_GEMV &&
               bfp_cuda_matmul_auto_path(big, 17) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
@@ -347,8 +351,8 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
     CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==
-              bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_GEMV, tun),
-          "AUTO's workspace is the GEMV kernel's");
+              bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_SKINNY, tun),
+          "AUTO's workspace is the skinny kernel's");
     size_t wsb = bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun);
     void *dx, *dy, *dws = NULL;
     CU(cudaMalloc(&dx, m * k * 2));

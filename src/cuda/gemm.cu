@@ -721,9 +721,14 @@ constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
  * bench/results/h200-gemm-wgmma.json). */
 constexpr size_t WGMMA_MAX_M = 256;
 
-/* Elements of W from which AUTO takes the GEMV kernel at m <= 16: the
- * smallest weight measured (8192 x 8192, docs/gemm.md) */
+/* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^26 elements
+ * (8192 x 8192, the smallest measured): on the H200 it took 5-19% less time
+ * than the skinny kernel at m = 16 on all three shapes in every format. At
+ * m = 1 it was within -2..+6% of the better of the fused and skinny kernels
+ * (faster with gemv_pdl, which AUTO cannot assume), so AUTO keeps them at
+ * m <= 8 (docs/gemm.md, bench/results/h200-gemv-c78b16c.json). */
 constexpr double GEMV_MIN_ELEMS = 67108864.0; /* 2^26 */
+constexpr size_t GEMV_AUTO_MIN_M = 9;
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
@@ -732,7 +737,7 @@ bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
     const double elems = (double)w->n * (double)w->k;
-    if (elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
+    if (m >= GEMV_AUTO_MIN_M && elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
     if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
         skinny_fits(w, m))

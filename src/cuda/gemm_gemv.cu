@@ -28,26 +28,28 @@ constexpr int GV_RED_LD = GV_R * 16 + 4; /* floats per row of x in the sums' buf
 constexpr int gv_pad128(int b) { return (b + 127) & ~127; }
 constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
 
-/* Build-time knobs for the variants bench/gemv.sh compares:
+/* Build-time knobs for the variants bench/gemv.sh compares (docs/gemm.md
+ * has the measurements behind the defaults):
  * BFP_GV_XSMEM 1 stages x's k tiles with W's (TMA), 0 has each lane load
  * its B fragments from global memory (L1) before it waits for the stage,
- * so a stage is W alone and more CTAs fit; BFP_GV_CTAS1 / 2 the CTAs per SM
- * aimed at for NT = 1 / 2 (registers capped for them, and the ring as deep
- * as the shared memory then allows, at most GV_MAX_STAGES). */
+ * so a stage is W alone and more CTAs fit (slower on the H200);
+ * BFP_GV_CTAS1 / 2 the CTAs per SM aimed at for NT = 1 / 2 (registers capped
+ * for them, and the ring as deep as the shared memory then allows, at most
+ * GV_MAX_STAGES). */
 #ifndef BFP_GV_XSMEM
-#define BFP_GV_XSMEM 0
+#define BFP_GV_XSMEM 1
 #endif
 #ifndef BFP_GV_CTAS1
-#define BFP_GV_CTAS1 3
+#define BFP_GV_CTAS1 2
 #endif
 #ifndef BFP_GV_CTAS2
-#define BFP_GV_CTAS2 2
+#define BFP_GV_CTAS2 1
 #endif
 /* BFP_GV_RED_SLICES: slices of the shared buffer in which the consumer
  * warps add their sums at the end of a group (GV_CW / slices rounds, a
  * barrier each); fewer slices leave more shared memory to the ring */
 #ifndef BFP_GV_RED_SLICES
-#define BFP_GV_RED_SLICES 4
+#define BFP_GV_RED_SLICES 8
 #endif
 constexpr int GV_SLICES = BFP_GV_RED_SLICES;
 static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
