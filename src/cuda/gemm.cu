@@ -722,11 +722,11 @@ constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 constexpr size_t WGMMA_MAX_M = 256;
 
 /* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^26 elements
- * (8192 x 8192, the smallest measured): on the H200 it took 5-19% less time
- * than the skinny kernel at m = 16 on all three shapes in every format. At
- * m = 1 it was within -2..+6% of the better of the fused and skinny kernels
- * (faster with gemv_pdl, which AUTO cannot assume), so AUTO keeps them at
- * m <= 8 (docs/gemm.md, bench/results/h200-gemv-c78b16c.json). */
+ * (8192 x 8192, the smallest measured): on the H200 it beat the skinny
+ * kernel at m = 16 on all three shapes in every format. At m = 1 it was
+ * about even with the better of the fused and skinny kernels (ahead with
+ * gemv_pdl, which AUTO cannot assume), so AUTO keeps those at m <= 8
+ * (docs/gemm.md, bench/results/h200-gemv-c78b16c.json). */
 constexpr double GEMV_MIN_ELEMS = 67108864.0; /* 2^26 */
 constexpr size_t GEMV_AUTO_MIN_M = 9;
 
