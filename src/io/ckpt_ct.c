@@ -340,3 +340,34 @@ int bfp_ct_is_checkpoint(const char *path)
     bfpio_st_close(&f);
     return yes;
 }
+
+int bfp_ckpt_is_quantized(const char *path)
+{
+    bfpio_st_file f;
+    char e[8];
+    if (bfp_ct_is_checkpoint(path))
+        return 1;
+    if (bfpio_st_open(&f, path, e, sizeof e) != BFP_OK)
+        return 0;
+    int yes = bfpio_st_meta(&f, "bfp.format") != NULL; /* bfp quantize's container */
+    bfpio_st_close(&f);
+    return yes;
+}
+
+bfp_status bfp_ckpt_tensor_load(const char *path, const char *name, bfp_tensor *t,
+                                char *err, size_t errlen)
+{
+    if (!is_dir(path))
+        return bfp_tensor_load(path, name, t, err, errlen);
+    if (!name)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "%s is a checkpoint directory: name the tensor to read", path);
+    char *file = shard_for(path, name);
+    if (!file)
+        return bfpio_fail(BFP_ERR_DATA, err, errlen,
+                          "%s: no tensor '%s' in its model.safetensors.index.json", path,
+                          name);
+    bfp_status st = bfp_tensor_load(file, name, t, err, errlen);
+    free(file);
+    return st;
+}

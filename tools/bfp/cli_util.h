@@ -194,4 +194,15 @@ int cli_check_output(const char *path, int force);
 int cli_read_raw(const char *path, size_t rows, size_t cols, bfp_dtype dtype,
                  void **data);
 
+/** 1 if path is a quantized input other than a GGUF: a container of 'bfp
+ * quantize', or a checkpoint of 'bfp convert' (directory or shard). */
+int cli_is_quantized(const char *path);
+
+/**
+ * Load quantized tensor name (NULL: the only one) of a container, a 'bfp
+ * convert' checkpoint (bfp or compressed-tensors layout, where name is the
+ * module) or a .gguf (cli_qtensor.c). @return 0, or -1 (reported)
+ */
+int cli_load_qtensor(const char *path, const char *name, bfp_qtensor *q);
+
 #endif /* BFP_CLI_UTIL_H */

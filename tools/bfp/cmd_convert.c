@@ -232,13 +232,8 @@ int cmd_dequantize(int argc, char **argv)
         cli_check_output(out_path, force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
-    bfp_status st = gguf ? bfp_gguf_load_qtensor(in_path, name, &q, err, sizeof err)
-                    : ct ? bfp_ct_load_qtensor(in_path, name, &q, err, sizeof err)
-                         : bfp_qtensor_load(in_path, name, &q, err, sizeof err);
-    if (st != BFP_OK) {
-        cli_io_error(err, st);
+    if (cli_load_qtensor(in_path, name, &q) != 0)
         goto out;
-    }
     t.dtype = dtype;
     t.ndim = q.ndim;
     memcpy(t.shape, q.shape, sizeof t.shape);
@@ -246,7 +241,7 @@ int cmd_dequantize(int argc, char **argv)
     if (!(t.data = cli_alloc(t.nbytes, "the dequantized tensor")))
         goto out;
     bfp_const_planes planes = bfp_qtensor_planes(&q);
-    st = bfp_dequantize(q.format, &planes, q.rows, q.cols, dtype, t.data);
+    bfp_status st = bfp_dequantize(q.format, &planes, q.rows, q.cols, dtype, t.data);
     if (st != BFP_OK) {
         cli_status_error("dequantizing", st);
         goto out;

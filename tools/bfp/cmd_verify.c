@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bfp_ckpt.h"
 #include "cli_util.h"
 #include "verify_ct.h"
 #include "commands.h"
@@ -43,8 +44,11 @@ const char cmd_verify_usage[] =
     "  swizzled     codes.bin, scales in the 128x4 cuBLASLt/CUTLASS layout\n"
     "               (scales_swizzled.bin or scales.bin) [meta.bin]\n"
     "               [tensor_scale.bin]\n"
-    "  compressed-tensors  DUT_DIR is a compressed-tensors checkpoint or shard\n"
-    "               (never guessed); --name MODULE picks the module\n"
+    "  compressed-tensors  DUT_DIR is a compressed-tensors checkpoint or a\n"
+    "               shard of one (or of the bfp layout of 'bfp convert');\n"
+    "               guessed for a shard, or a directory with config.json or\n"
+    "               model.safetensors[.index.json] and no codes.bin;\n"
+    "               --name MODULE picks the module\n"
     "\n"
     "  -f, --format FORMAT    format name (see 'bfp formats'), required\n"
     "  -s, --shape ROWSxCOLS  tensor shape (COLS alone = one row), required\n"
@@ -79,6 +83,7 @@ typedef struct {
     char guess_why[256];
     int implied_no_ts; /* ggml nvfp4 without tensor_scale.bin */
     const char *name;  /* compressed-tensors: the module */
+    int is_dir;        /* DUT_DIR is a directory, not a checkpoint's shard */
     /* DUT planes, planar */
     uint8_t *codes, *scales, *meta;
     float ts;
@@ -288,7 +293,17 @@ static void guess_layout(dut_t *d)
     char *sp = cli_join_path(d->dir, "scales.bin");
     size_t ssize = sp ? file_size_or(sp, SIZE_MAX) : SIZE_MAX;
     free(sp);
-    if (has_file(d, "blocks.bin")) {
+    if (!d->is_dir) { /* cmd_verify let only a checkpoint's shard through */
+        d->layout = LAYOUT_CT;
+        snprintf(d->guess_why, sizeof d->guess_why, "a shard of a checkpoint");
+    } else if (!has_file(d, "codes.bin") &&
+               (has_file(d, "config.json") || has_file(d, "model.safetensors.index.json") ||
+                has_file(d, "model.safetensors"))) {
+        d->layout = LAYOUT_CT;
+        snprintf(d->guess_why, sizeof d->guess_why,
+                 "a checkpoint directory: config.json or model.safetensors[.index.json], "
+                 "no codes.bin");
+    } else if (has_file(d, "blocks.bin")) {
         d->layout = LAYOUT_GGML;
         snprintf(d->guess_why, sizeof d->guess_why, "blocks.bin is present");
     } else if (has_file(d, "golden_ea.bin") && !has_file(d, "scales.bin")) {
@@ -732,9 +747,10 @@ int cmd_verify(int argc, char **argv)
         cli_error("DUT directory %s does not exist", d.dir);
         return CLI_EXIT_ERR;
     }
-    if (!S_ISDIR(dst.st_mode)) {
+    d.is_dir = S_ISDIR(dst.st_mode);
+    if (!d.is_dir && (have_layout ? d.layout != LAYOUT_CT : !bfp_ct_is_checkpoint(d.dir))) {
         cli_error("DUT_DIR %s is not a directory (name the directory that "
-                  "holds the planes)", d.dir);
+                  "holds the planes, or a checkpoint's shard)", d.dir);
         return CLI_EXIT_ERR;
     }
     if (cli_read_raw(in_path, d.rows, d.cols, d.dtype, &input) != 0)
