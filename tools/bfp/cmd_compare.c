@@ -150,7 +150,7 @@ static int load_ref(const compare_args *a, const bfp_qtensor *q, bfp_tensor *t)
         return -1;
     }
     if (t->ndim != q->ndim || memcmp(t->shape, q->shape, q->ndim * sizeof *q->shape) != 0) {
-        cli_error("--ref %s: its tensor has shape [%s], the stored one [%s]", a->ref,
+        cli_error("--ref %s: its tensor is %s, the stored one %s", a->ref,
                   cli_shape_str(t->shape, t->ndim, s1, sizeof s1),
                   cli_shape_str(q->shape, q->ndim, s2, sizeof s2));
         bfp_tensor_free(t);
