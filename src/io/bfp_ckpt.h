@@ -55,6 +55,8 @@ typedef struct {
     void (*progress)(void *ctx, const bfp_ckpt_progress *p);
     void *progress_ctx;
     const bfp_ckpt_ranks *ranks; /* NULL: a single process */
+    int device_cuda;         /* quantize with the GPU kernels on the current
+                                device (bfp_cuda_quantize_host): the same bytes */
 } bfp_ckpt_opts;
 
 /* One input tensor in the summary. */

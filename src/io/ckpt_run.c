@@ -185,6 +185,7 @@ typedef struct {
     double t0;
     size_t done_tensors;
     uint64_t done_bytes, total_bytes;
+    bfp_cuda_stage *stage; /* --device cuda */
 } ck_run;
 
 static void to_f32(bfp_dtype d, const void *src, size_t n, float *x)
@@ -219,8 +220,13 @@ static bfp_status quantize_one(ck_run *r, size_t i, const void *src, char *err,
         return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
     bfp_planes pl = {b->codes, b->scales, b->meta, &b->tscale};
     b->tscale = 1.0f;
-    st = bfp_quantize(p->o.format, t->fdtype, src, t->rows, t->cols, &opts, &pl,
-                      &stats);
+    memset(&stats, 0, sizeof stats);
+    if (r->stage) /* the GPU kernels: the same planes, bit for bit */
+        st = bfp_cuda_quantize_host(r->stage, p->o.format, t->fdtype, src, t->rows, t->cols,
+                                    &opts, &pl, &stats.nonfinite_blocks);
+    else
+        st = bfp_quantize(p->o.format, t->fdtype, src, t->rows, t->cols, &opts, &pl,
+                          &stats);
     if (st != BFP_OK)
         return bfpio_fail(st, err, errlen, "%s: tensor '%s': %s",
                           p->shard_paths[t->shard], t->name, bfp_status_str(st));
@@ -702,6 +708,29 @@ static bfp_status start(ck_plan *p, ck_run *r, bfp_ckpt_summary *s, char *err,
     return BFP_OK;
 }
 
+/* The GPU stage of --device cuda, or why there is none. */
+static bfp_status cuda_stage(bfp_format fmt, bfp_cuda_stage **stage, char *err,
+                             size_t errlen)
+{
+    const bfp_format_info *f = bfp_format_get(fmt);
+    bfp_status st = bfp_cuda_stage_create(stage);
+    if (st == BFP_ERR_UNSUPPORTED)
+        return bfpio_fail(st, err, errlen, "--device cuda: this bfp was built without "
+                          "CUDA (-DBFP_CUDA=OFF or no nvcc found)");
+    if (st == BFP_ERR_DEVICE)
+        return bfpio_fail(st, err, errlen, "--device cuda: no usable CUDA GPU (the "
+                          "kernels need compute capability 9.0 or newer)");
+    if (st != BFP_OK)
+        return bfpio_fail(st, err, errlen, "--device cuda: %s", bfp_status_str(st));
+    if (!f->cuda) {
+        bfp_cuda_stage_free(*stage);
+        *stage = NULL;
+        return bfpio_fail(BFP_ERR_UNSUPPORTED, err, errlen, "--device cuda: %s has no "
+                          "CUDA kernels (convert it on the CPU)", f->name);
+    }
+    return BFP_OK;
+}
+
 bfp_status bfp_ckpt_convert(const char *in, const char *out,
                             const bfp_ckpt_opts *o, bfp_ckpt_summary *s,
                             char *err, size_t errlen)
@@ -736,6 +765,8 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
                           gguf ? "%s: the gguf layout writes one .gguf file"
                                : "%s: OUT is a directory (a .gguf OUT needs "
                                  "--layout gguf)", out);
+    if (o->device_cuda && (st = cuda_stage(o->format, &r.stage, err, errlen)) != BFP_OK)
+        return st;
     /* the checks above are the same on every rank; from here one may fail */
     st = ck_plan_make(&p, in, out, o, err, errlen);
     r.p = &p;
@@ -783,6 +814,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     free(r.b.int4_codes);
     free(r.b.x);
     free(r.b.y);
+    bfp_cuda_stage_free(r.stage);
     free(owner);
     free(trank);
     free(owned);

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_LAYOUT = 0x200, OPT_INCLUDE, OPT_EXCLUDE, OPT_REPORT };
+enum { OPT_LAYOUT = 0x200, OPT_INCLUDE, OPT_EXCLUDE, OPT_REPORT, OPT_DEVICE };
 
 const char cmd_ckpt_usage[] =
     "usage: bfp convert -f FORMAT [--layout bfp|compressed-tensors|gguf]\n"
@@ -38,6 +38,8 @@ const char cmd_ckpt_usage[] =
     "  --include RE         also quantize the tensors whose name matches RE\n"
     "                       (POSIX extended regex)\n"
     "  --exclude RE         never quantize the tensors whose name matches RE\n"
+    "  --device cpu|cuda    quantize on the CPU (default) or with the GPU\n"
+    "                       kernels (a CUDA build): the same bytes either way\n"
     "  --rounding, --seed, --scale-mode, --no-tensor-scale, --2d\n"
     "                       as for 'bfp quantize'\n"
     "  --json               print a JSON summary on stdout\n"
@@ -126,6 +128,7 @@ static int print_json(const char *in, const char *out, const bfp_ckpt_opts *o,
     cJSON_AddStringToObject(j, "output", out);
     cJSON_AddStringToObject(j, "format", bfp_format_get(o->format)->name);
     cJSON_AddStringToObject(j, "layout", bfp_ckpt_layout_name(o->layout));
+    cJSON_AddStringToObject(j, "device", o->device_cuda ? "cuda" : "cpu");
     cJSON_AddNumberToObject(j, "shards", (double)s->shards);
     cJSON_AddNumberToObject(j, "shards_kept", (double)s->shards_kept);
     cJSON_AddNumberToObject(j, "tensors", (double)s->tensors);
@@ -194,6 +197,7 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
         {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE},
         {"report", no_argument, NULL, OPT_REPORT},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
         {"force", no_argument, NULL, OPT_FORCE},
         {"help", no_argument, NULL, OPT_HELP},
@@ -235,6 +239,13 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
             break;
         case OPT_REPORT:
             o.report = 1;
+            break;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0) {
+                cli_error("unknown device '%s' (cpu, cuda)", optarg);
+                return CLI_EXIT_ERR;
+            }
+            o.device_cuda = strcmp(optarg, "cuda") == 0;
             break;
         case OPT_JSON:
             json = 1;
