@@ -98,6 +98,34 @@ void cli_getopt_reset(void);
 /** Report getopt_long's '?' or ':' result as one error line; returns -1. */
 int cli_getopt_fail(const char *cmd, int c, char *const *argv);
 
+/* The options several commands share, as the command line gave them. */
+typedef struct {
+    cli_quant_opts qo;  /* --rounding --seed --scale-mode --no-tensor-scale --2d */
+    bfp_format fmt;     /* -f FORMAT */
+    int have_fmt;
+    size_t rows, cols;  /* -s ROWSxCOLS */
+    int have_shape;
+    bfp_dtype dtype;    /* -t f32|bf16|f16, f32 unless given */
+    int have_dtype;
+    const char *name;   /* --name */
+    int json, force;    /* --json, --force */
+} cli_opts;
+
+void cli_opts_init(cli_opts *o);
+
+#define CLI_OPT_TAKEN (-1)
+
+/**
+ * The default: branch of a command's option switch: take getopt_long's c
+ * when it is a shared option (getopt returns only those in the command's
+ * longopts), print usage for --help, report an unknown option or a missing
+ * value as "CMD: ...".
+ * @return CLI_OPT_TAKEN (parse on), or the exit code to return now:
+ *         CLI_EXIT_OK after --help, CLI_EXIT_ERR (reported)
+ */
+int cli_opts_take(cli_opts *o, int c, const char *arg, const char *cmd,
+                  const char *usage, char *const *argv);
+
 /** Check the number of positional arguments: "CMD needs WHAT, got N". */
 int cli_want_args(const char *cmd, int got, int want, const char *what);
 

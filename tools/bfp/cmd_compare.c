@@ -420,9 +420,9 @@ int cmd_compare(int argc, char **argv)
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    int total = bfp_format_count(), c, rc = CLI_EXIT_ERR, have_dtype = 0;
+    int total = bfp_format_count(), c, rc = CLI_EXIT_ERR;
     bfp_format *formats = cli_alloc((size_t)total * sizeof *formats, "formats");
-    cli_quant_opts qo;
+    cli_opts co;
     compare_args a;
     glob_t g;
     int globbed = 0;
@@ -431,40 +431,18 @@ int cmd_compare(int argc, char **argv)
     if (!formats)
         return CLI_EXIT_ERR;
     memset(&a, 0, sizeof a);
-    cli_quant_opts_init(&qo);
-    a.qo = &qo;
+    cli_opts_init(&co);
+    a.qo = &co.qo;
     a.formats = formats;
-    a.raw_dtype = BFP_DTYPE_F32;
     for (int i = 0; i < total; i++)
         formats[i] = bfp_format_at(i)->id;
     a.nformats = total;
 
     while ((c = getopt_long(argc, argv, ":f:s:t:h", longopts, NULL)) != -1) {
-        int r = cli_quant_opts_parse(&qo, c, optarg);
-        if (r < 0)
-            goto out;
-        if (r > 0)
-            continue;
         switch (c) {
-        case 'f':
+        case 'f': /* a list here */
             if (cli_parse_format_list(optarg, formats, &a.nformats) != 0)
                 goto out;
-            break;
-        case 's':
-            if (cli_parse_shape(optarg, &a.rows, &a.cols) != 0)
-                goto out;
-            a.raw_shape = 1;
-            break;
-        case 't':
-            if (cli_parse_dtype(optarg, 1, &a.raw_dtype) != 0)
-                goto out;
-            have_dtype = 1;
-            break;
-        case OPT_NAME:
-            a.name = optarg;
-            break;
-        case OPT_JSON:
-            a.json = 1;
             break;
         case OPT_REF:
             a.ref = optarg;
@@ -472,16 +450,20 @@ int cmd_compare(int argc, char **argv)
         case OPT_REF_NAME:
             a.ref_name = optarg;
             break;
-        case OPT_HELP:
-            fputs(cmd_compare_usage, stdout);
-            rc = CLI_EXIT_OK;
-            goto out;
         default:
-            cli_getopt_fail("compare", c, argv);
-            goto out;
+            if ((rc = cli_opts_take(&co, c, optarg, "compare", cmd_compare_usage, argv)) !=
+                CLI_OPT_TAKEN)
+                goto out;
+            rc = CLI_EXIT_ERR;
         }
     }
-    if (cli_quant_opts_check(&qo, NULL) != 0)
+    a.rows = co.rows;
+    a.cols = co.cols;
+    a.raw_shape = co.have_shape;
+    a.raw_dtype = co.dtype;
+    a.name = co.name;
+    a.json = co.json;
+    if (cli_quant_opts_check(&co.qo, NULL) != 0)
         goto out;
     if (argc - optind > 1) {
         cli_error("compare takes at most one FILE, got %d", argc - optind);
@@ -491,7 +473,7 @@ int cmd_compare(int argc, char **argv)
         cli_error("--ref-name names the tensor of --ref FILE; --ref is missing");
         goto out;
     }
-    if (have_dtype && !a.raw_shape) {
+    if (co.have_dtype && !a.raw_shape) {
         cli_error("-t describes raw input and needs -s ROWSxCOLS");
         goto out;
     }
