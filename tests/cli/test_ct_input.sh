@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bfp dequantize, compare and verify on compressed-tensors checkpoints that
 # the compressed-tensors library wrote itself (tests/tools/make_ct_ckpt.py:
-# its NVFP4A16 and MXFP4A16 presets, compress_module): the values against its
+# its NVFP4A16, MXFP4A16, MXFP8A16 and MXFP6A16 presets, compress_module):
+# the values against its
 # own decompress_module, the stored planes against the reference, and bad
 # input (exit 2, one line). PYTHON must have compressed-tensors and torch
 # (requirements-interop.txt).
@@ -43,11 +44,11 @@ assert step.max() <= int(sys.argv[3]) and (step != 0).mean() < 0.01, (step.max()
 PY
 }
 
-for fmt in nvfp4 mxfp4; do
+for fmt in nvfp4 mxfp4 mxfp8_e4m3 mxfp6_e2m3; do
     D=$W/$fmt CT=$W/$fmt/ct
     "$PY" "$ROOT/tests/tools/make_ct_ckpt.py" "$D" $fmt || exit 2
     # their MX scale rounds amax to the element's mantissa first: our EVEN
-    opt=(); [ $fmt = mxfp4 ] && opt=(--scale-mode even)
+    opt=(); [ $fmt != nvfp4 ] && opt=(--scale-mode even)
     # nvfp4: theirs decode code * (scale / global) in two f32 roundings, then
     # bf16; ours code * scale / global in one: at most one bf16 step apart
     maxstep=0; [ $fmt = nvfp4 ] && maxstep=1
@@ -70,15 +71,30 @@ for fmt in nvfp4 mxfp4; do
     "$BFP" verify -f $fmt "${opt[@]}" -s 24x64 "$D/orig.$DOWN.bin" \
         "$CT/model-00002-of-00002.safetensors" >"$W/out" 2>"$W/err"
     rc=$?
-    if [ $fmt = mxfp4 ]; then
-        check "mxfp4: verify --scale-mode even of a shard with one module: IDENTICAL" test $rc -eq 0
-        check "mxfp4: the layout was guessed from the shard" \
+    if [ $fmt = mxfp4 ] || [ $fmt = mxfp6_e2m3 ]; then
+        check "$fmt: verify --scale-mode even of a shard with one module: IDENTICAL" test $rc -eq 0
+        check "$fmt: the layout was guessed from the shard" \
             grep -q "compressed-tensors layout (guessed: a shard" "$W/out"
-        "$BFP" verify -f mxfp4 -s 40x96 --name $UP "$D/orig.$UP.bin" "$CT" >"$W/out" 2>&1
-        check "mxfp4: OCP's floor scale is not theirs: DIFFERENT (exit 1)" test $? -eq 1
-        "$BFP" verify -f mxfp4 --scale-mode even -s 40x96 --name $UP "$D/orig.$UP.bin" "$CT" >"$W/out" 2>&1
-        check "mxfp4: verify of a checkpoint directory (guessed), --scale-mode even: IDENTICAL" \
+        "$BFP" verify -f $fmt -s 40x96 --name $UP "$D/orig.$UP.bin" "$CT" >"$W/out" 2>&1
+        check "$fmt: OCP's floor scale is not theirs: DIFFERENT (exit 1)" test $? -eq 1
+        "$BFP" verify -f $fmt --scale-mode even -s 40x96 --name $UP "$D/orig.$UP.bin" "$CT" >"$W/out" 2>&1
+        check "$fmt: verify of a checkpoint directory (guessed), --scale-mode even: IDENTICAL" \
             test $? -eq 0
+    elif [ $fmt = mxfp8_e4m3 ]; then
+        # theirs rounds amax to E2M1's one mantissa bit, not E4M3's three, before
+        # the exponent: a block max of mantissa 1.75..1.9375 gets a scale one
+        # step up, and its codes follow that scale
+        "$BFP" verify --json --max-mismatches 100000 -f $fmt "${opt[@]}" -s 40x96 --name $UP \
+            "$D/orig.$UP.bin" "$CT" >"$W/j" 2>"$W/err"
+        check "mxfp8_e4m3: verify --scale-mode even: DIFFERENT (exit 1)" test $? -eq 1
+        check "mxfp8_e4m3: every scale theirs is one step up; codes follow it" "$PY" -c '
+import json, sys
+j = json.load(open(sys.argv[1])); m = j["first_mismatches"]
+assert len(m) == j["mismatches"] and j["planes"]["scales"]["differ"] > 0, j["planes"]
+up = {(x["row"], x["block"]) for x in m if x["plane"] == "scales"}
+assert all(x["received"] == x["expected"] + 1 for x in m if x["plane"] == "scales"), m
+assert all((x["row"], x["block"]) in up and x["cause"] == "scale-step"
+           for x in m if x["plane"] == "codes"), m' "$W/j"
     else
         check "nvfp4: verify of a shard runs (exit 0 or 1)" test $rc -le 1
         "$BFP" verify --json -f nvfp4 -s 40x96 --name $UP "$D/orig.$UP.bin" "$CT" >"$W/j" 2>"$W/err"
@@ -107,7 +123,8 @@ x = np.fromfile(sys.argv[2], "<f4").astype(np.float64)
 y = np.load(sys.argv[3]).astype(np.float64).ravel()
 sqnr = 10 * np.log10((x * x).sum() / ((x - y) ** 2).sum())
 assert abs(r[0]["sqnr_db"] - sqnr) < 1e-4, (r[0]["sqnr_db"], sqnr)
-assert r[0]["sqnr_db"] == r[1]["sqnr_db"] and r[0]["saturated"] == r[1]["saturated"], r
+if sys.argv[4] != "mxfp8_e4m3":  # its scale rule is not one of ours (above)
+    assert r[0]["sqnr_db"] == r[1]["sqnr_db"] and r[0]["saturated"] == r[1]["saturated"], r
 ' "$W/j" "$D/orig.$UP.bin" "$theirs" $fmt
     "$BFP" compare -f $fmt --ref "$D/orig/model-00001-of-00002.safetensors" \
         --ref-name $UP.weight "$CT/model-00001-of-00002.safetensors" >"$W/out" 2>"$W/err"

@@ -2,11 +2,11 @@
 """Write a checkpoint quantized and compressed by the compressed-tensors
 library itself (not by bfp), for tests/cli/test_ct_input.sh.
 
-usage: make_ct_ckpt.py DIR nvfp4|mxfp4
+usage: make_ct_ckpt.py DIR nvfp4|mxfp4|mxfp8_e4m3|mxfp6_e2m3
 
 DIR/orig: the bf16 originals, two shards with model.safetensors.index.json.
-DIR/ct:   the same model through compressed-tensors' NVFP4A16 / MXFP4A16
-          preset (scales from its own calculate_qparams / generate_gparam,
+DIR/ct:   the same model through compressed-tensors' NVFP4A16, MXFP4A16,
+          MXFP8A16 or MXFP6A16 preset (scales from its own calculate_qparams / generate_gparam,
           as llm-compressor's min-max observer computes them, then its
           compress_module), two shards, index and config.json with its
           quantization_config.
@@ -62,7 +62,9 @@ def save_shards(d, tensors, shard_of):
 def main():
     out, fmt = sys.argv[1], sys.argv[2]
     preset, ct_format = {"nvfp4": ("NVFP4A16", "nvfp4-pack-quantized"),
-                         "mxfp4": ("MXFP4A16", "mxfp4-pack-quantized")}[fmt]
+                         "mxfp4": ("MXFP4A16", "mxfp4-pack-quantized"),
+                         "mxfp8_e4m3": ("MXFP8A16", "mxfp8-quantized"),
+                         "mxfp6_e2m3": ("MXFP6A16", "mxfp6-pack-quantized")}[fmt]
     w = weights()
     norm = torch.ones(96, dtype=torch.bfloat16)
     module_of = lambda n: n.rsplit(".", 1)[0]
