@@ -156,6 +156,30 @@ refuse "verify: another shape" "holds nvfp4 40x96, not the nvfp4 24x64" \
     verify -f nvfp4 -s 24x64 --name $UP "$W/nvfp4/orig.$DOWN.bin" "$CT"
 refuse "verify: a float shard as DUT" "is not a directory" \
     verify -f nvfp4 -s 24x64 "$W/nvfp4/orig.$DOWN.bin" "$W/nvfp4/orig/model-00002-of-00002.safetensors"
+# a config.json naming a scheme bfp does not read (FP8 per channel), or its
+# group size not the format's block (W4A16's 128)
+edit_config() { # edit_config DIR KEY=VALUE: a copy of $CT with config.json changed
+    rm -rf "$1"; cp -r "$CT" "$1"
+    "$PY" - "$1/config.json" "$2" <<'PY'
+import json, sys
+p, (k, v) = sys.argv[1], sys.argv[2].split("=")
+c = json.load(open(p)); q = c["quantization_config"]
+if k == "format":
+    q["format"] = v
+else:
+    for g in q["config_groups"].values():
+        g["weights"]["group_size"] = int(v)
+json.dump(c, open(p, "w"))
+PY
+}
+edit_config "$W/bad_format" format=float-quantized
+refuse "dequantize: a config.json format bfp does not read" \
+    "config.json: quantization_config's format 'float-quantized' is not one bfp reads" \
+    dequantize --name $UP "$W/bad_format" "$W/x.npy"
+edit_config "$W/bad_group" group_size=128
+refuse "compare: a group size that is not the block" \
+    "config.json: 'nvfp4-pack-quantized' with group_size 128, not nvfp4's block of 16" \
+    compare --name $UP "$W/bad_group"
 refuse "dequantize: a module that is not there" "no quantized module 'nope'" \
     dequantize --name nope "$CT" "$W/x.npy"
 check "dequantize: nothing written on error" test ! -e "$W/x.npy"
