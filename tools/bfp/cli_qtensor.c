@@ -9,9 +9,32 @@
 
 #include <string.h>
 
-int cli_is_quantized(const char *path)
+/* A GGUF's tensor name (NULL: the file holds MXFP4 / NVFP4 tensors and no
+ * float one) is ggml blocks. */
+static int gguf_quantized(const char *path, const char *name)
 {
-    return !cli_has_suffix(path, ".gguf") && bfp_ckpt_is_quantized(path);
+    bfp_gguf_index idx;
+    char e[8];
+    int floats = 0, quants = 0, yes = 0;
+    if (bfp_gguf_list(path, &idx, e, sizeof e) != BFP_OK)
+        return 0; /* the float loader says what is wrong */
+    for (size_t i = 0; i < idx.count; i++) {
+        uint32_t ty = idx.tensors[i].ggml_type;
+        int q = ty == 39 || ty == 40, f = ty == 0 || ty == 1 || ty == 30;
+        if (name && strcmp(idx.tensors[i].name, name) == 0)
+            yes = q;
+        floats += f;
+        quants += q;
+    }
+    bfp_gguf_index_free(&idx);
+    return name ? yes : floats == 0 && quants > 0;
+}
+
+int cli_is_quantized(const char *path, const char *name)
+{
+    if (cli_has_suffix(path, ".gguf"))
+        return gguf_quantized(path, name);
+    return bfp_ckpt_is_quantized(path);
 }
 
 int cli_load_qtensor(const char *path, const char *name, bfp_qtensor *q)

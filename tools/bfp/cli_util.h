@@ -222,9 +222,10 @@ int cli_check_output(const char *path, int force);
 int cli_read_raw(const char *path, size_t rows, size_t cols, bfp_dtype dtype,
                  void **data);
 
-/** 1 if path is a quantized input other than a GGUF: a container of 'bfp
- * quantize', or a checkpoint of 'bfp convert' (directory or shard). */
-int cli_is_quantized(const char *path);
+/** 1 if tensor name (NULL: the only one) of path is quantized: a container
+ * of 'bfp quantize', a checkpoint of 'bfp convert' (directory or shard), or
+ * a GGUF's MXFP4 / NVFP4 tensor (without name: a GGUF with no float one). */
+int cli_is_quantized(const char *path, const char *name);
 
 /**
  * Load quantized tensor name (NULL: the only one) of a container, a 'bfp

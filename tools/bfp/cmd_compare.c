@@ -34,9 +34,10 @@ const char cmd_compare_usage[] =
     "required). Without FILE, every data/*.npy (the real MiniLM tensors the\n"
     "repository ships) is compared in sorted order.\n"
     "\n"
-    "A quantized FILE (a container of 'bfp quantize', or a checkpoint of 'bfp\n"
+    "A quantized FILE (a container of 'bfp quantize', a checkpoint of 'bfp\n"
     "convert' in the bfp or compressed-tensors layout: its directory or a\n"
-    "shard, --name TENSOR or MODULE) is compared by its dequantized values;\n"
+    "shard, --name TENSOR or MODULE; or a .gguf with --name naming an MXFP4\n"
+    "or NVFP4 tensor) is compared by its dequantized values;\n"
     "with --ref, the original tensor is compared instead, and a first row,\n"
     "'FORMAT (stored)', gives the error of the stored planes against it.\n"
     "\n"
@@ -352,7 +353,7 @@ static int compare_file(const char *path, const compare_args *a, cJSON *json,
     bfp_qtensor q;
     float *x = NULL, *ys = NULL;
     result *res = NULL;
-    int rc = -1, quantized = cli_is_quantized(path), stored = quantized && a->ref;
+    int rc = -1, quantized = cli_is_quantized(path, a->name), stored = quantized && a->ref;
     char desc[256], sh[128];
     memset(&t, 0, sizeof t);
     memset(&q, 0, sizeof q);
