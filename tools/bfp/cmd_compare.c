@@ -191,9 +191,13 @@ static void stored_row(const bfp_qtensor *q, const float *x, const float *y,
     r->f = bfp_format_get(q->format);
     r->stored = 1;
     r->qs.blocks = rows * q->sizes.blocks_per_row;
-    for (size_t i = 0; i < rows; i++) /* a NaN block decodes to NaN throughout */
-        for (size_t c = 0; c < cols; c += block)
-            r->qs.nonfinite_blocks += isnan(y[i * cols + c]) != 0;
+    for (size_t i = 0; i < rows; i++) /* blocks that decode to a NaN */
+        for (size_t c = 0; c < cols; c += block) {
+            int nan = 0;
+            for (size_t j = c; j < cols && j < c + block; j++)
+                nan |= isnan(y[i * cols + j]) != 0;
+            r->qs.nonfinite_blocks += (size_t)nan;
+        }
     r->bm_share = bfp_block_max_error_share(x, y, rows, cols, block);
 }
 
