@@ -473,6 +473,34 @@ bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *d_in,
                                size_t rows, size_t cols, bfp_dtype dtype,
                                void *d_dst, void *stream);
 
+/** Device buffers, a stream and pinned memory that bfp_cuda_quantize_host()
+ *  reuses from call to call (one caller at a time). */
+typedef struct bfp_cuda_stage bfp_cuda_stage;
+
+/**
+ * Make a stage on the current device; its buffers grow to the largest
+ * tensor quantized through it.
+ * @return BFP_OK; BFP_ERR_DEVICE without a usable GPU; BFP_ERR_UNSUPPORTED
+ *         in a build without CUDA; BFP_ERR_NOMEM
+ */
+bfp_status bfp_cuda_stage_create(bfp_cuda_stage **out);
+
+/** Free a stage (NULL-safe). */
+void bfp_cuda_stage_free(bfp_cuda_stage *s);
+
+/**
+ * bfp_cuda_quantize() from host memory to host memory: src (rows x cols of
+ * dtype, any host memory) is copied up in chunks, quantized, and the planes
+ * copied into out (host planes sized by bfp_plane_sizes_for()); returns
+ * when out is written. The planes of bfp_quantize(), bit for bit.
+ * @param nonfinite_blocks optional: the NaN blocks written
+ * @return as bfp_cuda_quantize(); BFP_ERR_DEVICE for a failed CUDA call
+ */
+bfp_status bfp_cuda_quantize_host(bfp_cuda_stage *s, bfp_format fmt, bfp_dtype dtype,
+                                  const void *src, size_t rows, size_t cols,
+                                  const bfp_options *opts, const bfp_planes *out,
+                                  size_t *nonfinite_blocks);
+
 /**
  * Launch choices of the GPU quantizer and dequantizer. They change speed
  * only, never a byte of output. A field left 0 takes the library's default

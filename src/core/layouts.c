@@ -59,7 +59,7 @@ static bfp_status ggml_check(bfp_format fmt, size_t rows, size_t cols, ggml_geom
 bfp_status bfp_ggml_to_planar(bfp_format fmt, const uint8_t *blocks, size_t rows,
                               size_t cols, const bfp_planes *out)
 {
-    ggml_geom g;
+    ggml_geom g = {0}; /* set by ggml_check; zero keeps gcc -O3 from guessing */
     bfp_plane_sizes sz;
     bfp_status st = ggml_check(fmt, rows, cols, &g, &sz);
     if (st != BFP_OK)
@@ -89,7 +89,7 @@ bfp_status bfp_ggml_to_planar(bfp_format fmt, const uint8_t *blocks, size_t rows
 bfp_status bfp_planar_to_ggml(bfp_format fmt, const bfp_const_planes *in, size_t rows,
                               size_t cols, uint8_t *blocks)
 {
-    ggml_geom g;
+    ggml_geom g = {0}; /* set by ggml_check; zero keeps gcc -O3 from guessing */
     bfp_plane_sizes sz;
     bfp_status st = ggml_check(fmt, rows, cols, &g, &sz);
     if (st != BFP_OK)

@@ -14,6 +14,23 @@ bfp_status bfp_cuda_quantize(bfp_format fmt, bfp_dtype dtype, const void *d_src,
     return BFP_ERR_UNSUPPORTED;
 }
 
+bfp_status bfp_cuda_stage_create(bfp_cuda_stage **out)
+{
+    if (out)
+        *out = NULL;
+    return BFP_ERR_UNSUPPORTED;
+}
+
+void bfp_cuda_stage_free(bfp_cuda_stage *s) {}
+
+bfp_status bfp_cuda_quantize_host(bfp_cuda_stage *s, bfp_format fmt, bfp_dtype dtype,
+                                  const void *src, size_t rows, size_t cols,
+                                  const bfp_options *opts, const bfp_planes *out,
+                                  size_t *nonfinite_blocks)
+{
+    return BFP_ERR_UNSUPPORTED;
+}
+
 bfp_status bfp_cuda_dequantize(bfp_format fmt, const bfp_const_planes *in, size_t rows,
                                size_t cols, bfp_dtype dtype, void *d_dst, void *stream)
 {

@@ -55,6 +55,8 @@ typedef struct {
     void (*progress)(void *ctx, const bfp_ckpt_progress *p);
     void *progress_ctx;
     const bfp_ckpt_ranks *ranks; /* NULL: a single process */
+    int device_cuda;         /* quantize with the GPU kernels on the current
+                                device (bfp_cuda_quantize_host): the same bytes */
 } bfp_ckpt_opts;
 
 /* One input tensor in the summary. */
@@ -111,5 +113,17 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
  * and no bfp container metadata. bfp_ct_load_qtensor() reads the bfp
  * layout's tensors too (name: the tensor, "NAME.weight"). */
 int bfp_ct_is_checkpoint(const char *path);
+
+/** 1 if path holds quantized tensors: what bfp_ct_is_checkpoint() accepts,
+ * or a container of `bfp quantize` (bfp.format metadata, bfp_qtensor_load). */
+int bfp_ckpt_is_quantized(const char *path);
+
+/**
+ * Load float tensor name of path: a file as bfp_tensor_load() does, or a
+ * checkpoint directory, through its model.safetensors.index.json (else its
+ * model.safetensors).
+ */
+bfp_status bfp_ckpt_tensor_load(const char *path, const char *name, bfp_tensor *t,
+                                char *err, size_t errlen);
 
 #endif /* BFP_CKPT_H */

@@ -30,8 +30,10 @@ static char *cat3(const char *a, const char *b, const char *c)
     return s;
 }
 
-/* The format named by a config.json's quantization_config, or 0. */
-static bfp_format config_format(const char *dir)
+/* The format named by a config.json's quantization_config, or 0; named
+ * gets the name it gives ("" without one), *group the weights' group_size
+ * of its config groups (0: none given; -1: they differ). */
+static bfp_format config_format(const char *dir, char *named, size_t namedlen, int *group)
 {
     char *path = cat3(dir, "/", "config.json"), *text = NULL, e[8];
     size_t len = 0;
@@ -40,6 +42,16 @@ static bfp_format config_format(const char *dir)
         cJSON *root = cJSON_ParseWithLength(text, len);
         const cJSON *qc = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(qc, "format");
+        const cJSON *g, *gs;
+        if (cJSON_IsString(f))
+            snprintf(named, namedlen, "%s", f->valuestring);
+        *group = 0;
+        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(qc, "config_groups")) {
+            gs = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(g, "weights"), "group_size");
+            if (cJSON_IsNumber(gs))
+                *group = *group && *group != gs->valueint ? -1 : gs->valueint;
+        }
         static const bfp_format all[] = {BFP_MXFP4, BFP_NVFP4, BFP_MXFP6_E2M3,
                                          BFP_MXFP8_E4M3, BFP_MXINT8, BFP_MXINT4};
         for (size_t i = 0; cJSON_IsString(f) && i < 6; i++) {
@@ -251,7 +263,17 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
     long iw = bfpio_st_find(&f, (tn = cat3(module, ".weight", "")));
     free(tn);
     tn = NULL;
-    bfp_format fmt = config_format(dir);
+    char named[64] = "";
+    int group = 0;
+    bfp_format fmt = config_format(dir, named, sizeof named, &group);
+    if (!fmt && named[0]) {
+        st = bfpio_fail(BFP_ERR_UNSUPPORTED, err, errlen,
+                        "%s/config.json: quantization_config's format '%s' is not one bfp "
+                        "reads (mxfp4-pack-quantized, nvfp4-pack-quantized, "
+                        "mxfp6-pack-quantized, mxfp8-quantized, int-quantized and "
+                        "pack-quantized with MX scales)", dir, named);
+        goto done;
+    }
     if (!fmt) { /* no config.json: the dtypes tell */
         if (strcmp(sc->dtype, "F8_E4M3") == 0)
             fmt = BFP_NVFP4;
@@ -266,6 +288,12 @@ bfp_status bfp_ct_load_qtensor(const char *path, const char *name,
             fmt = BFP_MXFP4;
     }
     const bfp_format_info *fi = bfp_format_get(fmt);
+    if (group && group != fi->block) {
+        st = bfpio_fail(BFP_ERR_UNSUPPORTED, err, errlen,
+                        "%s/config.json: '%s' with group_size %d, not %s's block of %d",
+                        dir, named, group, fi->name, fi->block);
+        goto done;
+    }
     if (sc->ndim != 2) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: %s.weight_scale is not 2-D",
                         file, module);
@@ -339,4 +367,35 @@ int bfp_ct_is_checkpoint(const char *path)
         yes |= has_suffix(f.entries[i].name, ".weight_scale");
     bfpio_st_close(&f);
     return yes;
+}
+
+int bfp_ckpt_is_quantized(const char *path)
+{
+    bfpio_st_file f;
+    char e[8];
+    if (bfp_ct_is_checkpoint(path))
+        return 1;
+    if (bfpio_st_open(&f, path, e, sizeof e) != BFP_OK)
+        return 0;
+    int yes = bfpio_st_meta(&f, "bfp.format") != NULL; /* bfp quantize's container */
+    bfpio_st_close(&f);
+    return yes;
+}
+
+bfp_status bfp_ckpt_tensor_load(const char *path, const char *name, bfp_tensor *t,
+                                char *err, size_t errlen)
+{
+    if (!is_dir(path))
+        return bfp_tensor_load(path, name, t, err, errlen);
+    if (!name)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen,
+                          "%s is a checkpoint directory: name the tensor to read", path);
+    char *file = shard_for(path, name);
+    if (!file)
+        return bfpio_fail(BFP_ERR_DATA, err, errlen,
+                          "%s: no tensor '%s' in its model.safetensors.index.json", path,
+                          name);
+    bfp_status st = bfp_tensor_load(file, name, t, err, errlen);
+    free(file);
+    return st;
 }

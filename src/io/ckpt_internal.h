@@ -149,4 +149,40 @@ bfp_status ck_manifest_merge(const ck_plan *p, ck_manifest *mf, const int *owner
 void ck_manifest_drop_parts(const char *out);
 void ck_manifest_free(ck_manifest *mf);
 
+/* ---- one tensor at a time (ckpt_tensor.c) ---- */
+
+/* The input shard mapped in memory. */
+typedef struct {
+    size_t shard;
+    const uint8_t *map;
+    size_t len;
+} ck_map;
+bfp_status ck_map_shard(const ck_plan *p, size_t shard, ck_map *m, char *err,
+                        size_t errlen);
+void ck_unmap(ck_map *m);
+/* Done with a tensor's input pages: out of this process's resident set
+ * (the page cache keeps them), so memory follows the tensor, not the shard. */
+void ck_drop_pages(const ck_map *m, uint64_t off, uint64_t n);
+
+/* Growing work buffers, sized by the largest tensor. */
+typedef struct {
+    uint8_t *codes, *scales, *meta, *ggml;
+    uint16_t *bf16_scales;
+    uint8_t *int4_codes;
+    int64_t shape[2];
+    float tscale;
+    float *x, *y; /* --report */
+    size_t cap[8];
+    bfp_cuda_stage *stage; /* --device cuda, else NULL */
+} ck_bufs;
+/* Empty buffers, and the GPU stage for --device cuda (or why there is none). */
+bfp_status ck_bufs_init(ck_bufs *b, const bfp_ckpt_opts *o, char *err, size_t errlen);
+void ck_bufs_free(ck_bufs *b);
+/* Quantize input tensor i (its bytes at src) into b; rt gets its NaN blocks
+ * and, with --report, its SQNR. */
+bfp_status ck_quantize(const ck_plan *p, size_t i, const void *src, ck_bufs *b,
+                       bfp_ckpt_tensor *rt, char *err, size_t errlen);
+/* The bytes output tensor o takes: a plane in b, or the input's (src). */
+const void *ck_out_data(const ck_bufs *b, const ck_out *o, const void *src);
+
 #endif /* BFP_CKPT_INTERNAL_H */

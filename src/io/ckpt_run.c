@@ -7,7 +7,7 @@
  * and hash; a rerun with the same settings keeps the files that still match
  * and redoes the rest. Under mpirun the ranks share the files (or the
  * tensors of few files) by bytes and agree on their status at barriers
- * (docs/convert-mpi.md).
+ * (docs/convert-mpi.md). Each tensor's bytes come from ckpt_tensor.c.
  */
 #define _GNU_SOURCE
 
@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,80 +102,6 @@ static bfp_status pwrite_all(int fd, const void *data, uint64_t n, uint64_t off,
     return BFP_OK;
 }
 
-/* The input shard mapped in memory. */
-typedef struct {
-    size_t shard;
-    const uint8_t *map;
-    size_t len;
-} ck_map;
-
-static void unmap(ck_map *m)
-{
-    if (m->map)
-        munmap((void *)m->map, m->len);
-    m->map = NULL;
-}
-
-static bfp_status map_shard(const ck_plan *p, size_t shard, ck_map *m, char *err,
-                            size_t errlen)
-{
-    if (m->map && m->shard == shard)
-        return BFP_OK;
-    unmap(m);
-    const char *path = p->shard_paths[shard];
-    int fd = open(path, O_RDONLY);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot open: %s", path,
-                          strerror(errno));
-    }
-    m->len = (size_t)sb.st_size;
-    void *a = m->len ? mmap(NULL, m->len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
-    close(fd);
-    if (a == MAP_FAILED)
-        return bfpio_fail(BFP_ERR_IO, err, errlen, "%s: cannot map: %s", path,
-                          strerror(errno));
-    madvise(a, m->len, MADV_SEQUENTIAL);
-    m->map = a;
-    m->shard = shard;
-    return BFP_OK;
-}
-
-/* Done with a tensor's input pages: out of this process's resident set
- * (the page cache keeps them), so memory follows the tensor, not the shard. */
-static void drop_pages(const ck_map *m, uint64_t off, uint64_t n)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    uint64_t a = off / (uint64_t)pg * (uint64_t)pg, end = off + n;
-    if (pg > 0 && end > a)
-        madvise((void *)(m->map + a), (size_t)(end - a), MADV_DONTNEED);
-}
-
-/* Growing work buffers, sized by the largest tensor. */
-typedef struct {
-    uint8_t *codes, *scales, *meta, *ggml;
-    uint16_t *bf16_scales;
-    uint8_t *int4_codes;
-    int64_t shape[2];
-    float tscale;
-    float *x, *y; /* --report */
-    size_t cap[8];
-} ck_bufs;
-
-static int grow(void **b, size_t *cap, size_t n)
-{
-    if (n <= *cap)
-        return 1;
-    void *r = realloc(*b, n);
-    if (!r)
-        return 0;
-    *b = r;
-    *cap = n;
-    return 1;
-}
-
 typedef struct {
     ck_plan *p;
     bfp_ckpt_summary *s;
@@ -186,108 +111,6 @@ typedef struct {
     size_t done_tensors;
     uint64_t done_bytes, total_bytes;
 } ck_run;
-
-static void to_f32(bfp_dtype d, const void *src, size_t n, float *x)
-{
-    const uint16_t *h = src;
-    if (d == BFP_DTYPE_F32)
-        memcpy(x, src, n * 4);
-    else
-        for (size_t i = 0; i < n; i++)
-            x[i] = d == BFP_DTYPE_BF16 ? bfp_bf16_to_f32(h[i]) : bfp_f16_to_f32(h[i]);
-}
-
-/* Quantize input tensor i into the work buffers. */
-static bfp_status quantize_one(ck_run *r, size_t i, const void *src, char *err,
-                               size_t errlen)
-{
-    const ck_plan *p = r->p;
-    const ck_in *t = &p->ins[i];
-    bfp_plane_sizes sz;
-    bfp_options opts = p->o.opts;
-    bfp_stats stats;
-    bfp_status st = bfp_plane_sizes_for(p->o.format, t->rows, t->cols, &sz);
-    if (st != BFP_OK)
-        return bfpio_fail(st, err, errlen, "%s: tensor '%s': %s",
-                          p->shard_paths[t->shard], t->name, bfp_status_str(st));
-    if (p->o.layout == BFP_CKPT_LAYOUT_GGUF && p->o.format == BFP_NVFP4)
-        opts.nvfp4_no_tensor_scale = 1; /* ggml's NVFP4 has no tensor scale */
-    ck_bufs *b = &r->b;
-    if (!grow((void **)&b->codes, &b->cap[0], sz.codes) ||
-        !grow((void **)&b->scales, &b->cap[1], sz.scales) ||
-        !grow((void **)&b->meta, &b->cap[2], sz.meta ? sz.meta : 1))
-        return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-    bfp_planes pl = {b->codes, b->scales, b->meta, &b->tscale};
-    b->tscale = 1.0f;
-    st = bfp_quantize(p->o.format, t->fdtype, src, t->rows, t->cols, &opts, &pl,
-                      &stats);
-    if (st != BFP_OK)
-        return bfpio_fail(st, err, errlen, "%s: tensor '%s': %s",
-                          p->shard_paths[t->shard], t->name, bfp_status_str(st));
-    bfp_ckpt_tensor *rt = &r->s->t[i];
-    rt->nonfinite_blocks = stats.nonfinite_blocks;
-    if (p->o.layout == BFP_CKPT_LAYOUT_GGUF) {
-        size_t gb;
-        bfp_const_planes cp = {b->codes, b->scales, b->meta, &b->tscale};
-        if ((st = bfp_ggml_size(p->o.format, t->rows, t->cols, &gb)) != BFP_OK ||
-            !grow((void **)&b->ggml, &b->cap[3], gb) ||
-            (st = bfp_planar_to_ggml(p->o.format, &cp, t->rows, t->cols, b->ggml)) != BFP_OK)
-            return bfpio_fail(st ? st : BFP_ERR_NOMEM, err, errlen,
-                              "%s: tensor '%s': ggml blocks: %s",
-                              p->shard_paths[t->shard], t->name,
-                              bfp_status_str(st ? st : BFP_ERR_NOMEM));
-    }
-    int int4 = p->o.format == BFP_MXINT4;
-    if (p->o.layout == BFP_CKPT_LAYOUT_CT && (p->o.format == BFP_MXINT8 || int4)) {
-        if (!grow((void **)&b->bf16_scales, &b->cap[6], sz.scales * 2) ||
-            (int4 && !grow((void **)&b->int4_codes, &b->cap[7], sz.codes)))
-            return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-        for (size_t k = 0; k < sz.scales; k++)
-            b->bf16_scales[k] = ck_e8m0_to_bf16_scale(b->scales[k], int4 ? 2 : 6);
-        for (size_t k = 0; int4 && k < sz.codes; k++)
-            b->int4_codes[k] = b->codes[k] ^ 0x88; /* two's complement k -> k + 8 */
-        b->shape[0] = (int64_t)t->rows;
-        b->shape[1] = (int64_t)t->cols;
-    }
-    if (p->o.report) {
-        size_t n = t->rows * t->cols;
-        bfp_const_planes cp = {b->codes, b->scales, b->meta, &b->tscale};
-        bfp_error_stats es;
-        if (!grow((void **)&b->x, &b->cap[4], n * 4) ||
-            !grow((void **)&b->y, &b->cap[5], n * 4))
-            return bfpio_fail(BFP_ERR_NOMEM, err, errlen, "out of memory");
-        to_f32(t->fdtype, src, n, b->x);
-        if ((st = bfp_dequantize_to_f32(p->o.format, &cp, t->rows, t->cols, b->y)) != BFP_OK)
-            return bfpio_fail(st, err, errlen, "dequantize: %s", bfp_status_str(st));
-        bfp_error_stats_f32(b->x, b->y, n, &es);
-        rt->sqnr_db = es.sqnr_db;
-    }
-    return BFP_OK;
-}
-
-static const void *role_data(const ck_run *r, const ck_out *o, const void *src)
-{
-    switch (o->role) {
-    case CK_CODES:
-        return r->b.codes;
-    case CK_SCALES:
-        return r->b.scales;
-    case CK_META:
-        return r->b.meta;
-    case CK_TSCALE:
-        return &r->b.tscale;
-    case CK_GGML:
-        return r->b.ggml;
-    case CK_SCALES_BF16:
-        return r->b.bf16_scales;
-    case CK_CODES_INT4:
-        return r->b.int4_codes;
-    case CK_SHAPE:
-        return r->b.shape;
-    default:
-        return src;
-    }
-}
 
 static void report_progress(ck_run *r, uint64_t bytes)
 {
@@ -345,7 +168,7 @@ static bfp_status write_range(ck_run *r, const ck_file *f, int fd, const char *t
         k++;
     for (size_t i = a; st == BFP_OK && i < b; i++) {
         const ck_in *t = &p->ins[i];
-        if ((st = map_shard(p, t->shard, &r->m, err, errlen)) != BFP_OK)
+        if ((st = ck_map_shard(p, t->shard, &r->m, err, errlen)) != BFP_OK)
             break;
         if (t->off + t->nbytes > r->m.len) {
             st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: changed while read",
@@ -353,12 +176,13 @@ static bfp_status write_range(ck_run *r, const ck_file *f, int fd, const char *t
             break;
         }
         const uint8_t *src = r->m.map + t->off;
-        if (t->quant && (st = quantize_one(r, i, src, err, errlen)) != BFP_OK)
+        if (t->quant &&
+            (st = ck_quantize(p, i, src, &r->b, &r->s->t[i], err, errlen)) != BFP_OK)
             break;
         for (; st == BFP_OK && k < f->nouts && f->outs[k].src == i; k++)
-            st = pwrite_all(fd, role_data(r, &f->outs[k], src), f->outs[k].nbytes,
+            st = pwrite_all(fd, ck_out_data(&r->b, &f->outs[k], src), f->outs[k].nbytes,
                             f->header_len + f->outs[k].off, tmp, err, errlen);
-        drop_pages(&r->m, t->off, t->nbytes);
+        ck_drop_pages(&r->m, t->off, t->nbytes);
         report_progress(r, t->nbytes);
     }
     return st;
@@ -736,6 +560,8 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
                           gguf ? "%s: the gguf layout writes one .gguf file"
                                : "%s: OUT is a directory (a .gguf OUT needs "
                                  "--layout gguf)", out);
+    if ((st = ck_bufs_init(&r.b, o, err, errlen)) != BFP_OK)
+        return st;
     /* the checks above are the same on every rank; from here one may fail */
     st = ck_plan_make(&p, in, out, o, err, errlen);
     r.p = &p;
@@ -757,7 +583,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
     if (st == BFP_OK) {
         st = split ? run_split(&r, &mf, &t, owner, trank, owned, gguf, err, errlen)
                    : run_whole(&r, &mf, &t, owner, owned, gguf, err, errlen);
-        unmap(&r.m);
+        ck_unmap(&r.m);
         st = agree(&t, st, err, errlen);
     }
     /* all ranks done: one writes the manifest and the metadata */
@@ -775,14 +601,7 @@ bfp_status bfp_ckpt_convert(const char *in, const char *out,
             st = sum_summary(&t, trank, s, err, errlen);
     }
     s->seconds = now_s() - r.t0;
-    free(r.b.codes);
-    free(r.b.scales);
-    free(r.b.meta);
-    free(r.b.ggml);
-    free(r.b.bf16_scales);
-    free(r.b.int4_codes);
-    free(r.b.x);
-    free(r.b.y);
+    ck_bufs_free(&r.b);
     free(owner);
     free(trank);
     free(owned);

@@ -85,6 +85,17 @@ check "... naming both" grep -q "holds mxfp4 96x64, not the nvfp4 96x64" "$W/err
 "$BFP" convert -f nvfp4 --layout gguf "$W/in" "$W/m.gguf" >"$W/out" 2>"$W/err"
 check "gguf nvfp4: exit 0" test $? -eq 0
 check "gguf: 4 quantized (down_proj's 96 columns are not a multiple of 64)" grep -q "4 quantized" "$W/out"
+# compare a converted tensor (ggml blocks here, tensor scale 1) with its
+# original: the stored row is what the reference makes with --no-tensor-scale
+"$BFP" compare --json -f nvfp4 --no-tensor-scale --name model.layers.0.mlp.up_proj.weight \
+    --ref "$W/in" "$W/m.gguf" >"$W/j" 2>"$W/err"
+check "compare --ref of a GGUF's NVFP4 tensor: exit 0" test $? -eq 0
+check "compare: the stored row equals the reference's" "$PY" -c '
+import json, sys
+t = json.load(open(sys.argv[1]))[0]; r = t["results"]
+assert t["input"].startswith("nvfp4 96x64 stored, against --ref"), t["input"]
+assert [(x["format"], x["stored"]) for x in r] == [("nvfp4", True), ("nvfp4", False)], r
+assert r[0]["sqnr_db"] == r[1]["sqnr_db"] and r[0]["rmse"] == r[1]["rmse"], r' "$W/j"
 "$BFP" convert -f mxfp8_e5m2+ "$W/in" "$W/bfp" >"$W/out" 2>"$W/err"
 check "bfp layout, an MX+ format: exit 0" test $? -eq 0
 check "bfp layout quantizes the odd 7x33 too" grep -q "6 quantized" "$W/out"

@@ -110,10 +110,14 @@ fails "dequantize: output not .npy/.safetensors" "must end in .npy or .safetenso
 fails "dequantize: unknown dtype" "unknown dtype 'int8'" "$W/d.npy" -- dequantize -t int8 "$W/q.safetensors" "$W/d.npy"
 
 # A quantized container is not a float tensor, whatever its format (an
-# NVFP4 one holds an F32 tensor scale).
+# NVFP4 one holds an F32 tensor scale): quantize refuses it, compare reads
+# its planes (its dequantized 2x32 values, not the one-value tensor scale).
 for f in mxfp4 nvfp4 nvfp4+; do
     "$BFP" quantize -f "$f" "$W/in.npy" "$W/c_$f.safetensors" >/dev/null
-    fails "compare: a $f container" "bfp quantized container" "" -- compare -f mxfp4 "$W/c_$f.safetensors"
+    "$BFP" compare -f mxfp4 "$W/c_$f.safetensors" >"$W/stdout" 2>"$W/stderr"
+    check "compare: a $f container is read as its planes" \
+        grep -q "c_$f.safetensors: $f 2x32 stored, its dequantized values (f32), 64 values" "$W/stdout"
+    fails "compare: a $f container with -s" "carries its own shape" "" -- compare -f mxfp4 -s 2x32 "$W/c_$f.safetensors"
     fails "quantize: a $f container" "bfp quantized container" "$W/cq.safetensors" -- quantize -f mxfp4 "$W/c_$f.safetensors" "$W/cq.safetensors"
 done
 

@@ -93,6 +93,53 @@ int cli_getopt_fail(const char *cmd, int c, char *const *argv)
     return -1;
 }
 
+void cli_opts_init(cli_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    cli_quant_opts_init(&o->qo);
+    o->dtype = BFP_DTYPE_F32;
+}
+
+int cli_opts_take(cli_opts *o, int c, const char *arg, const char *cmd,
+                  const char *usage, char *const *argv)
+{
+    int r = cli_quant_opts_parse(&o->qo, c, arg);
+    if (r != 0)
+        return r > 0 ? CLI_OPT_TAKEN : CLI_EXIT_ERR;
+    switch (c) {
+    case 'f':
+        if (cli_parse_format(arg, &o->fmt) != 0)
+            return CLI_EXIT_ERR;
+        o->have_fmt = 1;
+        return CLI_OPT_TAKEN;
+    case 's':
+        if (cli_parse_shape(arg, &o->rows, &o->cols) != 0)
+            return CLI_EXIT_ERR;
+        o->have_shape = 1;
+        return CLI_OPT_TAKEN;
+    case 't':
+        if (cli_parse_dtype(arg, 1, &o->dtype) != 0)
+            return CLI_EXIT_ERR;
+        o->have_dtype = 1;
+        return CLI_OPT_TAKEN;
+    case OPT_NAME:
+        o->name = arg;
+        return CLI_OPT_TAKEN;
+    case OPT_JSON:
+        o->json = 1;
+        return CLI_OPT_TAKEN;
+    case OPT_FORCE:
+        o->force = 1;
+        return CLI_OPT_TAKEN;
+    case OPT_HELP:
+        fputs(usage, stdout);
+        return CLI_EXIT_OK;
+    default:
+        cli_getopt_fail(cmd, c, argv);
+        return CLI_EXIT_ERR;
+    }
+}
+
 int cli_want_args(const char *cmd, int got, int want, const char *what)
 {
     if (got == want)

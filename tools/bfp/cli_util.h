@@ -98,6 +98,34 @@ void cli_getopt_reset(void);
 /** Report getopt_long's '?' or ':' result as one error line; returns -1. */
 int cli_getopt_fail(const char *cmd, int c, char *const *argv);
 
+/* The options several commands share, as the command line gave them. */
+typedef struct {
+    cli_quant_opts qo;  /* --rounding --seed --scale-mode --no-tensor-scale --2d */
+    bfp_format fmt;     /* -f FORMAT */
+    int have_fmt;
+    size_t rows, cols;  /* -s ROWSxCOLS */
+    int have_shape;
+    bfp_dtype dtype;    /* -t f32|bf16|f16, f32 unless given */
+    int have_dtype;
+    const char *name;   /* --name */
+    int json, force;    /* --json, --force */
+} cli_opts;
+
+void cli_opts_init(cli_opts *o);
+
+#define CLI_OPT_TAKEN (-1)
+
+/**
+ * The default: branch of a command's option switch: take getopt_long's c
+ * when it is a shared option (getopt returns only those in the command's
+ * longopts), print usage for --help, report an unknown option or a missing
+ * value as "CMD: ...".
+ * @return CLI_OPT_TAKEN (parse on), or the exit code to return now:
+ *         CLI_EXIT_OK after --help, CLI_EXIT_ERR (reported)
+ */
+int cli_opts_take(cli_opts *o, int c, const char *arg, const char *cmd,
+                  const char *usage, char *const *argv);
+
 /** Check the number of positional arguments: "CMD needs WHAT, got N". */
 int cli_want_args(const char *cmd, int got, int want, const char *what);
 
@@ -193,5 +221,17 @@ int cli_check_output(const char *path, int force);
  */
 int cli_read_raw(const char *path, size_t rows, size_t cols, bfp_dtype dtype,
                  void **data);
+
+/** 1 if tensor name (NULL: the only one) of path is quantized: a container
+ * of 'bfp quantize', a checkpoint of 'bfp convert' (directory or shard), or
+ * a GGUF's MXFP4 / NVFP4 tensor (without name: a GGUF with no float one). */
+int cli_is_quantized(const char *path, const char *name);
+
+/**
+ * Load quantized tensor name (NULL: the only one) of a container, a 'bfp
+ * convert' checkpoint (bfp or compressed-tensors layout, where name is the
+ * module) or a .gguf (cli_qtensor.c). @return 0, or -1 (reported)
+ */
+int cli_load_qtensor(const char *path, const char *name, bfp_qtensor *q);
 
 #endif /* BFP_CLI_UTIL_H */

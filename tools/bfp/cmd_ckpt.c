@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_LAYOUT = 0x200, OPT_INCLUDE, OPT_EXCLUDE, OPT_REPORT };
+enum { OPT_LAYOUT = 0x200, OPT_INCLUDE, OPT_EXCLUDE, OPT_REPORT, OPT_DEVICE };
 
 const char cmd_ckpt_usage[] =
     "usage: bfp convert -f FORMAT [--layout bfp|compressed-tensors|gguf]\n"
@@ -38,6 +38,8 @@ const char cmd_ckpt_usage[] =
     "  --include RE         also quantize the tensors whose name matches RE\n"
     "                       (POSIX extended regex)\n"
     "  --exclude RE         never quantize the tensors whose name matches RE\n"
+    "  --device cpu|cuda    quantize on the CPU (default) or with the GPU\n"
+    "                       kernels (a CUDA build): the same bytes either way\n"
     "  --rounding, --seed, --scale-mode, --no-tensor-scale, --2d\n"
     "                       as for 'bfp quantize'\n"
     "  --json               print a JSON summary on stdout\n"
@@ -126,6 +128,7 @@ static int print_json(const char *in, const char *out, const bfp_ckpt_opts *o,
     cJSON_AddStringToObject(j, "output", out);
     cJSON_AddStringToObject(j, "format", bfp_format_get(o->format)->name);
     cJSON_AddStringToObject(j, "layout", bfp_ckpt_layout_name(o->layout));
+    cJSON_AddStringToObject(j, "device", o->device_cuda ? "cuda" : "cpu");
     cJSON_AddNumberToObject(j, "shards", (double)s->shards);
     cJSON_AddNumberToObject(j, "shards_kept", (double)s->shards_kept);
     cJSON_AddNumberToObject(j, "tensors", (double)s->tensors);
@@ -194,33 +197,24 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
         {"include", required_argument, NULL, OPT_INCLUDE},
         {"exclude", required_argument, NULL, OPT_EXCLUDE},
         {"report", no_argument, NULL, OPT_REPORT},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
         {"force", no_argument, NULL, OPT_FORCE},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    cli_quant_opts qo;
+    cli_opts co;
     bfp_ckpt_opts o;
     bfp_ckpt_summary s;
     progress_state ps = {0, 0};
     progress_hook hook = {NULL, -1, 0};
-    int have_fmt = 0, json = 0, c;
+    int c;
     char err[CLI_ERRLEN] = "";
 
     memset(&o, 0, sizeof o);
-    cli_quant_opts_init(&qo);
+    cli_opts_init(&co);
     while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
-        int r = cli_quant_opts_parse(&qo, c, optarg);
-        if (r < 0)
-            return CLI_EXIT_ERR;
-        if (r > 0)
-            continue;
         switch (c) {
-        case 'f':
-            if (cli_parse_format(optarg, &o.format) != 0)
-                return CLI_EXIT_ERR;
-            have_fmt = 1;
-            break;
         case OPT_LAYOUT:
             if (!bfp_ckpt_layout_from_name(optarg, &o.layout)) {
                 cli_error("unknown layout '%s' (bfp, compressed-tensors, gguf)", optarg);
@@ -236,21 +230,23 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
         case OPT_REPORT:
             o.report = 1;
             break;
-        case OPT_JSON:
-            json = 1;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0) {
+                cli_error("unknown device '%s' (cpu, cuda)", optarg);
+                return CLI_EXIT_ERR;
+            }
+            o.device_cuda = strcmp(optarg, "cuda") == 0;
             break;
-        case OPT_FORCE:
-            o.force = 1;
-            break;
-        case OPT_HELP:
-            fputs(cmd_ckpt_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            cli_getopt_fail("convert", c, argv);
-            return CLI_EXIT_ERR;
+        default: {
+            int r = cli_opts_take(&co, c, optarg, "convert", cmd_ckpt_usage, argv);
+            if (r != CLI_OPT_TAKEN)
+                return r;
+        }
         }
     }
-    if (!have_fmt) {
+    o.format = co.fmt;
+    o.force = co.force;
+    if (!co.have_fmt) {
         cli_error("convert needs -f FORMAT (see 'bfp formats')");
         return CLI_EXIT_ERR;
     }
@@ -258,14 +254,14 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
         return CLI_EXIT_ERR;
     const bfp_format_info *f = bfp_format_get(o.format);
     const char *why;
-    if (cli_quant_opts_check(&qo, f) != 0)
+    if (cli_quant_opts_check(&co.qo, f) != 0)
         return CLI_EXIT_ERR;
     if (!bfp_ckpt_layout_supports(o.layout, o.format, &why)) {
         cli_error("%s cannot be written in the %s layout: %s", f->name,
                   bfp_ckpt_layout_name(o.layout), why);
         return CLI_EXIT_ERR;
     }
-    o.opts = qo.opts;
+    o.opts = co.qo.opts;
     o.ranks = ranks;
     /* under mpirun no bar: a rank sees only its share */
     hook.bar = !ranks && isatty(STDERR_FILENO) ? &ps : NULL;
@@ -284,7 +280,7 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
         return CLI_EXIT_ERR;
     }
     int rc = CLI_EXIT_OK;
-    if (json) {
+    if (co.json) {
         if (print_json(in, out, &o, &s) != 0) {
             cli_error("out of memory");
             rc = CLI_EXIT_ERR;

@@ -6,6 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bfp_ckpt.h"
 #include "cli_util.h"
 #include "commands.h"
 
@@ -16,7 +17,8 @@
 
 const char cmd_compare_usage[] =
     "usage: bfp compare [FILE] [-f FORMAT,FORMAT,...] [--name TENSOR] [--json]\n"
-    "                   [-s ROWSxCOLS -t DTYPE] [quantization options]\n"
+    "                   [-s ROWSxCOLS -t DTYPE] [--ref FILE [--ref-name TENSOR]]\n"
+    "                   [quantization options]\n"
     "\n"
     "Quantize a float tensor with every format (or those of -f), dequantize\n"
     "it, and print one row per format in format-table order: bits per\n"
@@ -32,9 +34,20 @@ const char cmd_compare_usage[] =
     "required). Without FILE, every data/*.npy (the real MiniLM tensors the\n"
     "repository ships) is compared in sorted order.\n"
     "\n"
+    "A quantized FILE (a container of 'bfp quantize', a checkpoint of 'bfp\n"
+    "convert' in the bfp or compressed-tensors layout: its directory or a\n"
+    "shard, --name TENSOR or MODULE; or a .gguf with --name naming an MXFP4\n"
+    "or NVFP4 tensor) is compared by its dequantized values;\n"
+    "with --ref, the original tensor is compared instead, and a first row,\n"
+    "'FORMAT (stored)', gives the error of the stored planes against it.\n"
+    "\n"
     "  -f, --formats LIST     comma-separated format names (default: all)\n"
     "  --name TENSOR          tensor to read from a .safetensors or .gguf file\n"
     "  --json                 one JSON array (one object per tensor)\n"
+    "  --ref FILE             the original float tensor of a quantized FILE\n"
+    "                         (.npy, .safetensors, .gguf, or a checkpoint\n"
+    "                         directory)\n"
+    "  --ref-name TENSOR      its tensor (default: --name, else --name.weight)\n"
     "  -s, --shape ROWSxCOLS  shape of a raw FILE\n"
     "  -t, --dtype DTYPE      values of a raw FILE: f32 (default), bf16, f16\n"
     "  --rounding MODE        rne, away, zero, stochastic (default: each\n"
@@ -48,6 +61,7 @@ const char cmd_compare_usage[] =
 
 typedef struct {
     const bfp_format_info *f;
+    int stored;       /* the planes FILE holds, not quantized here */
     bfp_stats qs;
     bfp_error_stats es;
     double bm_share;
@@ -62,7 +76,10 @@ typedef struct {
     int raw_shape;    /* -s given */
     size_t rows, cols;
     bfp_dtype raw_dtype;
+    const char *ref, *ref_name; /* the original of a quantized FILE */
 } compare_args;
+
+enum { OPT_REF = 0x200, OPT_REF_NAME };
 
 
 /* Load FILE as a tensor; raw files need the shape from -s. */
@@ -112,6 +129,78 @@ static int load_tensor(const char *path, const compare_args *a, bfp_tensor *t)
     return 0;
 }
 
+/* --ref's tensor, of the stored tensor's shape: --ref-name, else --name,
+ * else --name.weight (the original of a compressed-tensors MODULE). */
+static int load_ref(const compare_args *a, const bfp_qtensor *q, bfp_tensor *t)
+{
+    char err[CLI_ERRLEN] = "", e2[CLI_ERRLEN], s1[128], s2[128];
+    const char *name = a->ref_name ? a->ref_name : a->name;
+    bfp_status st = bfp_ckpt_tensor_load(a->ref, name, t, err, sizeof err);
+    if (st != BFP_OK && !a->ref_name && a->name) {
+        size_t n = strlen(a->name) + sizeof ".weight";
+        char *w = cli_alloc(n, "a tensor name");
+        if (!w)
+            return -1;
+        snprintf(w, n, "%s.weight", a->name);
+        if (bfp_ckpt_tensor_load(a->ref, w, t, e2, sizeof e2) == BFP_OK)
+            st = BFP_OK;
+        free(w);
+    }
+    if (st != BFP_OK) {
+        cli_io_error(err, st);
+        return -1;
+    }
+    if (t->ndim != q->ndim || memcmp(t->shape, q->shape, q->ndim * sizeof *q->shape) != 0) {
+        cli_error("--ref %s: its tensor is %s, the stored one %s", a->ref,
+                  cli_shape_str(t->shape, t->ndim, s1, sizeof s1),
+                  cli_shape_str(q->shape, q->ndim, s2, sizeof s2));
+        bfp_tensor_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+/* A quantized FILE: q its stored tensor, y its values; t the tensor to
+ * compare: --ref's, or (taking y over) y itself as float32. */
+static int load_stored(const char *path, const compare_args *a, bfp_qtensor *q,
+                       bfp_tensor *t, float **y)
+{
+    if (a->raw_shape) {
+        cli_error("-s and -t are for raw input; %s carries its own shape", path);
+        return -1;
+    }
+    if (cli_load_qtensor(path, a->name, q) != 0 || !(*y = cli_dequantize_f32(q)))
+        return -1;
+    if (a->ref)
+        return load_ref(a, q, t);
+    t->dtype = BFP_DTYPE_F32;
+    t->ndim = q->ndim;
+    memcpy(t->shape, q->shape, sizeof t->shape);
+    t->nbytes = q->rows * q->cols * 4;
+    t->data = *y;
+    *y = NULL;
+    return 0;
+}
+
+/* The stored planes q (values y) against x, as res's first row. */
+static void stored_row(const bfp_qtensor *q, const float *x, const float *y,
+                       result *r)
+{
+    size_t rows = q->rows, cols = q->cols, block = (size_t)bfp_format_get(q->format)->block;
+    memset(r, 0, sizeof *r);
+    r->f = bfp_format_get(q->format);
+    r->stored = 1;
+    r->qs.blocks = rows * q->sizes.blocks_per_row;
+    for (size_t i = 0; i < rows; i++) /* blocks that decode to a NaN */
+        for (size_t c = 0; c < cols; c += block) {
+            int nan = 0;
+            for (size_t j = c; j < cols && j < c + block; j++)
+                nan |= isnan(y[i * cols + j]) != 0;
+            r->qs.nonfinite_blocks += (size_t)nan;
+        }
+    r->bm_share = bfp_block_max_error_share(x, y, rows, cols, block);
+}
+
 /* Quantize x with every format into res[]. */
 static int run_formats(const bfp_tensor *t, const float *x,
                        const compare_args *a, result *res)
@@ -124,8 +213,8 @@ static int run_formats(const bfp_tensor *t, const float *x,
         bfp_qtensor q;
         float *y = NULL;
         memset(&q, 0, sizeof q);
+        memset(&res[k], 0, sizeof res[k]);
         res[k].f = f;
-        memset(&res[k].qs, 0, sizeof res[k].qs);
         int ok = cli_quantize(f->id, &o, t->dtype, t->data, t->ndim, t->shape,
                               &q, &res[k].qs) == 0 &&
                  (y = cli_dequantize_f32(&q)) != NULL;
@@ -154,35 +243,34 @@ static const char *num(char *buf, size_t len, double v, int decimals)
     return buf;
 }
 
-static void print_table(const char *path, const bfp_tensor *t,
+static void print_table(const char *path, const bfp_tensor *t, const char *desc,
                         size_t nonfinite, const compare_args *a,
-                        const result *res)
+                        const result *res, int nres)
 {
-    char shape[128], b[6][32], qname[BFP_IO_QUOTE_MAX];
+    char b[6][32], qname[BFP_IO_QUOTE_MAX], label[64];
     size_t n = bfp_tensor_numel(t);
-    cli_shape_str(t->shape, t->ndim, shape, sizeof shape);
-    printf("%s%s%s: %s %s, %zu values", path, a->name ? " " : "",
-           a->name ? bfp_io_quote_name(a->name, qname, sizeof qname) : "",
-           bfp_dtype_name(t->dtype), shape, n);
+    printf("%s%s%s: %s, %zu values", path, a->name ? " " : "",
+           a->name ? bfp_io_quote_name(a->name, qname, sizeof qname) : "", desc, n);
     if (nonfinite)
         printf(", %zu non-finite (left out of the statistics)", nonfinite);
     printf("\n");
     int w = (int)strlen("format");
-    for (int k = 0; k < a->nformats; k++) {
-        int len = (int)strlen(res[k].f->name);
+    for (int k = 0; k < nres; k++) {
+        int len = (int)strlen(res[k].f->name) + (res[k].stored ? 9 : 0);
         w = len > w ? len : w;
     }
     printf("  %-*s  %8s  %10s  %8s  %11s  %12s  %8s  %9s\n", w, "format",
            "bits/val", "RMSE", "SQNR dB", "max rel err", "mean rel err",
            "BM share", "saturated");
-    for (int k = 0; k < a->nformats; k++) {
+    for (int k = 0; k < nres; k++) {
         const result *r = &res[k];
         int has_rel = r->es.nonzero > 0;
+        snprintf(label, sizeof label, "%s%s", r->f->name, r->stored ? " (stored)" : "");
         if (isnan(r->bm_share))
             snprintf(b[5], sizeof b[5], "-");
         else
             snprintf(b[5], sizeof b[5], "%.1f%%", 100.0 * r->bm_share);
-        printf("  %-*s  %8.3f  %10s  %8s  %11s  %12s  %8s  %9zu\n", w, r->f->name,
+        printf("  %-*s  %8.3f  %10s  %8s  %11s  %12s  %8s  %9zu\n", w, label,
                r->f->bits_per_value, num(b[0], 32, r->es.rmse, 6),
                num(b[1], 32, r->es.sqnr_db, 2),
                num(b[2], 32, has_rel ? r->es.max_rel_err : NAN, 4),
@@ -190,9 +278,9 @@ static void print_table(const char *path, const bfp_tensor *t,
                r->es.saturated);
     }
     const char *sep = "  NaN blocks, all their values left out:";
-    for (int k = 0; k < a->nformats; k++)
+    for (int k = 0; k < nres; k++)
         if (res[k].qs.nonfinite_blocks) {
-            printf("%s %s %zu", sep, res[k].f->name,
+            printf("%s %s%s %zu", sep, res[k].f->name, res[k].stored ? " (stored)" : "",
                    res[k].qs.nonfinite_blocks);
             sep = ",";
         }
@@ -200,8 +288,8 @@ static void print_table(const char *path, const bfp_tensor *t,
         printf("\n");
 }
 
-static int add_json(cJSON *arr, const char *path, const bfp_tensor *t,
-                    size_t nonfinite, const compare_args *a, const result *res)
+static int add_json(cJSON *arr, const char *path, const bfp_tensor *t, const char *desc,
+                    size_t nonfinite, const compare_args *a, const result *res, int nres)
 {
     cJSON *o = cJSON_CreateObject(), *shape, *list;
     int bad = !o || !cJSON_AddItemToArray(arr, o);
@@ -213,6 +301,9 @@ static int add_json(cJSON *arr, const char *path, const bfp_tensor *t,
     if (a->name)
         bad = bad || !cJSON_AddStringToObject(o, "name", a->name);
     bad = bad || !cJSON_AddStringToObject(o, "dtype", bfp_dtype_name(t->dtype));
+    bad = bad || !cJSON_AddStringToObject(o, "input", desc);
+    if (a->ref)
+        bad = bad || !cJSON_AddStringToObject(o, "ref", a->ref);
     bad = bad || !(shape = cJSON_AddArrayToObject(o, "shape"));
     for (size_t i = 0; !bad && i < t->ndim; i++)
         bad = !cJSON_AddItemToArray(shape,
@@ -222,7 +313,7 @@ static int add_json(cJSON *arr, const char *path, const bfp_tensor *t,
     bad = bad || !cJSON_AddNumberToObject(o, "nonfinite_values",
                                           (double)nonfinite);
     bad = bad || !(list = cJSON_AddArrayToObject(o, "results"));
-    for (int k = 0; !bad && k < a->nformats; k++) {
+    for (int k = 0; !bad && k < nres; k++) {
         const result *r = &res[k];
         int has_rel = r->es.nonzero > 0;
         cJSON *e = cJSON_CreateObject();
@@ -232,6 +323,7 @@ static int add_json(cJSON *arr, const char *path, const bfp_tensor *t,
             break;
         }
         bad = !cJSON_AddStringToObject(e, "format", r->f->name) ||
+              !cJSON_AddBoolToObject(e, "stored", r->stored) ||
               !cJSON_AddNumberToObject(e, "bits_per_value",
                                        r->f->bits_per_value) ||
               cli_json_number(e, "rmse", r->es.rmse) ||
@@ -262,34 +354,58 @@ static int compare_file(const char *path, const compare_args *a, cJSON *json,
                         int first)
 {
     bfp_tensor t;
-    float *x = NULL;
+    bfp_qtensor q;
+    float *x = NULL, *ys = NULL;
     result *res = NULL;
-    int rc = -1;
-    if (load_tensor(path, a, &t) != 0)
-        return -1;
+    int rc = -1, quantized = cli_is_quantized(path, a->name), stored = quantized && a->ref;
+    char desc[256], sh[128];
+    memset(&t, 0, sizeof t);
+    memset(&q, 0, sizeof q);
+    if (!quantized && a->ref) {
+        cli_error("--ref is the original of a quantized FILE; %s holds float values", path);
+        goto out;
+    }
+    if (quantized ? load_stored(path, a, &q, &t, &ys) != 0 : load_tensor(path, a, &t) != 0)
+        goto out;
+    cli_shape_str(t.shape, t.ndim, sh, sizeof sh);
+    if (!quantized)
+        snprintf(desc, sizeof desc, "%s %s", bfp_dtype_name(t.dtype), sh);
+    else if (!stored)
+        snprintf(desc, sizeof desc, "%s %s stored, its dequantized values (f32)",
+                 bfp_format_get(q.format)->name, sh);
+    else
+        snprintf(desc, sizeof desc, "%s %s stored, against --ref %s (%s)",
+                 bfp_format_get(q.format)->name, sh, a->ref, bfp_dtype_name(t.dtype));
     size_t n = bfp_tensor_numel(&t), nonfinite = 0;
     if (!(x = cli_to_f32(t.dtype, t.data, n)))
         goto out;
     for (size_t i = 0; i < n; i++)
         nonfinite += !isfinite(x[i]);
-    if (!(res = cli_alloc((size_t)a->nformats * sizeof *res, "results")))
+    if (!(res = cli_alloc((size_t)(a->nformats + stored) * sizeof *res, "results")))
         goto out;
-    if (run_formats(&t, x, a, res) != 0)
+    if (stored) {
+        stored_row(&q, x, ys, &res[0]);
+        if (cli_error_stats(&q, x, ys, &res[0].es) != 0)
+            goto out;
+    }
+    if (run_formats(&t, x, a, res + stored) != 0)
         goto out;
     if (json) {
-        if (add_json(json, path, &t, nonfinite, a, res) != 0) {
+        if (add_json(json, path, &t, desc, nonfinite, a, res, a->nformats + stored) != 0) {
             cli_error("out of memory building the JSON output");
             goto out;
         }
     } else {
         if (!first)
             printf("\n");
-        print_table(path, &t, nonfinite, a, res);
+        print_table(path, &t, desc, nonfinite, a, res, a->nformats + stored);
     }
     rc = 0;
 out:
     free(res);
     free(x);
+    free(ys);
+    bfp_qtensor_free(&q);
     bfp_tensor_free(&t); /* raw input too: its buffer is bfp_io_read_file's */
     return rc;
 }
@@ -301,15 +417,17 @@ int cmd_compare(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"name", required_argument, NULL, OPT_NAME},
         {"json", no_argument, NULL, OPT_JSON},
+        {"ref", required_argument, NULL, OPT_REF},
+        {"ref-name", required_argument, NULL, OPT_REF_NAME},
         {"shape", required_argument, NULL, 's'},
         {"dtype", required_argument, NULL, 't'},
         CLI_QUANT_LONGOPTS,
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    int total = bfp_format_count(), c, rc = CLI_EXIT_ERR, have_dtype = 0;
+    int total = bfp_format_count(), c, rc = CLI_EXIT_ERR;
     bfp_format *formats = cli_alloc((size_t)total * sizeof *formats, "formats");
-    cli_quant_opts qo;
+    cli_opts co;
     compare_args a;
     glob_t g;
     int globbed = 0;
@@ -318,57 +436,49 @@ int cmd_compare(int argc, char **argv)
     if (!formats)
         return CLI_EXIT_ERR;
     memset(&a, 0, sizeof a);
-    cli_quant_opts_init(&qo);
-    a.qo = &qo;
+    cli_opts_init(&co);
+    a.qo = &co.qo;
     a.formats = formats;
-    a.raw_dtype = BFP_DTYPE_F32;
     for (int i = 0; i < total; i++)
         formats[i] = bfp_format_at(i)->id;
     a.nformats = total;
 
     while ((c = getopt_long(argc, argv, ":f:s:t:h", longopts, NULL)) != -1) {
-        int r = cli_quant_opts_parse(&qo, c, optarg);
-        if (r < 0)
-            goto out;
-        if (r > 0)
-            continue;
         switch (c) {
-        case 'f':
+        case 'f': /* a list here */
             if (cli_parse_format_list(optarg, formats, &a.nformats) != 0)
                 goto out;
             break;
-        case 's':
-            if (cli_parse_shape(optarg, &a.rows, &a.cols) != 0)
-                goto out;
-            a.raw_shape = 1;
+        case OPT_REF:
+            a.ref = optarg;
             break;
-        case 't':
-            if (cli_parse_dtype(optarg, 1, &a.raw_dtype) != 0)
-                goto out;
-            have_dtype = 1;
+        case OPT_REF_NAME:
+            a.ref_name = optarg;
             break;
-        case OPT_NAME:
-            a.name = optarg;
-            break;
-        case OPT_JSON:
-            a.json = 1;
-            break;
-        case OPT_HELP:
-            fputs(cmd_compare_usage, stdout);
-            rc = CLI_EXIT_OK;
-            goto out;
         default:
-            cli_getopt_fail("compare", c, argv);
-            goto out;
+            if ((rc = cli_opts_take(&co, c, optarg, "compare", cmd_compare_usage, argv)) !=
+                CLI_OPT_TAKEN)
+                goto out;
+            rc = CLI_EXIT_ERR;
         }
     }
-    if (cli_quant_opts_check(&qo, NULL) != 0)
+    a.rows = co.rows;
+    a.cols = co.cols;
+    a.raw_shape = co.have_shape;
+    a.raw_dtype = co.dtype;
+    a.name = co.name;
+    a.json = co.json;
+    if (cli_quant_opts_check(&co.qo, NULL) != 0)
         goto out;
     if (argc - optind > 1) {
         cli_error("compare takes at most one FILE, got %d", argc - optind);
         goto out;
     }
-    if (have_dtype && !a.raw_shape) {
+    if (a.ref_name && !a.ref) {
+        cli_error("--ref-name names the tensor of --ref FILE; --ref is missing");
+        goto out;
+    }
+    if (co.have_dtype && !a.raw_shape) {
         cli_error("-t describes raw input and needs -s ROWSxCOLS");
         goto out;
     }
@@ -381,8 +491,8 @@ int cmd_compare(int argc, char **argv)
         if (compare_file(argv[optind], &a, json, 1) != 0)
             goto out;
     } else {
-        if (a.raw_shape || a.name) {
-            cli_error("-s, -t and --name describe a FILE; none was given");
+        if (a.raw_shape || a.name || a.ref) {
+            cli_error("-s, -t, --name and --ref describe a FILE; none was given");
             goto out;
         }
         int gr = glob("data/*.npy", 0, NULL, &g);

@@ -65,10 +65,8 @@ int cmd_quantize(int argc, char **argv)
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    cli_quant_opts qo;
-    bfp_format fmt = 0;
-    int have_fmt = 0, force = 0, c, rc = CLI_EXIT_ERR;
-    const char *name = NULL;
+    cli_opts co;
+    int c, r, rc = CLI_EXIT_ERR;
     char err[CLI_ERRLEN] = "", shape[128];
     bfp_tensor t;
     bfp_qtensor q;
@@ -76,34 +74,14 @@ int cmd_quantize(int argc, char **argv)
 
     memset(&t, 0, sizeof t);
     memset(&q, 0, sizeof q);
-    cli_quant_opts_init(&qo);
-    while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
-        int r = cli_quant_opts_parse(&qo, c, optarg);
-        if (r < 0)
-            return CLI_EXIT_ERR;
-        if (r > 0)
-            continue;
-        switch (c) {
-        case 'f':
-            if (cli_parse_format(optarg, &fmt) != 0)
-                return CLI_EXIT_ERR;
-            have_fmt = 1;
-            break;
-        case OPT_NAME:
-            name = optarg;
-            break;
-        case OPT_FORCE:
-            force = 1;
-            break;
-        case OPT_HELP:
-            fputs(cmd_quantize_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            cli_getopt_fail("quantize", c, argv);
-            return CLI_EXIT_ERR;
-        }
-    }
-    if (!have_fmt) {
+    cli_opts_init(&co);
+    while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1)
+        if ((r = cli_opts_take(&co, c, optarg, "quantize", cmd_quantize_usage, argv)) !=
+            CLI_OPT_TAKEN)
+            return r;
+    const bfp_format fmt = co.fmt;
+    const char *name = co.name;
+    if (!co.have_fmt) {
         cli_error("quantize needs -f FORMAT (see 'bfp formats')");
         return CLI_EXIT_ERR;
     }
@@ -112,7 +90,7 @@ int cmd_quantize(int argc, char **argv)
         return CLI_EXIT_ERR;
     const char *in_path = argv[optind], *out_path = argv[optind + 1];
     const bfp_format_info *f = bfp_format_get(fmt);
-    if (cli_quant_opts_check(&qo, f) != 0)
+    if (cli_quant_opts_check(&co.qo, f) != 0)
         return CLI_EXIT_ERR;
     if (!cli_has_suffix(out_path, ".safetensors")) {
         cli_error("OUTPUT %s must end in .safetensors (the quantized "
@@ -121,7 +99,7 @@ int cmd_quantize(int argc, char **argv)
         return CLI_EXIT_ERR;
     }
     if (cli_check_not_input(in_path, out_path) != 0 ||
-        cli_check_output(out_path, force) != 0) /* before any work */
+        cli_check_output(out_path, co.force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
     bfp_status st = bfp_tensor_load(in_path, name, &t, err, sizeof err);
@@ -138,7 +116,7 @@ int cmd_quantize(int argc, char **argv)
     }
     bfp_stats qs;
     memset(&qs, 0, sizeof qs);
-    if (cli_quantize(fmt, &qo.opts, t.dtype, t.data, t.ndim, t.shape, &q,
+    if (cli_quantize(fmt, &co.qo.opts, t.dtype, t.data, t.ndim, t.shape, &q,
                      &qs) != 0)
         goto out;
     size_t n = q.rows * q.cols;
@@ -148,7 +126,7 @@ int cmd_quantize(int argc, char **argv)
     if (cli_error_stats(&q, x, y, &es) != 0)
         goto out;
 
-    st = bfp_qtensor_save(out_path, name, &q, force, err, sizeof err);
+    st = bfp_qtensor_save(out_path, name, &q, co.force, err, sizeof err);
     if (st != BFP_OK) {
         cli_io_error(err, st);
         goto out;
@@ -182,35 +160,21 @@ int cmd_dequantize(int argc, char **argv)
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    bfp_dtype dtype = BFP_DTYPE_F32;
-    int force = 0, c, rc = CLI_EXIT_ERR;
-    const char *name = NULL;
+    cli_opts co;
+    int c, r, rc = CLI_EXIT_ERR;
     char err[CLI_ERRLEN] = "", shape[128];
     bfp_qtensor q;
     bfp_tensor t;
 
     memset(&q, 0, sizeof q);
     memset(&t, 0, sizeof t);
-    while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            if (cli_parse_dtype(optarg, 1, &dtype) != 0)
-                return CLI_EXIT_ERR;
-            break;
-        case OPT_NAME:
-            name = optarg;
-            break;
-        case OPT_FORCE:
-            force = 1;
-            break;
-        case OPT_HELP:
-            fputs(cmd_dequantize_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            cli_getopt_fail("dequantize", c, argv);
-            return CLI_EXIT_ERR;
-        }
-    }
+    cli_opts_init(&co);
+    while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1)
+        if ((r = cli_opts_take(&co, c, optarg, "dequantize", cmd_dequantize_usage, argv)) !=
+            CLI_OPT_TAKEN)
+            return r;
+    const bfp_dtype dtype = co.dtype;
+    const char *name = co.name;
     if (cli_want_args("dequantize", argc - optind, 2,
                       "INPUT.safetensors and OUTPUT") != 0)
         return CLI_EXIT_ERR;
@@ -229,16 +193,11 @@ int cmd_dequantize(int argc, char **argv)
         return CLI_EXIT_ERR;
     }
     if (cli_check_not_input(in_path, out_path) != 0 ||
-        cli_check_output(out_path, force) != 0) /* before any work */
+        cli_check_output(out_path, co.force) != 0) /* before any work */
         return CLI_EXIT_ERR;
 
-    bfp_status st = gguf ? bfp_gguf_load_qtensor(in_path, name, &q, err, sizeof err)
-                    : ct ? bfp_ct_load_qtensor(in_path, name, &q, err, sizeof err)
-                         : bfp_qtensor_load(in_path, name, &q, err, sizeof err);
-    if (st != BFP_OK) {
-        cli_io_error(err, st);
+    if (cli_load_qtensor(in_path, name, &q) != 0)
         goto out;
-    }
     t.dtype = dtype;
     t.ndim = q.ndim;
     memcpy(t.shape, q.shape, sizeof t.shape);
@@ -246,15 +205,15 @@ int cmd_dequantize(int argc, char **argv)
     if (!(t.data = cli_alloc(t.nbytes, "the dequantized tensor")))
         goto out;
     bfp_const_planes planes = bfp_qtensor_planes(&q);
-    st = bfp_dequantize(q.format, &planes, q.rows, q.cols, dtype, t.data);
+    bfp_status st = bfp_dequantize(q.format, &planes, q.rows, q.cols, dtype, t.data);
     if (st != BFP_OK) {
         cli_status_error("dequantizing", st);
         goto out;
     }
     if (npy)
-        st = bfp_npy_save(out_path, &t, force, err, sizeof err);
+        st = bfp_npy_save(out_path, &t, co.force, err, sizeof err);
     else
-        st = bfp_safetensors_save(out_path, name ? name : "tensor", &t, force,
+        st = bfp_safetensors_save(out_path, name ? name : "tensor", &t, co.force,
                                   err, sizeof err);
     if (st != BFP_OK) {
         cli_io_error(err, st);

@@ -161,11 +161,8 @@ int cmd_golden(int argc, char **argv)
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    cli_quant_opts qo;
-    bfp_format fmt = 0;
-    bfp_dtype dtype = BFP_DTYPE_F32;
-    size_t rows = 0, cols = 0;
-    int have_fmt = 0, have_shape = 0, force = 0, c, rc = CLI_EXIT_ERR;
+    cli_opts co;
+    int c, r, rc = CLI_EXIT_ERR;
     void *input = NULL;
     bfp_qtensor q;
     float *x = NULL, *y = NULL;
@@ -174,40 +171,15 @@ int cmd_golden(int argc, char **argv)
     char *report_text = NULL;
 
     memset(&q, 0, sizeof q);
-    cli_quant_opts_init(&qo);
-    while ((c = getopt_long(argc, argv, ":f:s:t:h", longopts, NULL)) != -1) {
-        int r = cli_quant_opts_parse(&qo, c, optarg);
-        if (r < 0)
-            return CLI_EXIT_ERR;
-        if (r > 0)
-            continue;
-        switch (c) {
-        case 'f':
-            if (cli_parse_format(optarg, &fmt) != 0)
-                return CLI_EXIT_ERR;
-            have_fmt = 1;
-            break;
-        case 's':
-            if (cli_parse_shape(optarg, &rows, &cols) != 0)
-                return CLI_EXIT_ERR;
-            have_shape = 1;
-            break;
-        case 't':
-            if (cli_parse_dtype(optarg, 1, &dtype) != 0)
-                return CLI_EXIT_ERR;
-            break;
-        case OPT_FORCE:
-            force = 1;
-            break;
-        case OPT_HELP:
-            fputs(cmd_golden_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            cli_getopt_fail("golden", c, argv);
-            return CLI_EXIT_ERR;
-        }
-    }
-    if (!have_fmt || !have_shape) {
+    cli_opts_init(&co);
+    while ((c = getopt_long(argc, argv, ":f:s:t:h", longopts, NULL)) != -1)
+        if ((r = cli_opts_take(&co, c, optarg, "golden", cmd_golden_usage, argv)) !=
+            CLI_OPT_TAKEN)
+            return r;
+    const bfp_format fmt = co.fmt;
+    const bfp_dtype dtype = co.dtype;
+    const size_t rows = co.rows, cols = co.cols;
+    if (!co.have_fmt || !co.have_shape) {
         cli_error("golden needs -f FORMAT and -s ROWSxCOLS (see 'bfp help "
                   "golden')");
         return CLI_EXIT_ERR;
@@ -216,7 +188,7 @@ int cmd_golden(int argc, char **argv)
         return CLI_EXIT_ERR;
     const char *in_path = argv[optind], *out_dir = argv[optind + 1];
     const bfp_format_info *f = bfp_format_get(fmt);
-    if (cli_quant_opts_check(&qo, f) != 0)
+    if (cli_quant_opts_check(&co.qo, f) != 0)
         return CLI_EXIT_ERR;
 
     if (input_in_outdir(in_path, out_dir) != 0 ||
@@ -227,7 +199,7 @@ int cmd_golden(int argc, char **argv)
     size_t shape[2] = {rows, cols};
     bfp_stats qs;
     memset(&qs, 0, sizeof qs);
-    if (cli_quantize(fmt, &qo.opts, dtype, input, 2, shape, &q, &qs) != 0)
+    if (cli_quantize(fmt, &co.qo.opts, dtype, input, 2, shape, &q, &qs) != 0)
         goto out;
     if (!(y = cli_dequantize_f32(&q)) || !(x = cli_to_f32(dtype, input, n)))
         goto out;
@@ -265,7 +237,7 @@ int cmd_golden(int argc, char **argv)
         files[nf++] = (out_file){"golden_scale.bin", gscale, 32 * nb};
     }
     files[nf] = (out_file){"report.json", NULL, 0};
-    report = build_report(f, rows, cols, dtype, &qo.opts, &qs, &q, &es, files,
+    report = build_report(f, rows, cols, dtype, &co.qo.opts, &qs, &q, &es, files,
                           nf + 1);
     if (!report || !(report_text = cJSON_Print(report))) {
         if (report)
@@ -276,7 +248,7 @@ int cmd_golden(int argc, char **argv)
     files[nf].size = strlen(report_text);
     nf++;
 
-    if (write_outputs(out_dir, files, nf, force) != 0)
+    if (write_outputs(out_dir, files, nf, co.force) != 0)
         goto out;
 
     if (qs.nonfinite_blocks > 0)

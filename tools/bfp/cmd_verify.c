@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bfp_ckpt.h"
 #include "cli_util.h"
 #include "verify_ct.h"
 #include "commands.h"
@@ -43,8 +44,11 @@ const char cmd_verify_usage[] =
     "  swizzled     codes.bin, scales in the 128x4 cuBLASLt/CUTLASS layout\n"
     "               (scales_swizzled.bin or scales.bin) [meta.bin]\n"
     "               [tensor_scale.bin]\n"
-    "  compressed-tensors  DUT_DIR is a compressed-tensors checkpoint or shard\n"
-    "               (never guessed); --name MODULE picks the module\n"
+    "  compressed-tensors  DUT_DIR is a compressed-tensors checkpoint or a\n"
+    "               shard of one (or of the bfp layout of 'bfp convert');\n"
+    "               guessed for a shard, or a directory with config.json or\n"
+    "               model.safetensors[.index.json] and no codes.bin;\n"
+    "               --name MODULE picks the module\n"
     "\n"
     "  -f, --format FORMAT    format name (see 'bfp formats'), required\n"
     "  -s, --shape ROWSxCOLS  tensor shape (COLS alone = one row), required\n"
@@ -79,6 +83,7 @@ typedef struct {
     char guess_why[256];
     int implied_no_ts; /* ggml nvfp4 without tensor_scale.bin */
     const char *name;  /* compressed-tensors: the module */
+    int is_dir;        /* DUT_DIR is a directory, not a checkpoint's shard */
     /* DUT planes, planar */
     uint8_t *codes, *scales, *meta;
     float ts;
@@ -288,7 +293,17 @@ static void guess_layout(dut_t *d)
     char *sp = cli_join_path(d->dir, "scales.bin");
     size_t ssize = sp ? file_size_or(sp, SIZE_MAX) : SIZE_MAX;
     free(sp);
-    if (has_file(d, "blocks.bin")) {
+    if (!d->is_dir) { /* cmd_verify let only a checkpoint's shard through */
+        d->layout = LAYOUT_CT;
+        snprintf(d->guess_why, sizeof d->guess_why, "a shard of a checkpoint");
+    } else if (!has_file(d, "codes.bin") &&
+               (has_file(d, "config.json") || has_file(d, "model.safetensors.index.json") ||
+                has_file(d, "model.safetensors"))) {
+        d->layout = LAYOUT_CT;
+        snprintf(d->guess_why, sizeof d->guess_why,
+                 "a checkpoint directory: config.json or model.safetensors[.index.json], "
+                 "no codes.bin");
+    } else if (has_file(d, "blocks.bin")) {
         d->layout = LAYOUT_GGML;
         snprintf(d->guess_why, sizeof d->guess_why, "blocks.bin is present");
     } else if (has_file(d, "golden_ea.bin") && !has_file(d, "scales.bin")) {
@@ -639,10 +654,9 @@ int cmd_verify(int argc, char **argv)
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    cli_quant_opts qo;
-    bfp_format fmt = 0;
+    cli_opts co;
     dut_t d;
-    int have_fmt = 0, have_shape = 0, have_layout = 0, json = 0, c, rc = CLI_EXIT_ERR;
+    int have_layout = 0, c, rc = CLI_EXIT_ERR;
     uint64_t max_mm = DEFAULT_MAX_MISMATCHES;
     void *input = NULL;
     uint8_t *rcodes = NULL, *rscales = NULL, *rmeta = NULL;
@@ -650,29 +664,9 @@ int cmd_verify(int argc, char **argv)
     bfp_verify_mismatch *mm = NULL;
 
     memset(&d, 0, sizeof d);
-    d.dtype = BFP_DTYPE_F32;
-    cli_quant_opts_init(&qo);
+    cli_opts_init(&co);
     while ((c = getopt_long(argc, argv, ":f:s:t:h", longopts, NULL)) != -1) {
-        int r = cli_quant_opts_parse(&qo, c, optarg);
-        if (r < 0)
-            return CLI_EXIT_ERR;
-        if (r > 0)
-            continue;
         switch (c) {
-        case 'f':
-            if (cli_parse_format(optarg, &fmt) != 0)
-                return CLI_EXIT_ERR;
-            have_fmt = 1;
-            break;
-        case 's':
-            if (cli_parse_shape(optarg, &d.rows, &d.cols) != 0)
-                return CLI_EXIT_ERR;
-            have_shape = 1;
-            break;
-        case 't':
-            if (cli_parse_dtype(optarg, 1, &d.dtype) != 0)
-                return CLI_EXIT_ERR;
-            break;
         case OPT_LAYOUT: {
             int found = 0;
             for (int i = 0; i < 5; i++)
@@ -689,12 +683,6 @@ int cmd_verify(int argc, char **argv)
             have_layout = 1;
             break;
         }
-        case OPT_JSON:
-            json = 1;
-            break;
-        case OPT_NAME:
-            d.name = optarg;
-            break;
         case OPT_MAX_MISMATCHES:
             if (cli_parse_u64(optarg, "--max-mismatches", &max_mm) != 0)
                 return CLI_EXIT_ERR;
@@ -703,15 +691,20 @@ int cmd_verify(int argc, char **argv)
                 return CLI_EXIT_ERR;
             }
             break;
-        case OPT_HELP:
-            fputs(cmd_verify_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            cli_getopt_fail("verify", c, argv);
-            return CLI_EXIT_ERR;
+        default: {
+            int r = cli_opts_take(&co, c, optarg, "verify", cmd_verify_usage, argv);
+            if (r != CLI_OPT_TAKEN)
+                return r;
+        }
         }
     }
-    if (!have_fmt || !have_shape) {
+    const bfp_format fmt = co.fmt;
+    const int json = co.json;
+    d.rows = co.rows;
+    d.cols = co.cols;
+    d.dtype = co.dtype;
+    d.name = co.name;
+    if (!co.have_fmt || !co.have_shape) {
         cli_error("verify needs -f FORMAT and -s ROWSxCOLS (see 'bfp help verify')");
         return CLI_EXIT_ERR;
     }
@@ -720,7 +713,7 @@ int cmd_verify(int argc, char **argv)
     const char *in_path = argv[optind];
     d.dir = argv[optind + 1];
     d.f = bfp_format_get(fmt);
-    if (cli_quant_opts_check(&qo, d.f) != 0)
+    if (cli_quant_opts_check(&co.qo, d.f) != 0)
         return CLI_EXIT_ERR;
     bfp_status st = bfp_plane_sizes_for(fmt, d.rows, d.cols, &d.sz);
     if (st != BFP_OK) {
@@ -732,9 +725,10 @@ int cmd_verify(int argc, char **argv)
         cli_error("DUT directory %s does not exist", d.dir);
         return CLI_EXIT_ERR;
     }
-    if (!S_ISDIR(dst.st_mode)) {
+    d.is_dir = S_ISDIR(dst.st_mode);
+    if (!d.is_dir && (have_layout ? d.layout != LAYOUT_CT : !bfp_ct_is_checkpoint(d.dir))) {
         cli_error("DUT_DIR %s is not a directory (name the directory that "
-                  "holds the planes)", d.dir);
+                  "holds the planes, or a checkpoint's shard)", d.dir);
         return CLI_EXIT_ERR;
     }
     if (cli_read_raw(in_path, d.rows, d.cols, d.dtype, &input) != 0)
@@ -745,7 +739,7 @@ int cmd_verify(int argc, char **argv)
         goto out;
 
     /* the reference: the golden model on the same input */
-    bfp_options o = qo.opts;
+    bfp_options o = co.qo.opts;
     if (d.implied_no_ts)
         o.nvfp4_no_tensor_scale = 1;
     float rts = 1.0f;
