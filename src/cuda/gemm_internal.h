@@ -70,4 +70,12 @@ using WgmmaMaps = SkinnyMaps;
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn, dim3 grid,
                          cudaStream_t s);
 
+/* Row tiles tile0 .. tile0 + row_tiles - 1 of a prepacked weight decoded to
+ * rows [row_tiles * 16 (fewer past n)][k] at out: bf16 without NVFP4's
+ * tensor scale, or (f32) float divided by ts as bfp_matmul_unpack does
+ * (gemm_unpack.cu) */
+cudaError_t launch_unpack(int fmt_kind, const void *codes, const void *scales, const void *corr,
+                          int tiles_k, int n, int k, int tile0, int row_tiles, void *out,
+                          bool f32, float ts, cudaStream_t s);
+
 } // namespace bfpgemm
