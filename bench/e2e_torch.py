@@ -237,8 +237,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{name}: {json.dumps(runs[name])}", file=sys.stderr)
         del model
         torch._dynamo.reset()
-        if name != "bf16":
-            bfp.torch_ops.clear_cuda_weights()
     base = runs["bf16"]
     ratios = {f: {"weight_bytes": runs[f]["weight_bytes"] / base["weight_bytes"],
                   "prefill_time": runs[f]["prefill"]["ms"] / base["prefill"]["ms"],
