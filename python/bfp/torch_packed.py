@@ -92,6 +92,15 @@ def _forget(key: Tuple[int, int], ref: Any) -> None:
         del _VIEWS[key]
 
 
+def _version(t: torch.Tensor) -> int:
+    """t's version counter; inference tensors have none (and cannot be
+    rewritten in place outside inference mode): -1"""
+    try:
+        return int(t._version)
+    except RuntimeError:
+        return -1
+
+
 def _view(packed: torch.Tensor, fmt: str, n: int, k: int) -> _View:
     """The cached view of a CUDA buffer, made when missing or stale."""
     dev = packed.device.index if packed.device.index is not None else torch.cuda.current_device()
@@ -103,7 +112,7 @@ def _view(packed: torch.Tensor, fmt: str, n: int, k: int) -> _View:
         # the tensor viewed is alive, still at this address, unchanged since
         # (a tensor sharing its storage shares its version counter)
         if owner is not None and owner.data_ptr() == key[1] and \
-                owner._version == v.version == packed._version and v.shape == shape:
+                _version(owner) == v.version == _version(packed) and v.shape == shape:
             return v
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError("bfp.matmul_packed: this weight buffer has no view yet (new, moved or "
@@ -115,7 +124,7 @@ def _view(packed: torch.Tensor, fmt: str, n: int, k: int) -> _View:
     with torch.cuda.device(packed.device):
         cap = _core.cuda_weight_view(_fmt_id(fmt), n, k, packed.data_ptr(), packed.numel())
         ws_max = int(_core.cuda_matmul_workspace_size_max(cap))
-    v = _View(weakref.ref(packed, lambda r, key=key: _forget(key, r)), packed._version, shape,
+    v = _View(weakref.ref(packed, lambda r, key=key: _forget(key, r)), _version(packed), shape,
               cap, ws_max)
     _VIEWS[key] = v
     return v
