@@ -48,6 +48,10 @@ _PLANES = ("codes", "scales", "meta", "tensor_scale")
 _NO_INIT_WEIGHT = [False]  # from_float fills the buffers itself
 
 
+def _pack(planes: List[torch.Tensor], fmt: str, n: int, k: int) -> torch.Tensor:
+    return torch_packed.pack(planes[0], planes[1], planes[2], planes[3], fmt, n, k)
+
+
 @contextlib.contextmanager
 def _no_init_weight() -> Iterator[None]:
     _NO_INIT_WEIGHT[0] = True
@@ -86,7 +90,7 @@ class Linear(torch.nn.Module):
         self._workspace = torch.empty(0, dtype=torch.uint8)  # set by _prepare on CUDA
         if _core.matmul_format_supported(info["id"]):
             pk = (torch.empty(torch_packed.packed_bytes(self.fmt, n, k), dtype=torch.uint8)
-                  if _NO_INIT_WEIGHT[0] else torch_packed.pack(*planes, self.fmt, n, k))
+                  if _NO_INIT_WEIGHT[0] else _pack(planes, self.fmt, n, k))
             self.register_buffer("packed", pk.to(device))
             for name in _PLANES:
                 self.register_buffer(name, None)
@@ -146,8 +150,7 @@ class Linear(torch.nn.Module):
         planes = torch.ops.bfp.quantize(w, mod.fmt)
         with torch.no_grad():
             if mod.packed is not None:
-                mod.packed = torch_packed.pack(*planes, mod.fmt, mod.out_features,
-                                               mod.in_features)
+                mod.packed = _pack(list(planes), mod.fmt, mod.out_features, mod.in_features)
             else:
                 for name, t in zip(_PLANES, planes):
                     getattr(mod, name).copy_(t)
@@ -202,8 +205,8 @@ class Linear(torch.nn.Module):
         if self.packed is not None and prefix + "packed" not in state_dict and \
                 all(prefix + p in state_dict for p in _PLANES):
             planes = [state_dict.pop(prefix + p) for p in _PLANES]
-            state_dict[prefix + "packed"] = torch_packed.pack(
-                *planes, self.fmt, self.out_features, self.in_features)
+            state_dict[prefix + "packed"] = _pack(planes, self.fmt, self.out_features,
+                                                  self.in_features)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._prepare()  # new bytes: a new view
 

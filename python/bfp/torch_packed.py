@@ -124,8 +124,10 @@ def _view(packed: torch.Tensor, fmt: str, n: int, k: int) -> _View:
     with torch.cuda.device(packed.device):
         cap = _core.cuda_weight_view(_fmt_id(fmt), n, k, packed.data_ptr(), packed.numel())
         ws_max = int(_core.cuda_matmul_workspace_size_max(cap))
-    v = _View(weakref.ref(packed, lambda r, key=key: _forget(key, r)), _version(packed), shape,
-              cap, ws_max)
+    def gone(r: Any) -> None:
+        _forget(key, r)
+
+    v = _View(weakref.ref(packed, gone), _version(packed), shape, cap, ws_max)
     _VIEWS[key] = v
     return v
 
