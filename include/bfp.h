@@ -620,9 +620,9 @@ bfp_status bfp_matmul_unpack(bfp_format fmt, const uint8_t *codes,
 /* ---- Packed GPU weights -------------------------------------------------
  * A weight for the GPU matmul is one buffer that the caller owns (docs/gemm.md,
  * "Packed weights"): a 256-byte header (magic "BFPW", version, format, n, k,
- * the NVFP4 tensor scale, the MX fold exponent), the prepacked arrays (codes,
- * scales, block-max corrections) and the planar planes the dequantize + cuBLAS
- * path reads, each at a 256-byte aligned offset. It holds no pointer, so it
+ * the NVFP4 tensor scale, the MX fold exponent) and the prepacked arrays
+ * (codes, scales, block-max corrections), each at a 256-byte aligned offset;
+ * every path reads only these (the dequantize + cuBLAS path decodes them). It holds no pointer, so it
  * can be moved, copied, saved and loaded as bytes; a bfp_cuda_weight is a
  * host-side view of it (pointers and tensor maps), made again after a move. */
 
@@ -646,6 +646,19 @@ bfp_status bfp_cuda_weight_packed_size(bfp_format fmt, size_t n, size_t k,
  */
 bfp_status bfp_cuda_weight_pack_host(bfp_format fmt, const bfp_const_planes *w,
                                      size_t n, size_t k, void *buf, size_t bytes);
+
+/**
+ * Decode a packed weight image in host memory (bfp_cuda_weight_pack_host()'s
+ * bytes, or a copy of a device buffer) to float32 w [n, k]: after checking
+ * its header, bfp_matmul_unpack() of its arrays with its tensor scale, so
+ * bfp_dequantize_ref()'s values of the planes packed, bit for bit. Pure
+ * computation (every build, no GPU needed).
+ * @return BFP_OK, BFP_ERR_ARG (NULL, buffer too small, or a header that is
+ *         not this format's n x k weight), or the errors of
+ *         bfp_cuda_weight_packed_size()
+ */
+bfp_status bfp_cuda_weight_unpack_host(bfp_format fmt, size_t n, size_t k, const void *buf,
+                                       size_t bytes, float *w);
 
 /**
  * Pack host planes w into the caller's device buffer d_buf (256-byte aligned,
@@ -767,6 +780,24 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
 size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
                                          bfp_matmul_path path,
                                          const bfp_matmul_tuning *tuning);
+
+/** Workspace bytes that serve BFP_MATMUL_AUTO at every m with the default
+ * tuning (the largest of bfp_cuda_matmul_workspace_size(w, m, AUTO) over
+ * all m): a framework can allocate it once, before capturing CUDA graphs.
+ * 0 for NULL. */
+size_t bfp_cuda_matmul_workspace_size_max(const bfp_cuda_weight *w);
+
+/**
+ * Decode a packed weight on the GPU to d_out [n, k] (row-major, device):
+ * BFP_DTYPE_F32 gives bfp_matmul_unpack()'s values bit for bit (NVFP4
+ * divided by its tensor scale), BFP_DTYPE_BF16 those values without the
+ * NVFP4 tensor scale (exact in bf16; what the dequantize + cuBLAS path
+ * multiplies). Asynchronous on `stream`; no allocation.
+ * @return BFP_OK, BFP_ERR_ARG (NULL, or another dtype), BFP_ERR_DEVICE,
+ *         BFP_ERR_UNSUPPORTED (a build without CUDA)
+ */
+bfp_status bfp_cuda_weight_unpack(const bfp_cuda_weight *w, bfp_dtype dtype, void *d_out,
+                                  void *stream);
 
 /**
  * y = x . W^T (+ bias) on the GPU with the default tuning:

@@ -4,7 +4,9 @@
  * for bit on every path; views of the wrong weight, short and misaligned
  * buffers refused), the tuning struct (NULL = {0} = the plain call, bit for
  * bit; out-of-range values refused; a tuning that needs more than the
- * default workspace front after the dequantize path left W there). Without a
+ * default workspace front after the dequantize path left W there), the
+ * packed weight decoded on the GPU (bfp_cuda_weight_unpack, the dequantize
+ * path's decode) against bfp_matmul_unpack bit for bit. Without a
  * GPU it runs the argument checks that need none (BFP_ERR_ARG, or
  * BFP_ERR_DEVICE for a well-formed call, no pointer touched) and prints
  * "skipped: no GPU". */
@@ -146,6 +148,94 @@ out:
     CU(cudaFree(copy));
     CU(cudaStreamDestroy(s));
     free(x), free(bias), free(y0), free(y1), free(ref);
+    free_weight(&w);
+}
+
+/* 1 when GPU value a and host value b are the same bits, or both NaN */
+static int same_f32(float a, float b)
+{
+    return isnan(a) ? isnan(b) : memcmp(&a, &b, sizeof a) == 0;
+}
+
+static int same_bf16(uint16_t a, uint16_t b)
+{
+    return (a & 0x7FFF) > 0x7F80 ? (b & 0x7FFF) > 0x7F80 : a == b;
+}
+
+/* bfp_cuda_weight_unpack against bfp_matmul_unpack of the same prepacked
+ * arrays, bit for bit (NaN for NaN): float rows (NVFP4 divided by its tensor
+ * scale) and the dequantize path's bf16 rows (without it). Weights
+ * quantized from data with huge rows and a NaN (heavy), or random plane
+ * bytes (NaN and reserved scale codes, every block max); odd shapes leave
+ * partial tiles. Also the workspace that serves AUTO at every m. */
+static void unpack_case(bfp_format f, size_t n, size_t k, int random_bytes)
+{
+    const char *name = bfp_format_get(f)->name;
+    hplanes w;
+    make_weight(f, n, k, 2, (int)(n / 2), &w);
+    if (random_bytes) {
+        for (size_t i = 0; i < w.sz.codes; i++)
+            w.codes[i] = (uint8_t)(unif() * 256);
+        for (size_t i = 0; i < w.sz.scales; i++)
+            w.scales[i] = (uint8_t)(unif() * 256);
+        for (size_t i = 0; i < w.sz.meta; i++)
+            w.meta[i] = (uint8_t)(unif() * 256);
+        w.ts = 0.37f;
+    }
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    bfp_packed_sizes ps;
+    CHECK(bfp_matmul_packed_sizes(f, n, k, &ps) == BFP_OK, "packed sizes");
+    uint8_t *pc = malloc(ps.codes), *psc = malloc(ps.scales), *pcr = malloc(ps.corr + 1);
+    float *ref = malloc(n * k * sizeof *ref), *raw = malloc(n * k * sizeof *raw);
+    float *got = malloc(n * k * sizeof *got);
+    uint16_t *gotb = malloc(n * k * 2);
+    const int has_ts = bfp_format_get(f)->has_tensor_scale;
+    CHECK(bfp_matmul_prepack(f, &cw, n, k, pc, psc, ps.corr ? pcr : NULL) == BFP_OK &&
+              bfp_matmul_unpack(f, pc, psc, pcr, has_ts ? w.ts : 1.0f, n, k, ref) == BFP_OK &&
+              bfp_matmul_unpack(f, pc, psc, pcr, 1.0f, n, k, raw) == BFP_OK,
+          "%s host prepack / unpack", name);
+    bfp_cuda_weight *dw = NULL;
+    CHECK(bfp_cuda_weight_upload(f, &cw, n, k, &dw) == BFP_OK, "%s upload", name);
+    void *dout;
+    CU(cudaMalloc(&dout, n * k * 4 + 4));
+    for (int pass = 0; dw && pass < 3; pass++) {
+        /* pass 2: bf16 rows at an address that is not 4-byte aligned */
+        char *o = (char *)dout + (pass == 2 ? 2 : 0);
+        CU(cudaMemset(dout, 0xFF, n * k * 4 + 4));
+        CHECK(bfp_cuda_weight_unpack(dw, pass ? BFP_DTYPE_BF16 : BFP_DTYPE_F32, o, NULL) ==
+                  BFP_OK, "%s unpack", name);
+        CU(cudaDeviceSynchronize());
+        size_t bad = 0, first = 0;
+        if (pass == 0) {
+            CU(cudaMemcpy(got, o, n * k * 4, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < n * k; i++)
+                if (!same_f32(got[i], ref[i]) && !bad++)
+                    first = i;
+        } else {
+            CU(cudaMemcpy(gotb, o, n * k * 2, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < n * k; i++)
+                if (!same_bf16(gotb[i], bfp_f32_to_bf16(raw[i])) && !bad++)
+                    first = i;
+        }
+        CHECK(bad == 0, "%s %zux%zu%s unpack %s: %zu values differ from bfp_matmul_unpack's, "
+              "first at (%zu, %zu)", name, n, k, random_bytes ? " random bytes" : "",
+              pass ? "bf16" : "f32", bad, first / k, first % k);
+    }
+    if (dw) {
+        size_t most = bfp_cuda_matmul_workspace_size_max(dw), want = 0;
+        for (size_t m = 1; m <= 600; m++) {
+            size_t b = bfp_cuda_matmul_workspace_size(dw, m, BFP_MATMUL_AUTO);
+            want = b > want ? b : want;
+        }
+        CHECK(most == want && most > 0, "%s workspace for every m: %zu, the largest %zu", name,
+              most, want);
+    }
+    CHECK(bfp_cuda_weight_unpack(dw, BFP_DTYPE_F16, dout, NULL) == BFP_ERR_ARG &&
+              bfp_cuda_weight_unpack(NULL, BFP_DTYPE_F32, dout, NULL) == BFP_ERR_ARG,
+          "unpack: f16 or NULL weight refused");
+    CU(cudaFree(dout));
+    bfp_cuda_weight_free(dw);
+    free(pc), free(psc), free(pcr), free(ref), free(raw), free(got), free(gotb);
     free_weight(&w);
 }
 
@@ -310,6 +400,11 @@ int main(void)
     api_case(BFP_HIF4, 17, 130, 64);
     api_case(BFP_NVFP4, 5, 33, 200);
     api_case(BFP_MXFP4, 64, 300, 128);
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        unpack_case(fmts[i], 37, 200, 0);
+        unpack_case(fmts[i], 64, 256, 1);
+        unpack_case(fmts[i], 33, 135, 1);
+    }
     tuning_refused_case();
     tuned_front_case();
     return check_summary("test_cuda_matmul_api");

@@ -1,7 +1,7 @@
 /* test_matmul_image.c - the packed GPU weight buffer on the host (no GPU
  * needed): bfp_cuda_weight_packed_size's layout, bfp_cuda_weight_pack_host's
- * image (header, prepacked arrays equal to bfp_matmul_prepack's, planar
- * planes, the MX fold exponent, the NVFP4 tensor scale) and the header check
+ * image (header, prepacked arrays equal to bfp_matmul_prepack's and nothing
+ * else, the MX fold exponent, the NVFP4 tensor scale) and the header check
  * the view makes; bfp_matmul_tuning_check's ranges; argument errors. */
 #include "bfp.h"
 #include "check.h"
@@ -39,15 +39,18 @@ static void test_image(bfp_format f, size_t n, size_t k, double scale)
     bfp_wimg_layout L;
     CHECK(bfp_wimg_layout_get(f, n, k, &L) == BFP_OK && L.total == bytes, "layout");
     /* sections in order, aligned, disjoint, inside the buffer */
-    const size_t off[] = {L.codes, L.scales, L.corr, L.pl_codes, L.pl_scales, L.pl_meta, L.pl_ts};
-    const size_t len[] = {ps.codes, ps.scales, ps.corr, sz.codes, sz.scales, sz.meta,
-                          sz.tensor_scale};
+    const size_t off[] = {L.codes, L.scales, L.corr};
+    const size_t len[] = {ps.codes, ps.scales, ps.corr};
     size_t end = BFP_WIMG_ALIGN;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 3; i++) {
         CHECK(off[i] % BFP_WIMG_ALIGN == 0 && off[i] >= end, "%s section %d placed", name, i);
         end = off[i] + len[i];
     }
     CHECK(end <= bytes && bytes % BFP_WIMG_ALIGN == 0, "%s buffer covers its sections", name);
+    /* no planar copy (issue #22's memory bound): the header, the prepacked
+     * arrays and at most one alignment pad after each of the four */
+    CHECK(bytes < ps.codes + ps.scales + ps.corr + 4 * BFP_WIMG_ALIGN,
+          "%s buffer holds only the header and the prepacked arrays (%zu bytes)", name, bytes);
 
     uint8_t *img = malloc(bytes + 1), *pc = malloc(ps.codes), *psc = malloc(ps.scales),
             *pcorr = malloc(ps.corr + 1);
@@ -60,15 +63,32 @@ static void test_image(bfp_format f, size_t n, size_t k, double scale)
     CHECK(memcmp(img + L.codes, pc, ps.codes) == 0 && memcmp(img + L.scales, psc, ps.scales) == 0 &&
               (!ps.corr || memcmp(img + L.corr, pcorr, ps.corr) == 0),
           "%s prepacked sections equal bfp_matmul_prepack's", name);
-    CHECK(memcmp(img + L.pl_codes, codes, sz.codes) == 0 &&
-              memcmp(img + L.pl_scales, scales, sz.scales) == 0 &&
-              (!sz.meta || memcmp(img + L.pl_meta, meta, sz.meta) == 0),
-          "%s planar sections equal the planes", name);
-    if (sz.tensor_scale) {
-        float one;
-        memcpy(&one, img + L.pl_ts, 4);
-        CHECK(one == 1.0f, "%s: the cuBLAS path's tensor scale is 1", name);
+    /* padding between and after the sections is zero (the image is bytes
+     * that can be compared and saved) */
+    for (size_t i = BFP_WIMG_ALIGN; i < bytes; i++) {
+        int inside = (i >= L.codes && i < L.codes + ps.codes) ||
+                     (i >= L.scales && i < L.scales + ps.scales) ||
+                     (ps.corr && i >= L.corr && i < L.corr + ps.corr);
+        if (!inside && img[i] != 0) {
+            CHECK(0, "%s padding byte %zu is %u", name, i, img[i]);
+            break;
+        }
     }
+    /* the image decodes on the host to the reference's values */
+    float *dec = malloc(n * k * sizeof *dec), *want = malloc(n * k * sizeof *want);
+    CHECK(bfp_cuda_weight_unpack_host(f, n, k, img, bytes, dec) == BFP_OK &&
+              bfp_dequantize_ref(f, &c, n, k, BFP_DTYPE_F32, want) == BFP_OK,
+          "%s unpack_host", name);
+    size_t diff = 0;
+    for (size_t i = 0; i < n * k; i++)
+        diff += isnan(want[i]) ? !isnan(dec[i]) : memcmp(&dec[i], &want[i], 4) != 0;
+    CHECK(diff == 0, "%s unpack_host: %zu values differ from bfp_dequantize_ref's", name, diff);
+    CHECK(bfp_cuda_weight_unpack_host(f, n, k, img, bytes - 1, dec) == BFP_ERR_ARG &&
+              bfp_cuda_weight_unpack_host(f, n + 1, k, img, bytes * 2, dec) == BFP_ERR_ARG &&
+              bfp_cuda_weight_unpack_host(f, n, k, NULL, bytes, dec) == BFP_ERR_ARG &&
+              bfp_cuda_weight_unpack_host(f, n, k, img, bytes, NULL) == BFP_ERR_ARG,
+          "%s unpack_host refuses a short buffer, another shape, NULL", name);
+    free(dec), free(want);
     /* the fold: from the largest finite E8M0 code of the planes (MX, MX+) */
     int want_fold = 0;
     if (f == BFP_MXFP4 || f == BFP_MXFP4_PLUS) {

@@ -29,11 +29,11 @@ from ._verify import VerifyResult, verify
 
 __version__ = "0.1.0"
 
-_TORCH_PARTS = ("nn", "torch_ops")
+_TORCH_PARTS = ("nn", "torch_ops", "torch_packed")
 
 
 def __getattr__(name: str) -> Any:
-    """bfp.nn, bfp.torch_ops and bfp.quantize_model, imported on first use
+    """bfp.nn, bfp.torch_ops, bfp.torch_packed and bfp.quantize_model, imported on first use
     (they need torch; bfp itself does not)."""
     if name in _TORCH_PARTS:
         return importlib.import_module(f"{__name__}.{name}")

@@ -1,20 +1,30 @@
 """torch modules with bfp weights: :class:`Linear` and :func:`quantize_model`.
 
-A :class:`Linear` holds its weight as the quantized planes, in buffers torch
-allocated (``codes``, ``scales``, ``meta``: uint8; ``tensor_scale``:
-float32 [1]) plus the format in ``_extra_state``, so ``state_dict()`` /
-``load_state_dict()``, ``.to(device)`` and ``torch.save`` / ``torch.load``
-carry it. The forward pass is ``torch.ops.bfp.matmul`` (bfloat16
-activations, the C API's; the result is cast back to the input's dtype).
+A :class:`Linear` holds its weight in buffers torch allocated, plus the
+format in ``_extra_state``, so ``state_dict()`` / ``load_state_dict()``,
+``.to(device)`` and ``torch.save`` / ``torch.load`` carry it:
+
+* the matmul formats (mxfp4, mxfp4+, nvfp4, nvfp4+, hif4): ``packed``, the
+  packed weight (``uint8``, libbfp's image: header and prepacked arrays,
+  bfp.torch_packed), the same bytes on any device. The forward pass is
+  ``torch.ops.bfp.matmul_packed``: ``bfp_cuda_matmul`` on CUDA with the
+  device's shared workspace (made when the module is moved or loaded, never
+  during a CUDA-graph capture), W decoded + torch's matmul on the CPU;
+* other formats: the planes (``codes``, ``scales``, ``meta``: uint8;
+  ``tensor_scale``: float32 [1]) and ``torch.ops.bfp.matmul``.
+
+Activations are bfloat16 (the C API's); the result is cast back to the
+input's dtype.
 """
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import torch
 
-from . import _api
+from . import _api, _core, torch_packed
 from .torch_ops import X_FORMATS, plane_shapes
 
 __all__ = ["Linear", "quantize_model", "DEFAULT_EXCLUDE"]
@@ -34,18 +44,36 @@ def _x_format(x_format: Optional[str]) -> str:
     return xf
 
 
+_PLANES = ("codes", "scales", "meta", "tensor_scale")
+_NO_INIT_WEIGHT = [False]  # from_float fills the buffers itself
+
+
+def _pack(planes: List[torch.Tensor], fmt: str, n: int, k: int) -> torch.Tensor:
+    return torch_packed.pack(planes[0], planes[1], planes[2], planes[3], fmt, n, k)
+
+
+@contextlib.contextmanager
+def _no_init_weight() -> Iterator[None]:
+    _NO_INIT_WEIGHT[0] = True
+    try:
+        yield
+    finally:
+        _NO_INIT_WEIGHT[0] = False
+
+
 class Linear(torch.nn.Module):
     """``y = x @ W.T + bias`` with W quantized to a bfp format (blocks along
     ``in_features``, the reduction axis).
 
     Build one with :meth:`from_float`; the constructor makes a module of the
-    right buffer shapes (zero planes) for ``load_state_dict``.
+    right buffer shapes (an all-zero weight) for ``load_state_dict``.
     """
 
-    codes: torch.Tensor
-    scales: torch.Tensor
-    meta: torch.Tensor
-    tensor_scale: torch.Tensor
+    packed: Optional[torch.Tensor]
+    codes: Optional[torch.Tensor]
+    scales: Optional[torch.Tensor]
+    meta: Optional[torch.Tensor]
+    tensor_scale: Optional[torch.Tensor]
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  fmt: str = "mxfp4", x_format: Optional[str] = None,
@@ -55,16 +83,39 @@ class Linear(torch.nn.Module):
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.fmt = str(info["name"])
         self.x_format = _x_format(x_format)
-        shp = plane_shapes(self.fmt, self.out_features, self.in_features)
-        for name in ("codes", "scales", "meta"):
-            self.register_buffer(name, torch.zeros(shp[name], dtype=torch.uint8, device=device))
-        self.register_buffer("tensor_scale", torch.ones(1, dtype=torch.float32, device=device))
+        n, k = self.out_features, self.in_features
+        shp = plane_shapes(self.fmt, n, k)
+        planes = [torch.zeros(shp[p], dtype=torch.uint8) for p in ("codes", "scales", "meta")]
+        planes.append(torch.ones(1, dtype=torch.float32))
+        self._workspace = torch.empty(0, dtype=torch.uint8)  # set by _prepare on CUDA
+        if _core.matmul_format_supported(info["id"]):
+            pk = (torch.empty(torch_packed.packed_bytes(self.fmt, n, k), dtype=torch.uint8)
+                  if _NO_INIT_WEIGHT[0] else _pack(planes, self.fmt, n, k))
+            self.register_buffer("packed", pk.to(device))
+            for name in _PLANES:
+                self.register_buffer(name, None)
+        else:
+            self.register_buffer("packed", None)
+            for name, t in zip(_PLANES, planes):
+                self.register_buffer(name, t.to(device))
         self.bias: Optional[torch.nn.Parameter]
         if bias:
             self.bias = torch.nn.Parameter(torch.zeros(out_features, device=device,
                                                        dtype=dtype or torch.float32))
         else:
             self.register_parameter("bias", None)
+        if not _NO_INIT_WEIGHT[0]:
+            self._prepare()
+
+    def _prepare(self) -> None:
+        """On CUDA: view the packed buffer and take the device's shared
+        workspace, sized for every m (outside any CUDA-graph capture)."""
+        p = self.packed
+        if p is None or p.device.type != "cuda":
+            self._workspace = torch.empty(0, dtype=torch.uint8)
+            return
+        need = torch_packed.workspace_bytes(p, self.fmt, self.out_features, self.in_features)
+        self._workspace = torch_packed.shared_workspace(p.device, need, self)
 
     @classmethod
     def from_float(cls, linear: torch.nn.Linear, fmt: str,
@@ -93,30 +144,45 @@ class Linear(torch.nn.Module):
         if not isinstance(linear, torch.nn.Linear):
             raise TypeError(f"from_float takes a torch.nn.Linear, not {type(linear).__name__}")
         w = linear.weight.detach()
-        mod = cls(linear.in_features, linear.out_features, linear.bias is not None, fmt,
-                  x_format, device=w.device, dtype=w.dtype)
-        codes, scales, meta, ts = torch.ops.bfp.quantize(w, mod.fmt)
+        with _no_init_weight():
+            mod = cls(linear.in_features, linear.out_features, linear.bias is not None, fmt,
+                      x_format, device=w.device, dtype=w.dtype)
+        planes = torch.ops.bfp.quantize(w, mod.fmt)
         with torch.no_grad():
-            for name, t in (("codes", codes), ("scales", scales), ("meta", meta),
-                            ("tensor_scale", ts)):
-                getattr(mod, name).copy_(t)
+            if mod.packed is not None:
+                mod.packed = _pack(list(planes), mod.fmt, mod.out_features, mod.in_features)
+            else:
+                for name, t in zip(_PLANES, planes):
+                    getattr(mod, name).copy_(t)
             if linear.bias is not None:
                 assert mod.bias is not None
                 mod.bias.copy_(linear.bias.detach())
+        mod._prepare()
         return mod
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """The weight's values, ``[out_features, in_features]``."""
-        out: torch.Tensor = torch.ops.bfp.dequantize(
+        out: torch.Tensor
+        if self.packed is not None:
+            out = torch.ops.bfp.unpack(self.packed, self.fmt, self.out_features,
+                                       self.in_features, dtype)
+            return out
+        out = torch.ops.bfp.dequantize(
             self.codes, self.scales, self.meta, self.tensor_scale, self.fmt,
             [self.out_features, self.in_features], -1, dtype)
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b = self.bias.to(torch.bfloat16) if self.bias is not None else None
-        y: torch.Tensor = torch.ops.bfp.matmul(
-            x.to(torch.bfloat16), self.codes, self.scales, self.meta, self.tensor_scale, b,
-            self.fmt, self.out_features, self.in_features, self.x_format)
+        xb = x.to(torch.bfloat16)
+        y: torch.Tensor
+        if self.packed is not None:
+            y = torch_packed.linear(xb, self.packed, self._workspace, b, self.fmt,
+                                    self.out_features, self.in_features, self.x_format)
+        else:
+            y = torch.ops.bfp.matmul(xb, self.codes, self.scales, self.meta, self.tensor_scale,
+                                     b, self.fmt, self.out_features, self.in_features,
+                                     self.x_format)
         return y.to(x.dtype)
 
     # The format travels in the state dict and is checked on load.
@@ -132,7 +198,23 @@ class Linear(torch.nn.Module):
                              f"{mine!r}; build the module with the same format and shape")
         self.x_format = _x_format(state.get("x_format"))
 
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str,
+                              *args: Any, **kwargs: Any) -> None:
+        # a state dict of planes (as saved before weights were packed) loads
+        # into a packed module: its planes are packed here
+        if self.packed is not None and prefix + "packed" not in state_dict and \
+                all(prefix + p in state_dict for p in _PLANES):
+            planes = [state_dict.pop(prefix + p) for p in _PLANES]
+            state_dict[prefix + "packed"] = _pack(planes, self.fmt, self.out_features,
+                                                  self.in_features)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._prepare()  # new bytes: a new view
+
     def _apply(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Linear":
+        if self.tensor_scale is None:
+            super()._apply(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+            self._prepare()  # moved: view the buffer where it is now
+            return self
         # model.half() / .to(bfloat16) cast floating buffers: the float32
         # tensor scale must keep its bits, so it travels as int32 meanwhile.
         self.tensor_scale = self.tensor_scale.view(torch.int32)
@@ -141,6 +223,17 @@ class Linear(torch.nn.Module):
         finally:
             self.tensor_scale = self.tensor_scale.view(torch.float32)
         return self
+
+    # the shared workspace is the device's, not the module's: not pickled
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_workspace"] = torch.empty(0, dtype=torch.uint8)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.packed is not None and self.packed.device.type == "cuda":
+            self._prepare()
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

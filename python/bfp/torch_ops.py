@@ -9,9 +9,10 @@ none synchronizes the device.
   is contiguous and blocked along its last axis; the outputs are written by
   the library into torch-owned memory).
 * CUDA tensors go through libbfp's GPU kernels on the current stream
-  (``bfp.cuda_available()`` must be True). The matmul calls
-  ``bfp_cuda_matmul`` with a torch-allocated workspace; a weight is uploaded
-  (prepacked) once, on its first CUDA matmul, outside any CUDA-graph capture.
+  (``bfp.cuda_available()`` must be True). This module's matmul takes W as
+  planes and decodes them (float32) for torch's matmul; the fast GPU matmul
+  (``bfp_cuda_matmul``) takes W packed: ``torch.ops.bfp.matmul_packed``
+  (bfp.torch_packed, registered with these), which bfp.nn.Linear uses.
 
 The planes come as 2-D ``uint8`` tensors, one row per row of the tensor with
 the blocked axis moved last: ``codes`` ``[rows, ceil(cols*elem_bits/8)]``,
@@ -30,8 +31,7 @@ import torch
 
 from . import _api, _core
 
-__all__ = ["quantize", "dequantize", "fake_quant", "matmul", "plane_shapes", "X_FORMATS",
-           "clear_cuda_weights"]
+__all__ = ["quantize", "dequantize", "fake_quant", "matmul", "plane_shapes", "X_FORMATS"]
 
 # Activation formats of the matmul. The C API takes bf16 activations only;
 # others (W4A8, ...) are refused until it offers them.
@@ -251,67 +251,6 @@ fake_quant.register_autograd(_fake_quant_backward)
 # --------------------------------------------------------------------------
 # matmul: y = x @ W^T (+ bias)
 
-# Weights uploaded for the GPU matmul, by (device, plane pointers, version).
-# An entry holds the codes tensor, so its memory cannot be reused by another
-# weight while the entry lives; clear_cuda_weights() drops them all.
-_CUDA_WEIGHTS: Dict[Tuple[Any, ...], Tuple[torch.Tensor, Any]] = {}
-# One zeroed workspace per (device, stream): calls on one stream are ordered,
-# so they may share it (bfp_cuda_matmul's contract). A workspace that grows
-# is replaced, but the old one is kept: a CUDA graph may hold its address.
-_WORKSPACES: Dict[Tuple[int, int], torch.Tensor] = {}
-_RETIRED: List[torch.Tensor] = []
-_PATH_AUTO = 0
-
-
-def clear_cuda_weights() -> None:
-    """Free every weight uploaded for the GPU matmul and the workspaces
-    (no CUDA graph that ran the matmul may be replayed afterwards)."""
-    _CUDA_WEIGHTS.clear()
-    _WORKSPACES.clear()
-    _RETIRED.clear()
-
-
-def _capturing() -> bool:
-    return bool(torch.cuda.is_current_stream_capturing())
-
-
-def _cuda_weight(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
-                 ts: torch.Tensor, n: int, k: int) -> Any:
-    key = (codes.device.index, codes.data_ptr(), codes._version, scales.data_ptr(),
-           scales._version, meta.data_ptr(), ts.data_ptr(), fmt, n, k)
-    hit = _CUDA_WEIGHTS.get(key)
-    if hit is not None:
-        return hit[1]
-    if _capturing():
-        raise RuntimeError("bfp.matmul: this weight is not on the GPU matmul yet and a CUDA "
-                           "graph is being captured; run the model once before capturing "
-                           "(the upload copies the planes to the host)")
-    info = _api._info(fmt)
-    host = [p.detach().cpu().contiguous().numpy() for p in (codes, scales, meta, ts)]
-    with torch.cuda.device(codes.device):
-        cap = _core.cuda_weight_upload(info["id"], host[0], host[1],
-                                       host[2] if info["meta_bytes"] else None,
-                                       host[3] if info["has_tensor_scale"] else None, n, k)
-    _CUDA_WEIGHTS[key] = (codes, cap)
-    return cap
-
-
-def _workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    ws = _WORKSPACES.get((idx, stream))
-    if ws is None or ws.numel() < nbytes:
-        if _capturing():
-            raise RuntimeError(f"bfp.matmul: the workspace must grow to {nbytes} bytes during "
-                               "CUDA-graph capture; run the model once at the largest batch "
-                               "before capturing")
-        if ws is not None:
-            _RETIRED.append(ws)
-        # zeros: the library's contract for a workspace's first use
-        ws = torch.zeros(max(nbytes, 1), dtype=torch.uint8, device=device)
-        _WORKSPACES[(idx, stream)] = ws
-    return ws
-
-
 def _check_matmul(x: torch.Tensor, bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
                   x_format: str) -> None:
     if x_format not in X_FORMATS:
@@ -335,10 +274,9 @@ def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: tor
     """``y = x @ W.T (+ bias)``: x bfloat16 ``[..., k]``, W the ``[n, k]``
     weight as planes (blocks along k), y bfloat16 ``[..., n]``.
 
-    CPU: W decoded by libbfp to float32 (exact), the product and the bias
-    in float32 by torch, rounded once to bfloat16. CUDA: ``bfp_cuda_matmul``
-    (fp32 accumulation) for the formats it supports, else W decoded to
-    bfloat16 by the GPU kernel and multiplied by torch.
+    W decoded by libbfp to float32 (exact; on CUDA by the GPU kernel), the
+    product and the bias in float32 by torch, rounded once to bfloat16. The
+    GPU matmul kernels take packed weights: ``torch.ops.bfp.matmul_packed``.
     """
     _check_matmul(x, bias, fmt, n, k, x_format)
     _check_planes(fmt, codes, scales, meta, tensor_scale, n, k)
@@ -347,21 +285,6 @@ def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: tor
     if m == 0:
         return x.new_empty(list(lead) + [n])
     x2 = x.reshape(m, k).contiguous()
-    if x.device.type == "cuda" and _core.matmul_format_supported(_api._info(fmt)["id"]):
-        _cuda_ready(x)
-        with torch.cuda.device(x.device):
-            w = _cuda_weight(fmt, codes, scales, meta, tensor_scale, n, k)
-            stream = _stream(x)
-            nbytes = _core.cuda_matmul_workspace_size(w, m, _PATH_AUTO)
-            ws = _workspace(x.device, stream, nbytes)
-            y = torch.empty((m, n), dtype=torch.bfloat16, device=x.device)
-            b = bias.contiguous() if bias is not None else None
-            _core.cuda_matmul(w, x2.data_ptr(), m, b.data_ptr() if b is not None else 0,
-                              y.data_ptr(), ws.data_ptr(), ws.numel(), _PATH_AUTO, stream)
-        return y.view(list(lead) + [n])
-    if x.device.type == "cuda":
-        wd = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.bfloat16)
-        return torch.nn.functional.linear(x2, wd, bias).view(list(lead) + [n])
     wf = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.float32)
     yf = x2.float() @ wf.t()
     if bias is not None:
@@ -396,3 +319,7 @@ def _matmul_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tenso
 
 
 matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+
+
+# the packed-weight ops (they import this module's helpers)
+from . import torch_packed  # noqa: E402,F401

@@ -148,6 +148,135 @@ static PyObject *py_cuda_weight_upload(PyObject *self, PyObject *args)
     return cap;
 }
 
+/* cuda_weight_packed_size(fmt, n, k) -> bytes */
+static PyObject *py_cuda_weight_packed_size(PyObject *self, PyObject *args)
+{
+    int fmt;
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "inn", &fmt, &n, &k))
+        return NULL;
+    if (n <= 0 || k <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_weight_packed_size: n and k must be positive");
+    size_t bytes = 0;
+    bfp_status st = bfp_cuda_weight_packed_size((bfp_format)fmt, (size_t)n, (size_t)k, &bytes);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_packed_size");
+    return PyLong_FromSize_t(bytes);
+}
+
+/* cuda_weight_pack_host(fmt, codes, scales, meta, ts, n, k, out): the packed
+ * image into the writable host buffer out */
+static PyObject *py_cuda_weight_pack_host(PyObject *self, PyObject *args)
+{
+    int fmt;
+    PyObject *o[4], *out;
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "iOOOOnnO", &fmt, &o[0], &o[1], &o[2], &o[3], &n, &k, &out))
+        return NULL;
+    if (n <= 0 || k <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_weight_pack_host: n and k must be positive");
+    size_t bytes = 0;
+    bfp_status st = bfp_cuda_weight_packed_size((bfp_format)fmt, (size_t)n, (size_t)k, &bytes);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_pack_host");
+    Py_buffer b[5] = {{0}};
+    bfp_const_planes w;
+    if (get_planes((bfp_format)fmt, o, (size_t)n, (size_t)k, b, &w) < 0 ||
+        get_buf(out, &b[4], bytes, 1, 0, "out") < 0) {
+        release(b, 5);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_weight_pack_host((bfp_format)fmt, &w, (size_t)n, (size_t)k, b[4].buf,
+                                   (size_t)b[4].len);
+    Py_END_ALLOW_THREADS
+    release(b, 5);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_pack_host");
+    Py_RETURN_NONE;
+}
+
+/* cuda_weight_unpack_host(fmt, n, k, image, out_f32) */
+static PyObject *py_cuda_weight_unpack_host(PyObject *self, PyObject *args)
+{
+    int fmt;
+    PyObject *img, *out;
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "innOO", &fmt, &n, &k, &img, &out))
+        return NULL;
+    if (n <= 0 || k <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_weight_unpack_host: n and k must be positive");
+    Py_buffer b[2] = {{0}};
+    if (get_buf(img, &b[0], 0, 0, 0, "image") < 0 ||
+        get_buf(out, &b[1], (size_t)n * (size_t)k * 4, 1, 0, "out") < 0) {
+        release(b, 2);
+        return NULL;
+    }
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_weight_unpack_host((bfp_format)fmt, (size_t)n, (size_t)k, b[0].buf,
+                                     (size_t)b[0].len, b[1].buf);
+    Py_END_ALLOW_THREADS
+    release(b, 2);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_unpack_host: not this format's packed weight");
+    Py_RETURN_NONE;
+}
+
+/* cuda_weight_view(fmt, n, k, buf_ptr, bytes) -> capsule (the view only) */
+static PyObject *py_cuda_weight_view(PyObject *self, PyObject *args)
+{
+    int fmt;
+    Py_ssize_t n, k, bytes;
+    unsigned long long ptr;
+    if (!PyArg_ParseTuple(args, "innKn", &fmt, &n, &k, &ptr, &bytes))
+        return NULL;
+    if (n <= 0 || k <= 0 || bytes < 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_weight_view: n and k must be positive");
+    bfp_cuda_weight *dw = NULL;
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_weight_view((bfp_format)fmt, (size_t)n, (size_t)k,
+                              (const void *)(uintptr_t)ptr, (size_t)bytes, &dw);
+    Py_END_ALLOW_THREADS
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_view: not this format's packed weight, or no GPU");
+    PyObject *cap = PyCapsule_New(dw, WEIGHT_CAPSULE, weight_free);
+    if (!cap)
+        bfp_cuda_weight_free(dw);
+    return cap;
+}
+
+/* cuda_weight_unpack(weight, dtype, out_ptr, stream) */
+static PyObject *py_cuda_weight_unpack(PyObject *self, PyObject *args)
+{
+    PyObject *cap;
+    int dtype;
+    unsigned long long out, stream;
+    if (!PyArg_ParseTuple(args, "OiKK", &cap, &dtype, &out, &stream))
+        return NULL;
+    bfp_cuda_weight *w = get_weight(cap);
+    if (!w)
+        return NULL;
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_weight_unpack(w, (bfp_dtype)dtype, (void *)(uintptr_t)out,
+                                (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_weight_unpack");
+    Py_RETURN_NONE;
+}
+
+/* cuda_matmul_workspace_size_max(weight) -> bytes */
+static PyObject *py_cuda_matmul_workspace_size_max(PyObject *self, PyObject *cap)
+{
+    bfp_cuda_weight *w = get_weight(cap);
+    if (!w)
+        return NULL;
+    return PyLong_FromSize_t(bfp_cuda_matmul_workspace_size_max(w));
+}
+
 /* cuda_matmul_workspace_size(weight, m, path) -> bytes */
 static PyObject *py_cuda_matmul_workspace_size(PyObject *self, PyObject *args)
 {
@@ -198,6 +327,18 @@ PyMethodDef bfpmod_matmul_methods[] = {
      "matmul_format_supported(fmt) -> bool: bfp_matmul_format_supported."},
     {"cuda_weight_upload", py_cuda_weight_upload, METH_VARARGS,
      "cuda_weight_upload(fmt, codes, scales, meta, ts, n, k) -> weight capsule."},
+    {"cuda_weight_packed_size", py_cuda_weight_packed_size, METH_VARARGS,
+     "cuda_weight_packed_size(fmt, n, k) -> bytes of the packed weight."},
+    {"cuda_weight_pack_host", py_cuda_weight_pack_host, METH_VARARGS,
+     "cuda_weight_pack_host(fmt, codes, scales, meta, ts, n, k, out): the packed image."},
+    {"cuda_weight_unpack_host", py_cuda_weight_unpack_host, METH_VARARGS,
+     "cuda_weight_unpack_host(fmt, n, k, image, out_f32): decode a host image."},
+    {"cuda_weight_view", py_cuda_weight_view, METH_VARARGS,
+     "cuda_weight_view(fmt, n, k, buf_ptr, bytes) -> view capsule of a device buffer."},
+    {"cuda_weight_unpack", py_cuda_weight_unpack, METH_VARARGS,
+     "cuda_weight_unpack(weight, dtype, out_ptr, stream): decode on the GPU."},
+    {"cuda_matmul_workspace_size_max", py_cuda_matmul_workspace_size_max, METH_O,
+     "cuda_matmul_workspace_size_max(weight) -> bytes serving AUTO at every m."},
     {"cuda_matmul_workspace_size", py_cuda_matmul_workspace_size, METH_VARARGS,
      "cuda_matmul_workspace_size(weight, m, path) -> bytes."},
     {"cuda_matmul", py_cuda_matmul, METH_VARARGS,

@@ -1,5 +1,5 @@
 /* matmul_image.c - the packed GPU weight as one caller-owned buffer: its
- * size, its host image (header, prepacked arrays, planar planes), and the
+ * size, its host image (header, prepacked arrays), and the
  * tuning struct's check. Pure computation: the device side is
  * src/cuda/gemm.cu (bfp_cuda_weight_pack, bfp_cuda_weight_view). */
 #include "internal.h"
@@ -59,14 +59,9 @@ bfp_status bfp_wimg_layout_get(bfp_format fmt, size_t n, size_t k, bfp_wimg_layo
         return st;
     if (n > INT_MAX || k > INT_MAX)
         return BFP_ERR_SHAPE; /* the kernels' int shapes */
-    st = bfp_plane_sizes_for(fmt, n, k, &L->sz);
-    if (st != BFP_OK)
-        return st;
     size_t at = BFP_WIMG_ALIGN; /* the header */
     int ok = place(&at, L->ps.codes, &L->codes) && place(&at, L->ps.scales, &L->scales) &&
-             place(&at, L->ps.corr, &L->corr) && place(&at, L->sz.codes, &L->pl_codes) &&
-             place(&at, L->sz.scales, &L->pl_scales) && place(&at, L->sz.meta, &L->pl_meta) &&
-             place(&at, L->sz.tensor_scale, &L->pl_ts);
+             place(&at, L->ps.corr, &L->corr);
     L->total = at;
     return ok ? BFP_OK : BFP_ERR_SHAPE;
 }
@@ -99,13 +94,6 @@ bfp_status bfp_wimg_pack(bfp_format fmt, const bfp_const_planes *w, size_t n, si
                                 L.ps.corr ? b + L.corr : NULL, par);
     if (st != BFP_OK)
         return st;
-    memcpy(b + L.pl_codes, w->codes, L.sz.codes);
-    memcpy(b + L.pl_scales, w->scales, L.sz.scales);
-    if (L.sz.meta)
-        memcpy(b + L.pl_meta, w->meta, L.sz.meta);
-    const float one = 1.0f;
-    if (L.sz.tensor_scale)
-        memcpy(b + L.pl_ts, &one, sizeof one);
     /* MX, MX+: the kernels' operands carry 2^-fold, fold from the largest
      * finite E8M0 code (gemm_fused.cuh) */
     int fold = 0;
@@ -146,6 +134,25 @@ bfp_status bfp_wimg_header_read(const uint8_t *hdr, bfp_format fmt, size_t n, si
     uint32_t ts_bits = get_u32(hdr + H_TS);
     memcpy(tensor_scale, &ts_bits, sizeof ts_bits);
     return BFP_OK;
+}
+
+bfp_status bfp_cuda_weight_unpack_host(bfp_format fmt, size_t n, size_t k, const void *buf,
+                                       size_t bytes, float *w)
+{
+    bfp_wimg_layout L;
+    bfp_status st = bfp_wimg_layout_get(fmt, n, k, &L);
+    if (st != BFP_OK)
+        return st;
+    if (!buf || !w || bytes < L.total)
+        return BFP_ERR_ARG;
+    const uint8_t *b = (const uint8_t *)buf;
+    int fold = 0;
+    float ts = 1.0f;
+    st = bfp_wimg_header_read(b, fmt, n, k, bytes, &fold, &ts);
+    if (st != BFP_OK)
+        return st;
+    return bfp_matmul_unpack(fmt, b + L.codes, b + L.scales, L.ps.corr ? b + L.corr : NULL, ts,
+                             n, k, w);
 }
 
 bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)

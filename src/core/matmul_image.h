@@ -12,15 +12,15 @@ extern "C" {
 
 /* Header bytes; every section starts at a multiple of this (TMA wants 16). */
 #define BFP_WIMG_ALIGN 256
-#define BFP_WIMG_VERSION 1u
+#define BFP_WIMG_VERSION 2u /* 2: no planar planes (the dequantize path decodes
+                                 the prepacked arrays, src/cuda/gemm_unpack.cu) */
 
-/* Byte offsets of the sections of an n x k weight's buffer. The planar
- * planes are the dequantize + cuBLAS path's; pl_ts holds 1.0f (that path's
- * tensor scale: see gemm.cu) when the format has a tensor scale. */
+/* Byte offsets of the sections of an n x k weight's buffer: the header,
+ * then the prepacked codes, scales and corrections (every path reads these;
+ * the dequantize + cuBLAS path decodes them to bf16 rows). */
 typedef struct {
     bfp_packed_sizes ps;
-    bfp_plane_sizes sz;
-    size_t codes, scales, corr, pl_codes, pl_scales, pl_meta, pl_ts;
+    size_t codes, scales, corr;
     size_t total;
 } bfp_wimg_layout;
 

@@ -1,8 +1,9 @@
 /* gemm.cu - the GPU matmul API: packed weights in caller-owned buffers
  * (pack: prepack on the host, copy to the device; view: check the header,
  * record pointers, make the tensor maps), the path choice, the split-K plans
- * under a tuning, and the cuBLAS path for large m (W dequantized to bf16 in
- * the workspace, then one bf16 GEMM on the calling thread's handle). */
+ * under a tuning, and the cuBLAS path for large m (W decoded from the
+ * prepacked arrays to bf16 in the workspace, gemm_unpack.cu, then one bf16
+ * GEMM per chunk on the calling thread's handle). */
 #include "bfp.h"
 #include "gemm_internal.h"
 #include "matmul_image.h"
@@ -23,11 +24,8 @@ struct bfp_cuda_weight {
     int kind;                     /* FMT_* */
     size_t n, k, tiles_n, tiles_k;
     void *codes, *scales, *corr;  /* prepacked, device */
-    bfp_plane_sizes sz;
-    uint8_t *pl_codes, *pl_scales, *pl_meta; /* planar, device (cuBLAS path) */
-    const float *pl_ts;           /* 1.0 (device) for the cuBLAS path's dequantize: W * s_enc
-                                     is exact in bf16, and alpha = 1 / s_enc */
-    float ts;                     /* NVFP4 s_enc (host copy) */
+    float ts;                     /* NVFP4 s_enc (host copy); the cuBLAS path decodes
+                                     W * s_enc (exact in bf16) and takes alpha = 1 / s_enc */
     int mx_fold;                  /* see gemm_fused.cuh: operands carry 2^-fold */
     int sms;
     size_t small_ws;              /* workspace bytes the kernel paths may use at
@@ -538,17 +536,12 @@ bfp_status run_cublas(const bfp_cuda_weight *w, const void *x, size_t m, const v
             return BFP_ERR_DEVICE;
         beta = 1.0f;
     }
-    const bfp_format_info *f = bfp_format_get(w->fmt);
-    for (size_t r0 = 0; r0 < w->n; r0 += chunk) {
+    for (size_t r0 = 0; r0 < w->n; r0 += chunk) { /* chunk: a multiple of 16 rows */
         size_t rows = w->n - r0 < chunk ? w->n - r0 : chunk;
-        size_t b0 = r0 * w->sz.blocks_per_row;
-        bfp_const_planes pl = {w->pl_codes + r0 * w->sz.code_row_bytes,
-                               w->pl_scales + b0 * (size_t)f->scale_bytes,
-                               w->pl_meta ? w->pl_meta + b0 * (size_t)f->meta_bytes : nullptr,
-                               w->pl_ts};
-        bfp_status st = bfp_cuda_dequantize(w->fmt, &pl, rows, w->k, BFP_DTYPE_BF16, wbuf, s);
-        if (st != BFP_OK)
-            return st;
+        if (launch_unpack(w->kind, w->codes, w->scales, w->corr, (int)w->tiles_k, (int)w->n,
+                          (int)w->k, (int)(r0 / 16), (int)((rows + 15) / 16), wbuf,
+                          false, 1.0f, s) != cudaSuccess)
+            return BFP_ERR_DEVICE;
         /* column-major view: y^T[n, m] = W[n, k] . x^T[k, m] */
         cublasStatus_t cs = cublasGemmEx(
             blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)m, (int)w->k, &alpha, wbuf,
@@ -645,14 +638,9 @@ bfp_status bfp_cuda_weight_view(bfp_format fmt, size_t n, size_t k, const void *
     h->tiles_k = (k + 63) / 64;
     h->ts = ts;
     h->mx_fold = fold;
-    h->sz = L.sz;
     h->codes = b + L.codes;
     h->scales = b + L.scales;
     h->corr = L.ps.corr ? b + L.corr : nullptr;
-    h->pl_codes = reinterpret_cast<uint8_t *>(b + L.pl_codes);
-    h->pl_scales = reinterpret_cast<uint8_t *>(b + L.pl_scales);
-    h->pl_meta = L.sz.meta ? reinterpret_cast<uint8_t *>(b + L.pl_meta) : nullptr;
-    h->pl_ts = L.sz.tensor_scale ? reinterpret_cast<const float *>(b + L.pl_ts) : nullptr;
     int dev = 0, cc_major = 0, cc_minor = 0;
     bool ok = cudaGetDevice(&dev) == cudaSuccess &&
               cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
@@ -768,6 +756,32 @@ size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
                                       bfp_matmul_path path)
 {
     return bfp_cuda_matmul_workspace_size_ex(w, m, path, nullptr);
+}
+
+size_t bfp_cuda_matmul_workspace_size_max(const bfp_cuda_weight *w)
+{
+    if (!w)
+        return 0;
+    /* AUTO's kernel paths end at WGMMA_MAX_M (FUSED_MAX_M off Hopper); above,
+     * the dequantize path's size does not depend on m */
+    size_t most = deq_ws_bytes(w);
+    for (size_t m = 1; m <= WGMMA_MAX_M; m++) {
+        size_t b = bfp_cuda_matmul_workspace_size_ex(w, m, BFP_MATMUL_AUTO, nullptr);
+        most = b > most ? b : most;
+    }
+    return most;
+}
+
+bfp_status bfp_cuda_weight_unpack(const bfp_cuda_weight *w, bfp_dtype dtype, void *d_out,
+                                  void *stream)
+{
+    if (!w || !d_out || (dtype != BFP_DTYPE_F32 && dtype != BFP_DTYPE_BF16))
+        return BFP_ERR_ARG;
+    return launch_unpack(w->kind, w->codes, w->scales, w->corr, (int)w->tiles_k, (int)w->n,
+                         (int)w->k, 0, (int)w->tiles_n, d_out, dtype == BFP_DTYPE_F32, w->ts,
+                         static_cast<cudaStream_t>(stream)) == cudaSuccess
+               ? BFP_OK
+               : BFP_ERR_DEVICE;
 }
 
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,

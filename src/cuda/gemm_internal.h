@@ -88,4 +88,12 @@ int gemv_resident_ctas(int fmt_kind, int nt);
 cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
                         int nt, unsigned grid, int pdl, cudaStream_t s);
 
+/* Row tiles tile0 .. tile0 + row_tiles - 1 of a prepacked weight decoded to
+ * rows [row_tiles * 16 (fewer past n)][k] at out: bf16 without NVFP4's
+ * tensor scale, or (f32) float divided by ts as bfp_matmul_unpack does
+ * (gemm_unpack.cu) */
+cudaError_t launch_unpack(int fmt_kind, const void *codes, const void *scales, const void *corr,
+                          int tiles_k, int n, int k, int tile0, int row_tiles, void *out,
+                          bool f32, float ts, cudaStream_t s);
+
 } // namespace bfpgemm

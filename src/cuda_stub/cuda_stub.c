@@ -80,6 +80,17 @@ size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
     return 0;
 }
 
+size_t bfp_cuda_matmul_workspace_size_max(const bfp_cuda_weight *w)
+{
+    return 0;
+}
+
+bfp_status bfp_cuda_weight_unpack(const bfp_cuda_weight *w, bfp_dtype dtype, void *d_out,
+                                  void *stream)
+{
+    return BFP_ERR_UNSUPPORTED;
+}
+
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
     return BFP_MATMUL_DEQUANT_CUBLAS;

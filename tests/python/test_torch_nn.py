@@ -61,21 +61,70 @@ def _kinds(model):
 
 
 @pytest.mark.parametrize("fmt", ["mxfp4", "mxfp4+", "nvfp4", "nvfp4+", "hif4", "mxfp8_e4m3"])
-def test_from_float_holds_the_library_planes(fmt):
+def test_from_float_holds_the_library_weight(fmt):
+    """Matmul formats: the packed image of the library's planes
+    (bfp_cuda_weight_pack_host), nothing else; other formats: the planes."""
     torch.manual_seed(1)
     lin = torch.nn.Linear(96, 40)
     q = bfp.nn.Linear.from_float(lin, fmt)
     ref = bfp.quantize(lin.weight.detach(), fmt)
-    np.testing.assert_array_equal(q.codes.flatten().numpy(), ref.codes)
-    np.testing.assert_array_equal(q.scales.flatten().numpy(), ref.scales)
-    if ref.meta is not None:
-        np.testing.assert_array_equal(q.meta.flatten().numpy(), ref.meta)
+    info = bfp.format_info(fmt)
+    planes = [torch.from_numpy(ref.codes).view(40, -1), torch.from_numpy(ref.scales).view(40, -1),
+              torch.from_numpy(ref.meta if ref.meta is not None else np.zeros(0, np.uint8)),
+              torch.tensor([ref.tensor_scale or 1.0], dtype=torch.float32)]
+    if fmt in ("mxfp4", "mxfp4+", "nvfp4", "nvfp4+", "hif4"):
+        assert all(getattr(q, p) is None for p in ("codes", "scales", "meta", "tensor_scale"))
+        img = np.zeros(bfp.torch_packed.packed_bytes(fmt, 40, 96), np.uint8)
+        core = bfp._core
+        core.cuda_weight_pack_host(info["id"], ref.codes, ref.scales, ref.meta,
+                                   np.array([ref.tensor_scale or 1.0], np.float32), 40, 96, img)
+        assert q.packed.dtype == torch.uint8 and q.packed.shape == (img.size,)
+        np.testing.assert_array_equal(q.packed.numpy(), img)
+        assert set(dict(q.named_buffers())) == {"packed"}
+    else:
+        assert q.packed is None
+        np.testing.assert_array_equal(q.codes.flatten().numpy(), ref.codes)
+        np.testing.assert_array_equal(q.scales.flatten().numpy(), ref.scales)
+        if ref.meta is not None:
+            np.testing.assert_array_equal(q.meta.flatten().numpy(), ref.meta)
     np.testing.assert_array_equal(q.dequantize().numpy(), ref.dequantize())
     assert torch.equal(q.bias, lin.bias)
     x = torch.randn(3, 96)
-    want = torch.ops.bfp.matmul(x.bfloat16(), q.codes, q.scales, q.meta, q.tensor_scale,
+    want = torch.ops.bfp.matmul(x.bfloat16(), planes[0], planes[1],
+                                planes[2].view(40, -1) if ref.meta is not None
+                                else torch.zeros(40, 0, dtype=torch.uint8), planes[3],
                                 lin.bias.detach().bfloat16(), q.fmt, 40, 96, "bf16").float()
     assert torch.equal(q(x), want)
+
+
+def test_packed_ops_opcheck_unpack_and_gradients():
+    torch.manual_seed(5)
+    lin = torch.nn.Linear(130, 33)
+    q = bfp.nn.Linear.from_float(lin, "nvfp4+")
+    ws = torch.empty(0, dtype=torch.uint8)
+    x = torch.randn(2, 5, 130).bfloat16()
+    b = lin.bias.detach().bfloat16()
+    for args in ((x, q.packed, ws, b, "nvfp4+", 33, 130, "bf16"),
+                 (x[0], q.packed, ws, None, "nvfp4+", 33, 130, "bf16")):
+        torch.library.opcheck(torch.ops.bfp.matmul_packed.default, args)
+    torch.library.opcheck(torch.ops.bfp.unpack.default, (q.packed, "nvfp4+", 33, 130,
+                                                         torch.bfloat16))
+    w = torch.ops.bfp.unpack(q.packed, "nvfp4+", 33, 130)
+    assert torch.equal(torch.ops.bfp.unpack(q.packed, "nvfp4+", 33, 130, torch.bfloat16),
+                       w.bfloat16())
+    # another format's, shape's or a cut buffer is refused
+    for bad in (("nvfp4", 33, 130), ("nvfp4+", 34, 130)):
+        with pytest.raises((ValueError, bfp.BfpError)):
+            torch.ops.bfp.unpack(q.packed, *bad)
+    with pytest.raises(ValueError, match="packed weight must be uint8"):
+        torch.ops.bfp.matmul_packed(x, q.packed[:-1], ws, None, "nvfp4+", 33, 130, "bf16")
+    # the gradient flows to x and the bias (W is constant): dx = dy @ W
+    xr = torch.randn(4, 130, requires_grad=True)
+    y = q(xr)
+    y.sum().backward()
+    gx = (torch.ones(4, 33) @ w).bfloat16().float()
+    assert torch.equal(xr.grad, gx)
+    assert torch.equal(q.bias.grad, torch.full((33,), 4.0))
 
 
 def test_quantize_model_default_include_exclude():
@@ -128,8 +177,8 @@ def test_state_dict_round_trip_and_torch_save_load():
     ids = torch.randint(0, 100, (1, 9), generator=torch.Generator().manual_seed(4))
     m = bfp.quantize_model(_lm(0), "nvfp4+")
     sd = m.state_dict()
-    assert sd["layers.0.q_proj.codes"].dtype == torch.uint8
-    assert sd["layers.0.q_proj.tensor_scale"].dtype == torch.float32
+    assert sd["layers.0.q_proj.packed"].dtype == torch.uint8
+    assert "layers.0.q_proj.codes" not in sd and "layers.0.q_proj.tensor_scale" not in sd
     assert sd["layers.0.q_proj._extra_state"]["format"] == "nvfp4+"
     buf = io.BytesIO()
     torch.save(sd, buf)
@@ -166,14 +215,31 @@ def test_load_state_dict_into_constructed_linear_and_dtype_moves():
     wrong = bfp.nn.Linear(64, 32, fmt="nvfp4+")
     with pytest.raises(ValueError, match="nvfp4"):
         wrong.load_state_dict(q.state_dict(), strict=False)
-    # .half() / .to(bfloat16) cast the bias, never the float32 tensor scale
-    ts = q.tensor_scale.clone()
-    assert float(ts) != 1.0
+    # .half() / .to(bfloat16) cast the bias, never the packed bytes
+    packed = q.packed.clone()
     q.half()
-    assert q.tensor_scale.dtype == torch.float32 and torch.equal(q.tensor_scale, ts)
+    assert q.packed.dtype == torch.uint8 and torch.equal(q.packed, packed)
     assert q.bias.dtype == torch.float16 and q(x.half()).dtype == torch.float16
     q.to(torch.device("cpu"), torch.bfloat16)
-    assert q.tensor_scale.dtype == torch.float32 and torch.equal(q.tensor_scale, ts)
+    assert torch.equal(q.packed, packed)
+    # a constructed module computes with an all-zero weight
+    assert torch.equal(bfp.nn.Linear(64, 32, bias=False, fmt="hif4")(x), torch.zeros(4, 32))
+    # plane modules (formats without the packed matmul) keep the float32 tensor scale
+    p8 = bfp.nn.Linear.from_float(torch.nn.Linear(64, 32), "mxfp8_e4m3").half()
+    assert p8.tensor_scale.dtype == torch.float32 and p8.packed is None
+
+
+def test_state_dict_of_planes_loads_into_a_packed_module():
+    """Checkpoints saved with planes (before weights were packed) still load."""
+    torch.manual_seed(6)
+    lin = torch.nn.Linear(64, 48)
+    q = bfp.nn.Linear.from_float(lin, "mxfp4+")
+    codes, scales, meta, ts = torch.ops.bfp.quantize(lin.weight.detach(), "mxfp4+")
+    sd = {"codes": codes, "scales": scales, "meta": meta, "tensor_scale": ts,
+          "bias": lin.bias.detach(), "_extra_state": q.get_extra_state()}
+    fresh = bfp.nn.Linear(64, 48, fmt="mxfp4+")
+    fresh.load_state_dict(sd)
+    assert torch.equal(fresh.packed, q.packed)
 
 
 def _example(path):
