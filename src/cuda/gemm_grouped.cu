@@ -122,6 +122,8 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
         const int c = local % chunks, rest = local / chunks;
         const int s = rest % p.splits, col = rest / p.splits;
         const int tile_id = upre[e] / p.splits + col * chunks + c;
+        if (tile_id >= p.max_tiles)
+            continue; /* only broken offsets get here (the whole CTA alike) */
 
         const uint8_t *img = p.base + (size_t)e * p.stride;
         const uint4 *codes = reinterpret_cast<const uint4 *>(img + p.off_codes);
@@ -129,7 +131,9 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
         const uint8_t *corr = p.off_corr ? img + p.off_corr : nullptr;
         const int fold = (int)__ldg(reinterpret_cast<const unsigned *>(img + WIMG_H_FOLD));
         const float ts = __ldg(reinterpret_cast<const float *>(img + WIMG_H_TS));
-        const float post = ldexpf(1.0f, fold);
+        /* the sums carry 2^-fold: NVFP4's and HiF4's fixed folds, MX's from the header */
+        constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
+        const float post = ldexpf(1.0f, NVF ? NV_FOLD : F == FMT_HIF4 ? HIF4_FOLD : fold);
 
         const int nt = col * WARPS + warp;
         const bool tile_ok = nt < p.tiles_n;
@@ -258,11 +262,19 @@ static cudaError_t launch_g(const GroupedParams &p, int sms, cudaStream_t s)
             return err;
         raised = true;
     }
-    int per_sm = 0;
-    cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, gemm_grouped_kernel<F, NT>, WARPS * 32, smem);
-    if (err != cudaSuccess)
-        return err;
+    /* resident CTAs per SM at this smem size: queried once (a CUDA graph
+     * capture then records only the launch) */
+    static int cached_per_sm, cached_smem = -1; /* a race changes only the grid size,
+                                                   never the result (units are looped) */
+    int per_sm = cached_per_sm;
+    if (cached_smem != (int)smem) {
+        cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, gemm_grouped_kernel<F, NT>, WARPS * 32, smem);
+        if (err != cudaSuccess)
+            return err;
+        cached_per_sm = per_sm;
+        cached_smem = (int)smem;
+    }
     long long grid = (long long)sms * (per_sm > 0 ? per_sm : 1);
     const long long units = (long long)p.max_tiles * p.splits;
     if (grid > units)
