@@ -396,3 +396,7 @@ def _matmul_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tenso
 
 
 matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+
+
+# the grouped (MoE) matmul, torch.ops.bfp.grouped_matmul (bfp/torch_moe.py)
+from . import torch_moe as _torch_moe  # noqa: E402,F401  (registers the op)
