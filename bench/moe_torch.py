@@ -51,6 +51,16 @@ def main():
     for r in routes["routes"]:
         rt.setdefault((r["model"], r["tokens"], r["routing"]), []).append(r["offsets"])
     has_gmm = hasattr(torch, "_grouped_mm")
+    if has_gmm:  # it may exist and still refuse this GPU or these shapes
+        try:
+            xa = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
+            wa = torch.randn(2, 32, 64, device="cuda", dtype=torch.bfloat16)
+            oa = torch.tensor([3, 8], dtype=torch.int32, device="cuda")
+            ya = torch._grouped_mm(xa, wa.transpose(-2, -1), offs=oa, out_dtype=torch.bfloat16)
+            assert (ya[3:].float() - xa[3:].float() @ wa[1].float().t()).abs().max() < 0.5
+        except Exception as exc:  # noqa: BLE001 (named in the JSON's peer field)
+            print(f"torch._grouped_mm unusable here: {exc!r}", flush=True)
+            has_gmm = False
     peer = "torch._grouped_mm bf16" if has_gmm else "torch.matmul per expert bf16 (no _grouped_mm)"
     print(f"torch {torch.__version__}, peer: {peer}", flush=True)
     dev = torch.device("cuda")
