@@ -323,3 +323,5 @@ matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
 
 # the packed-weight ops (they import this module's helpers)
 from . import torch_packed  # noqa: E402,F401
+# the grouped (MoE) matmul, torch.ops.bfp.grouped_matmul (bfp/torch_moe.py)
+from . import torch_moe as _torch_moe  # noqa: E402,F401  (registers the op)

@@ -886,7 +886,8 @@ PyMODINIT_FUNC PyInit__core(void)
         PyExc_ValueError, NULL);
     if (!BfpError || PyModule_AddObjectRef(m, "BfpError", BfpError) < 0 ||
         PyModule_AddFunctions(m, bfpmod_io_methods) < 0 ||
-        PyModule_AddFunctions(m, bfpmod_matmul_methods) < 0) {
+        PyModule_AddFunctions(m, bfpmod_matmul_methods) < 0 ||
+        PyModule_AddFunctions(m, bfpmod_grouped_methods) < 0) {
         Py_DECREF(m);
         return NULL;
     }

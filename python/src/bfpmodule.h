@@ -23,4 +23,7 @@ extern PyMethodDef bfpmod_io_methods[];
 /* The matmul functions of bfp._core (bfpmodule_matmul.c), NULL-terminated. */
 extern PyMethodDef bfpmod_matmul_methods[];
 
+/* The grouped (MoE) matmul functions (bfpmodule_grouped.c), NULL-terminated. */
+extern PyMethodDef bfpmod_grouped_methods[];
+
 #endif /* BFPMODULE_H */

@@ -1,0 +1,213 @@
+/* gemm_grouped_api.cu - the grouped (MoE) matmul's host side (bfp_grouped.h):
+ * device pack, view of a grouped buffer, the plan (rows per chunk, K
+ * splits) from T alone, and the call. docs/gemm.md, "Grouped (MoE) matmul". */
+#include "bfp_grouped.h"
+#include "format_defs.h"
+#include "gemm_grouped.cuh"
+#include "matmul_image.h"
+
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+using namespace bfpgemm;
+
+struct bfp_cuda_grouped_weight {
+    const uint8_t *buf;
+    bfp_format fmt;
+    int kind;
+    size_t e_count, n, k, stride, tiles_n, tiles_k;
+    bfp_wimg_layout L;
+    int sms;
+};
+
+namespace {
+
+int g_kind_of(bfp_format f)
+{
+    switch (f) {
+#define X(ID, NAME, FAM, ELEM, BLOCK, MAXV, MM, ...) case BFP_##ID: return BFP_MM_##MM;
+        BFP_FORMAT_LIST(X)
+#undef X
+    }
+    return BFP_MM_NONE;
+}
+
+size_t g_align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+struct GroupedPlan {
+    int nt, splits, tiles_per_split, chunk_tiles, max_tiles;
+    size_t ws_bytes, ctr_offset;
+    bool ok;
+};
+
+/* NT from the mean rows of an expert that has any (T / min(E, T)); K split
+ * so that even T rows in one expert give the grid about ctas_per_sm CTAs
+ * per SM; every unit count bounded by max_tiles * splits. */
+GroupedPlan plan_grouped(const bfp_cuda_grouped_weight *w, size_t t_rows,
+                         const bfp_matmul_tuning &tu)
+{
+    GroupedPlan P{};
+    const size_t active = t_rows < w->e_count ? t_rows : w->e_count;
+    const size_t mean = active ? (t_rows + active - 1) / active : 1;
+    P.nt = mean <= 12 ? 1 : mean <= 48 ? 4 : 16;
+    const size_t mc = (size_t)8 * P.nt;
+    const size_t cols = (w->tiles_n + WARPS - 1) / WARPS;
+    const size_t least = cols * ((t_rows + mc - 1) / mc); /* all rows in one expert */
+    const int per_sm = tu.ctas_per_sm ? tu.ctas_per_sm : 8;
+    size_t want = least ? (size_t)w->sms * (size_t)per_sm / least : 1;
+    const size_t groups = (w->tiles_k + 3) / 4;
+    if (want > groups)
+        want = groups;
+    if (want < 1)
+        want = 1;
+    P.tiles_per_split = (int)((groups + want - 1) / want * 4);
+    P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
+    size_t fit = (size_t)SMEM_X_BUDGET / (mc * 64 * 2) / 4 * 4;
+    if (fit < 4)
+        fit = 4;
+    P.chunk_tiles = (int)(fit < (size_t)P.tiles_per_split ? fit : (size_t)P.tiles_per_split);
+    const size_t tiles = cols * (t_rows / mc + active);
+    P.ok = t_rows <= INT32_MAX && tiles * (size_t)P.splits <= (size_t)INT_MAX &&
+           t_rows <= SIZE_MAX / 4 / w->n;
+    P.max_tiles = P.ok ? (int)tiles : 0;
+    P.ctr_offset = g_align256(t_rows * w->n * sizeof(float));
+    P.ws_bytes = P.splits > 1 ? P.ctr_offset + g_align256(tiles * sizeof(unsigned)) : 0;
+    return P;
+}
+
+const bfp_matmul_tuning G_DEFAULTS = {};
+
+} // namespace
+
+bfp_status bfp_cuda_grouped_weight_pack(bfp_format fmt, const bfp_const_planes *w,
+                                        size_t e_count, size_t n, size_t k, void *d_buf,
+                                        size_t bytes, void *stream)
+{
+    size_t total;
+    bfp_status st = bfp_cuda_grouped_weight_packed_size(fmt, e_count, n, k, &total);
+    if (st != BFP_OK)
+        return st;
+    if (!w || !d_buf || (uintptr_t)d_buf % BFP_WIMG_ALIGN || bytes < total)
+        return BFP_ERR_ARG;
+    const size_t one = total / e_count;
+    for (size_t e = 0; e < e_count && st == BFP_OK; e++)
+        st = bfp_cuda_weight_pack(fmt, &w[e], n, k, static_cast<uint8_t *>(d_buf) + e * one, one,
+                                  stream);
+    return st;
+}
+
+bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n, size_t k,
+                                        const void *d_buf, size_t bytes,
+                                        bfp_cuda_grouped_weight **out)
+{
+    if (out)
+        *out = nullptr;
+    size_t total;
+    bfp_status st = bfp_cuda_grouped_weight_packed_size(fmt, e_count, n, k, &total);
+    if (st != BFP_OK)
+        return st;
+    if (!out || !d_buf || (uintptr_t)d_buf % BFP_WIMG_ALIGN || bytes < total)
+        return BFP_ERR_ARG;
+    if (!bfp_cuda_available())
+        return BFP_ERR_DEVICE;
+    const size_t one = total / e_count;
+    uint8_t *hdr = static_cast<uint8_t *>(malloc(e_count * BFP_WIMG_ALIGN));
+    bfp_cuda_grouped_weight *h =
+        static_cast<bfp_cuda_grouped_weight *>(calloc(1, sizeof(bfp_cuda_grouped_weight)));
+    if (!hdr || !h) {
+        free(hdr), free(h);
+        return BFP_ERR_NOMEM;
+    }
+    /* every expert's header in one strided copy */
+    if (cudaMemcpy2D(hdr, BFP_WIMG_ALIGN, d_buf, one, BFP_WIMG_ALIGN, e_count,
+                     cudaMemcpyDeviceToHost) != cudaSuccess)
+        st = BFP_ERR_DEVICE;
+    for (size_t e = 0; e < e_count && st == BFP_OK; e++) {
+        int fold;
+        float ts;
+        st = bfp_wimg_header_read(hdr + e * BFP_WIMG_ALIGN, fmt, n, k, one, &fold, &ts);
+    }
+    free(hdr);
+    int dev = 0;
+    if (st == BFP_OK && (cudaGetDevice(&dev) != cudaSuccess ||
+                         cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) !=
+                             cudaSuccess))
+        st = BFP_ERR_DEVICE;
+    if (st == BFP_OK)
+        st = bfp_wimg_layout_get(fmt, n, k, &h->L);
+    if (st != BFP_OK) {
+        free(h);
+        return st;
+    }
+    h->buf = static_cast<const uint8_t *>(d_buf);
+    h->fmt = fmt;
+    h->kind = g_kind_of(fmt);
+    h->e_count = e_count, h->n = n, h->k = k, h->stride = one;
+    h->tiles_n = (n + 15) / 16;
+    h->tiles_k = (k + 63) / 64;
+    *out = h;
+    return BFP_OK;
+}
+
+void bfp_cuda_grouped_weight_free(bfp_cuda_grouped_weight *w) { free(w); }
+
+size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, size_t t_rows,
+                                              const bfp_matmul_tuning *tuning)
+{
+    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0)
+        return 0;
+    GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
+    return P.ok ? P.ws_bytes : 0;
+}
+
+bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void *d_x,
+                                   size_t t_rows, const int32_t *d_offsets, const void *d_bias,
+                                   void *d_y, void *d_workspace, size_t workspace_bytes,
+                                   const bfp_matmul_tuning *tuning, void *stream)
+{
+    if (!w || !d_offsets || bfp_matmul_tuning_check(tuning) != BFP_OK)
+        return BFP_ERR_ARG;
+    if (t_rows == 0)
+        return BFP_OK;
+    if (!d_x || !d_y || (uintptr_t)d_x % 2 || (uintptr_t)d_y % 2 || (d_bias && (uintptr_t)d_bias % 2))
+        return BFP_ERR_ARG;
+    GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
+    if (!P.ok)
+        return BFP_ERR_SHAPE;
+    if (P.ws_bytes && (!d_workspace || workspace_bytes < P.ws_bytes))
+        return BFP_ERR_ARG;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (P.ws_bytes && cudaMemsetAsync(d_workspace, 0, P.ws_bytes, s) != cudaSuccess)
+        return BFP_ERR_DEVICE;
+    GroupedParams p{};
+    p.base = w->buf;
+    p.stride = w->stride;
+    p.off_codes = w->L.codes;
+    p.off_scales = w->L.scales;
+    p.off_corr = w->L.ps.corr ? w->L.corr : 0;
+    p.x = static_cast<const __nv_bfloat16 *>(d_x);
+    p.offsets = d_offsets;
+    p.bias = static_cast<const __nv_bfloat16 *>(d_bias);
+    p.y = static_cast<__nv_bfloat16 *>(d_y);
+    p.ws = P.ws_bytes ? static_cast<float *>(d_workspace) : nullptr;
+    p.counters = P.ws_bytes ? reinterpret_cast<unsigned *>(static_cast<char *>(d_workspace) +
+                                                           P.ctr_offset)
+                            : nullptr;
+    p.max_tiles = P.max_tiles;
+    p.e_count = (int)w->e_count;
+    p.n = (int)w->n;
+    p.k = (int)w->k;
+    p.t_rows = (int)t_rows;
+    p.tiles_n = (int)w->tiles_n;
+    p.tiles_k = (int)w->tiles_k;
+    p.cols = (int)((w->tiles_n + WARPS - 1) / WARPS);
+    p.splits = P.splits;
+    p.tiles_per_split = P.tiles_per_split;
+    p.chunk_tiles = P.chunk_tiles;
+    p.xs_ld = P.chunk_tiles * 64 + 8;
+    p.x_vec = (uintptr_t)d_x % 16 == 0 && w->k % 8 == 0;
+    p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
+    return launch_grouped(w->kind, p, P.nt, w->sms, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
+}

@@ -1,0 +1,188 @@
+/* test_cuda_grouped.c - the grouped (MoE) matmul on the GPU against
+ * bfp_grouped_matmul_ref: every matmul format, routing random / skewed /
+ * half the experts empty / one expert / the last expert only, one row, odd
+ * counts, shapes off the tiles, bias; ||y - ref|| / ||ref|| < 5e-3 over
+ * each expert's rows, no NaN, y poisoned with NaN before each call; a
+ * second call on the used workspace; argument checks (wrong buffer, short
+ * workspace, NULLs). Without a GPU: the checks that need none, then
+ * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
+ * sanitizer runs). */
+#include "bfp_grouped.h"
+#include "check.h"
+
+#include <stdio.h>
+
+#ifdef BFP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "cuda_check.h"
+#include "grouped_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static prng rng = {0x6e23};
+
+static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
+                     int with_bias)
+{
+    const char *fn = bfp_format_get(fmt)->name;
+    gexperts g;
+    if (!gexperts_make(&g, fmt, e_count, n, k, &rng)) {
+        CHECK(0, "make experts");
+        return;
+    }
+    int32_t *off = malloc((e_count + 1) * sizeof *off);
+    route_make(kind, e_count, t_rows, &rng, off);
+    uint16_t *x = malloc(t_rows * k * 2 + 2), *bias = NULL, *yb = malloc(t_rows * n * 2 + 2);
+    gx_make(x, t_rows, k, &rng);
+    if (with_bias) {
+        bias = malloc(e_count * n * 2);
+        for (size_t i = 0; i < e_count * n; i++)
+            bias[i] = bfp_f32_to_bf16((float)(prng_unit(&rng) * 4.0 - 2.0));
+    }
+    float *ref = malloc(t_rows * n * sizeof *ref + 4);
+    CHECK(bfp_grouped_matmul_ref(fmt, g.w, e_count, n, k, x, t_rows, off, bias, ref) == BFP_OK,
+          "ref");
+
+    size_t bytes;
+    bfp_cuda_grouped_weight_packed_size(fmt, e_count, n, k, &bytes);
+    void *dbuf, *dx, *dy, *doff, *dbias = NULL, *dws = NULL;
+    CU(cudaMalloc(&dbuf, bytes));
+    CU(cudaMalloc(&dx, t_rows * k * 2 + 16));
+    CU(cudaMalloc(&dy, t_rows * n * 2 + 16));
+    CU(cudaMalloc(&doff, (e_count + 1) * 4));
+    CU(cudaMemcpy(dx, x, t_rows * k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(doff, off, (e_count + 1) * 4, cudaMemcpyHostToDevice));
+    if (bias) {
+        CU(cudaMalloc(&dbias, e_count * n * 2));
+        CU(cudaMemcpy(dbias, bias, e_count * n * 2, cudaMemcpyHostToDevice));
+    }
+    CHECK(bfp_cuda_grouped_weight_pack(fmt, g.w, e_count, n, k, dbuf, bytes, NULL) == BFP_OK,
+          "pack");
+    bfp_cuda_grouped_weight *w = NULL;
+    CHECK(bfp_cuda_grouped_weight_view(fmt, e_count, n, k, dbuf, bytes, &w) == BFP_OK, "view");
+    size_t wsb = bfp_cuda_grouped_matmul_workspace_size(w, t_rows, NULL);
+    if (wsb)
+        CU(cudaMalloc(&dws, wsb));
+    for (int call = 0; call < 2; call++) {
+        CU(cudaMemset(dy, 0xFF, t_rows * n * 2)); /* NaN: an unwritten row fails */
+        bfp_status st = bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb, NULL,
+                                                NULL);
+        CU(cudaDeviceSynchronize());
+        CHECK(st == BFP_OK, "%s call: %d", fn, st);
+        CU(cudaMemcpy(yb, dy, t_rows * n * 2, cudaMemcpyDeviceToHost));
+        int nan = 0;
+        for (size_t e = 0; e < e_count; e++) {
+            double num = 0, den = 0;
+            for (size_t i = (size_t)off[e] * n; i < (size_t)off[e + 1] * n; i++) {
+                double d = (double)bfp_bf16_to_f32(yb[i]) - (double)ref[i];
+                nan += isnan(bfp_bf16_to_f32(yb[i])) != 0;
+                num += d * d, den += (double)ref[i] * ref[i];
+            }
+            double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+            CHECK(rel < 5e-3, "%s E=%zu %zux%zu T=%zu %s bias=%d call %d expert %zu (%d rows): "
+                  "rel err %.3g",
+                  fn, e_count, n, k, t_rows, route_names[kind], with_bias, call, e,
+                  off[e + 1] - off[e], rel);
+        }
+        CHECK(nan == 0, "%s E=%zu %zux%zu T=%zu %s: %d NaN outputs", fn, e_count, n, k, t_rows,
+              route_names[kind], nan);
+    }
+    if (wsb) {
+        CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb - 1, NULL, NULL) ==
+                  BFP_ERR_ARG,
+              "short workspace refused");
+        CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, NULL, wsb, NULL, NULL) ==
+                  BFP_ERR_ARG,
+              "NULL workspace refused");
+    }
+    bfp_cuda_grouped_weight_free(w);
+    cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff), cudaFree(dbias), cudaFree(dws);
+    free(off), free(x), free(bias), free(yb), free(ref);
+    gexperts_free(&g);
+}
+
+/* views of a buffer that is not this weight are refused */
+static void view_checks(void)
+{
+    gexperts g;
+    size_t bytes, bytes2;
+    gexperts_make(&g, BFP_MXFP4, 3, 32, 128, &rng);
+    bfp_cuda_grouped_weight_packed_size(BFP_MXFP4, 3, 32, 128, &bytes);
+    void *d;
+    CU(cudaMalloc(&d, bytes + 256));
+    CHECK(bfp_cuda_grouped_weight_pack(BFP_MXFP4, g.w, 3, 32, 128, d, bytes, NULL) == BFP_OK,
+          "pack");
+    bfp_cuda_grouped_weight *w = NULL;
+    CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 3, 32, 128, d, bytes - 1, &w) == BFP_ERR_ARG &&
+              !w,
+          "short buffer refused");
+    CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 3, 32, 128, (char *)d + 16, bytes, &w) ==
+              BFP_ERR_ARG,
+          "misaligned buffer refused");
+    CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4_PLUS, 3, 32, 128, d, bytes, &w) == BFP_ERR_ARG,
+          "another format's buffer refused");
+    bfp_cuda_grouped_weight_packed_size(BFP_MXFP4, 2, 32, 64, &bytes2);
+    CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 6, 32, 64, d, bytes, &w) == BFP_ERR_ARG,
+          "another shape's buffer refused");
+    CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 3, 32, 128, d, bytes, &w) == BFP_OK, "view");
+    int32_t off[4] = {0, 0, 0, 0};
+    void *doff;
+    CU(cudaMalloc(&doff, sizeof off));
+    CU(cudaMemcpy(doff, off, sizeof off, cudaMemcpyHostToDevice));
+    CHECK(bfp_cuda_grouped_matmul(w, NULL, 0, doff, NULL, NULL, NULL, 0, NULL, NULL) == BFP_OK,
+          "T = 0 is nothing to do");
+    CHECK(bfp_cuda_grouped_matmul(w, d, 4, NULL, NULL, d, NULL, 0, NULL, NULL) == BFP_ERR_ARG,
+          "NULL offsets refused");
+    CHECK(bfp_cuda_grouped_matmul(NULL, d, 4, doff, NULL, d, NULL, 0, NULL, NULL) == BFP_ERR_ARG,
+          "NULL weight refused");
+    bfp_matmul_tuning bad = {0};
+    bad.ctas_per_sm = 65;
+    CHECK(bfp_cuda_grouped_matmul_workspace_size(w, 4, &bad) == 0, "bad tuning: no size");
+    bfp_cuda_grouped_weight_free(w);
+    cudaFree(d), cudaFree(doff);
+    gexperts_free(&g);
+}
+
+int main(void)
+{
+    if (!bfp_cuda_available()) {
+        bfp_cuda_grouped_weight *w = (bfp_cuda_grouped_weight *)1;
+        char buf[512];
+        CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 2, 16, 64, buf, 0, &w) == BFP_ERR_ARG &&
+                  !w,
+              "short buffer refused without a GPU");
+        printf("test_cuda_grouped: skipped: no GPU (argument checks only)\n");
+        return check_summary("test_cuda_grouped");
+    }
+    const char *q = getenv("BFP_TEST_QUICK");
+    const int quick = q && *q == '1';
+    static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
+                                      BFP_HIF4};
+    view_checks();
+    for (int f = 0; f < 5; f++) {
+        for (int kind = 0; kind < ROUTE_KINDS; kind++)
+            gpu_case(fmts[f], 8, 80, 200, 37, kind, kind & 1);
+        gpu_case(fmts[f], 1, 17, 65, 1, ROUTE_RANDOM, 1);    /* one expert, one row */
+        gpu_case(fmts[f], 9, 33, 64, 1, ROUTE_LAST_ONLY, 0); /* one token, last expert */
+        gpu_case(fmts[f], 5, 48, 130, 3, ROUTE_RANDOM, 0);   /* odd counts, K split */
+        if (quick)
+            continue;
+        gpu_case(fmts[f], 16, 256, 512, 301, ROUTE_SKEWED, 1);  /* NT = 4 */
+        gpu_case(fmts[f], 4, 256, 512, 600, ROUTE_ONE_EXPERT, 0); /* NT = 16, split K */
+        gpu_case(fmts[f], 32, 96, 320, 2000, ROUTE_RANDOM, 1);  /* NT = 16, many chunks */
+        gpu_case(fmts[f], 12, 64, 2880, 9, ROUTE_HALF_EMPTY, 0); /* gpt-oss k, deep K split */
+    }
+    return check_summary("test_cuda_grouped");
+}
+
+#else
+int main(void)
+{
+    printf("test_cuda_grouped: skipped: no GPU (built without CUDA)\n");
+    return 0;
+}
+#endif
