@@ -31,6 +31,7 @@ from .torch_ops import _cuda_ready, _dequant_2d, _stream, plane_shapes
 def _capturing() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
+
 __all__ = ["grouped_matmul", "clear_cuda_grouped_weights"]
 
 # (device, planes' pointers and versions, fmt, E, n, k) -> (buffer, view capsule)
