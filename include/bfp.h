@@ -550,6 +550,18 @@ bfp_status bfp_matmul_ref(bfp_format fmt, const bfp_const_planes *w, size_t n,
                           size_t k, const uint16_t *x_bf16, size_t m,
                           const uint16_t *bias_bf16, float *y);
 
+/**
+ * Reference matmul with a quantized x (W4A8, W4A4): y = x . W^T (+ bias),
+ * W [n, k] in w_fmt and x [m, k] in x_fmt, both planar with blocks along k,
+ * both decoded by the reference decoder, products summed in float64, rounded
+ * once to float32. bias_bf16 may be NULL. Any pair of formats; NaN blocks of
+ * either operand give NaN outputs.
+ * @return BFP_OK, BFP_ERR_FORMAT, BFP_ERR_SHAPE, BFP_ERR_ARG, BFP_ERR_NOMEM
+ */
+bfp_status bfp_matmul_ref_q(bfp_format w_fmt, const bfp_const_planes *w, size_t n, size_t k,
+                            bfp_format x_fmt, const bfp_const_planes *x, size_t m,
+                            const uint16_t *bias_bf16, float *y);
+
 /** 1 if the GPU matmul and the prepacked layout support this format. */
 int bfp_matmul_format_supported(bfp_format fmt);
 
