@@ -271,6 +271,7 @@ int main(int argc, char **argv)
                         first ? "" : ",\n", wn, xn, m, n, k, us, pus, cublas_us[mi], err, perr,
                         tflops, qbytes);
                 first = false;
+                fflush(fp); /* a run cut short keeps what it measured */
                 xq.release();
                 CU(cudaFree(ws));
             }

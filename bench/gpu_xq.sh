@@ -8,7 +8,8 @@
 #
 # BIN=dir: take test_cuda_matmul_xq and gpu_gemm_xq prebuilt from dir (skips
 # the build); XQ_QUICK=1: the benchmark's first shape only; PEER_TRITON=0:
-# no Triton peer. Exit status 0 only if the tests and sanitizers passed and
+# no Triton peer; T_TEST, T_MEMCHECK, T_RACECHECK, T_BENCH, T_PEER: each
+# step's time limit in seconds. Exit status 0 only if the tests and sanitizers passed and
 # the benchmark ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,20 +36,20 @@ else
 fi
 
 say "test_cuda_matmul_xq"
-BFP_TEST_VERBOSE=1 timeout 240 "$T" >"$OUT/test_xq.log" 2>&1 || status=1
+BFP_TEST_VERBOSE=1 timeout ${T_TEST:-240} "$T" >"$OUT/test_xq.log" 2>&1 || status=1
 grep -E "FAIL|passed" "$OUT/test_xq.log" | tail -15
 
 say "memcheck (quick set)"
-BFP_TEST_QUICK=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$T" \
+BFP_TEST_QUICK=1 timeout ${T_MEMCHECK:-200} compute-sanitizer --tool memcheck --error-exitcode 3 "$T" \
     >"$OUT/memcheck_xq.log" 2>&1 || status=1
 grep -E "ERROR SUMMARY|passed" "$OUT/memcheck_xq.log" | tail -3
 say "racecheck (quick set)"
-BFP_TEST_QUICK=1 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 3 "$T" \
+BFP_TEST_QUICK=1 timeout ${T_RACECHECK:-200} compute-sanitizer --tool racecheck --error-exitcode 3 "$T" \
     >"$OUT/racecheck_xq.log" 2>&1 || status=1
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|passed" "$OUT/racecheck_xq.log" | tail -3
 
 say "benchmark"
-timeout 300 "$G" "$OUT/gpu_gemm_xq.json" ${XQ_QUICK:+quick} 2>&1 | tee "$OUT/bench_xq.log" || status=1
-BENCH_COMMAND="bash bench/gpu_xq.sh" timeout 300 python3 bench/peer_gemm_fp8_torch.py \
+timeout ${T_BENCH:-300} "$G" "$OUT/gpu_gemm_xq.json" ${XQ_QUICK:+quick} 2>&1 | tee "$OUT/bench_xq.log" || status=1
+BENCH_COMMAND="bash bench/gpu_xq.sh" timeout ${T_PEER:-300} python3 bench/peer_gemm_fp8_torch.py \
     "$OUT/gpu_gemm_xq.json" "$OUT/h200-gemm-fp8.json" 2>&1 | tee -a "$OUT/bench_xq.log" || status=1
 exit $status
