@@ -10,7 +10,8 @@
  * rotate over >= 200 MB of copies; time = median over 7 replays of a CUDA
  * graph of 20 calls (each call the next weight), per call. rel_err =
  * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of the dequantized x and W.
- * GEMM_XQ_PAIRS=mxfp4:mxfp8_e4m3,... limits the pairs. */
+ * GEMM_XQ_PAIRS=mxfp4:mxfp8_e4m3,..., GEMM_XQ_SHAPES=8192x28672,... and
+ * GEMM_XQ_MS=1,16 limit the pairs, shapes and m. */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -163,6 +164,10 @@ int main(int argc, char **argv)
            "planes_us", "bf16_us", "rel_err", "TFLOP/s");
     for (int si = 0; si < nshapes; si++) {
         size_t n = shapes[si][0], k = shapes[si][1], mmax = 4096;
+        char sname[32];
+        snprintf(sname, sizeof sname, "%zux%zu", n, k);
+        if (!in_env_list("GEMM_XQ_SHAPES", sname)) /* e.g. 8192x28672 */
+            continue;
         __nv_bfloat16 *wbf, *x, *y;
         float *wf, *xf, *yref;
         CU(cudaMalloc(&wbf, n * k * 2));
@@ -234,6 +239,10 @@ int main(int argc, char **argv)
             }
             for (int mi = 0; mi < 4; mi++) {
                 size_t m = ms[mi];
+                char mname[16];
+                snprintf(mname, sizeof mname, "%zu", m);
+                if (!in_env_list("GEMM_XQ_MS", mname))
+                    continue;
                 size_t wsb = bfp_cuda_matmul_xq_workspace_size(W[0], xfm, m, NULL);
                 void *ws;
                 CU(cudaMalloc(&ws, wsb));

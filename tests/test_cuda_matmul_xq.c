@@ -151,7 +151,7 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
         free(buf);
     }
 
-    double num = 0, den = 0;
+    double num = 0, den = 0, num_b = 0;
     size_t nan_bad = 0, nan_missing = 0;
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
@@ -167,6 +167,8 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
             }
             num += (v - r) * (v - r);
             den += r * r;
+            double rb = bfp_bf16_to_f32(bfp_f32_to_bf16((float)r)); /* y's own rounding */
+            num_b += (v - rb) * (v - rb);
         }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
     CHECK(nan_bad == 0 && nan_missing == 0,
@@ -174,8 +176,13 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
           m, n, k, nan_bad, nan_missing);
     CHECK(rel < 2e-3, "%s x %s m %zu n %zu k %zu%s: rel err %.3g", wn, xn, m, n, k,
           planes_api ? " (planes)" : "", rel);
+    /* the kernel's own error: against the reference rounded to bf16, as y is */
+    double rel_b = den > 0 ? sqrt(num_b / den) : sqrt(num_b);
+    CHECK(rel_b < 2e-3, "%s x %s m %zu n %zu k %zu: rel err to bf16(ref) %.3g", wn, xn, m, n,
+          k, rel_b);
     if (getenv("BFP_TEST_VERBOSE"))
-        printf("%s x %s m %zu n %zu k %zu: rel %.3g\n", wn, xn, m, n, k, rel);
+        printf("%s x %s m %zu n %zu k %zu: rel %.3g, to bf16(ref) %.3g\n", wn, xn, m, n, k, rel,
+               rel_b);
 
     CU(cudaFree(dx));
     CU(cudaFree(dy));
