@@ -578,6 +578,18 @@ bfp_status bfp_matmul_ref(bfp_format fmt, const bfp_const_planes *w, size_t n,
                           size_t k, const uint16_t *x_bf16, size_t m,
                           const uint16_t *bias_bf16, float *y);
 
+/**
+ * Reference matmul with a quantized x (W4A8, W4A4): y = x . W^T (+ bias),
+ * W [n, k] in w_fmt and x [m, k] in x_fmt, both planar with blocks along k,
+ * both decoded by the reference decoder, products summed in float64, rounded
+ * once to float32. bias_bf16 may be NULL. Any pair of formats; NaN blocks of
+ * either operand give NaN outputs.
+ * @return BFP_OK, BFP_ERR_FORMAT, BFP_ERR_SHAPE, BFP_ERR_ARG, BFP_ERR_NOMEM
+ */
+bfp_status bfp_matmul_ref_q(bfp_format w_fmt, const bfp_const_planes *w, size_t n, size_t k,
+                            bfp_format x_fmt, const bfp_const_planes *x, size_t m,
+                            const uint16_t *bias_bf16, float *y);
+
 /** 1 if the GPU matmul and the prepacked layout support this format. */
 int bfp_matmul_format_supported(bfp_format fmt);
 
@@ -830,6 +842,51 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
                               const void *d_bias, void *d_y, void *d_workspace,
                               size_t workspace_bytes, bfp_matmul_path path,
                               const bfp_matmul_tuning *tuning, void *stream);
+
+/* ---- Matmul with a quantized x (W4A8, W4A4) ------------------------------
+ * y = x . W^T (+ bias) with x quantized to an activation format along k, on
+ * the FP8 tensor cores (mma.sync e4m3, sm_89 and later; docs/gemm.md,
+ * "Quantized activations"). Pairs: W mxfp4 or mxfp4+ with x mxfp8_e4m3
+ * (W4A8), mxfp4 or mxfp4+ (W4A4); W nvfp4 or nvfp4+ with x nvfp4. The
+ * reference is bfp_matmul_ref_q of W's planes and bfp_quantize(x)'s. */
+
+/** 1 if bfp_cuda_matmul_xq has a kernel for this pair (pure computation). */
+int bfp_cuda_matmul_xq_supported(bfp_format w_fmt, bfp_format x_fmt);
+
+/** Workspace bytes of bfp_cuda_matmul_xq (x's planes, then the K split's
+ * fp32 sums); enough for bfp_cuda_matmul_xq_planes too. 0 for an unsupported
+ * pair, a bad shape or an invalid tuning. */
+size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m,
+                                         const bfp_matmul_tuning *tuning);
+
+/**
+ * y = x . W^T (+ bias) with x quantized on the fly: d_x_bf16 bf16 [m, k] is
+ * quantized by bfp_cuda_quantize (default options, bit for bit bfp_quantize's
+ * planes) into the workspace (256-byte aligned, at least
+ * bfp_cuda_matmul_xq_workspace_size() bytes; no zeroing needed), then
+ * multiplied. d_bias bf16 [n] or NULL, d_y bf16 [m, n]. tuning: NULL or a
+ * valid struct (no field applies yet). Same stream rules as
+ * bfp_cuda_matmul_ex; no allocation, no synchronization.
+ * @return BFP_OK; BFP_ERR_ARG (NULL pointer, small or misaligned workspace,
+ *         invalid tuning); BFP_ERR_FORMAT (unknown x format);
+ *         BFP_ERR_UNSUPPORTED (pair without a kernel, build without CUDA);
+ *         BFP_ERR_SHAPE; BFP_ERR_DEVICE
+ */
+bfp_status bfp_cuda_matmul_xq(const bfp_cuda_weight *w, bfp_format x_fmt, const void *d_x_bf16,
+                              size_t m, const void *d_bias, void *d_y, void *d_workspace,
+                              size_t workspace_bytes, const bfp_matmul_tuning *tuning,
+                              void *stream);
+
+/**
+ * The same with x already quantized: d_x holds device planes of an m x k
+ * tensor in x_fmt (planar, blocks along k; NVFP4's tensor scale on the
+ * device). The workspace is used only when K is split (NULL allowed when
+ * the workspace size minus x's planes is 0; passing the full size is safe).
+ */
+bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_weight *w, bfp_format x_fmt,
+                                     const bfp_const_planes *d_x, size_t m, const void *d_bias,
+                                     void *d_y, void *d_workspace, size_t workspace_bytes,
+                                     const bfp_matmul_tuning *tuning, void *stream);
 
 /* ---- Verification -------------------------------------------------------
  * Compare the planes another implementation wrote (the DUT: device or

@@ -1,0 +1,305 @@
+/* gpu_gemm_xq.cu - time bfp_cuda_matmul_xq (x quantized on the fly, its
+ * quantize kernel included) and bfp_cuda_matmul_xq_planes (x quantized
+ * beforehand) against cuBLAS bf16, same run.
+ *
+ *   gpu_gemm_xq OUT.json [quick]
+ *
+ * Pairs (W, x): mxfp4 x mxfp8_e4m3 (W4A8), mxfp4 x mxfp4, mxfp4+ x mxfp4+
+ * (W4A4), nvfp4 x nvfp4. Shapes (n, k) = (8192, 8192), (28672, 8192),
+ * (8192, 28672), m = 1, 16, 128, 4096 (quick: the first shape). Weights
+ * rotate over >= 200 MB of copies; time = median over 7 replays of a CUDA
+ * graph of 20 calls (each call the next weight), per call. rel_err =
+ * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of the dequantized x and W.
+ * GEMM_XQ_PAIRS=mxfp4:mxfp8_e4m3,..., GEMM_XQ_SHAPES=8192x28672,... and
+ * GEMM_XQ_MS=1,16 limit the pairs, shapes and m. */
+#include "bfp.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "bench_check.h"
+#include "cuda_check.h" /* tests/ */
+
+#include <algorithm>
+#include <functional>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vector>
+
+__global__ void fill_bf16(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        float g = ((float)(z & 0xFFFF) + (float)((z >> 16) & 0xFFFF) +
+                   (float)((z >> 32) & 0xFFFF)) / 65536.0f - 1.5f;
+        if (((z >> 48) & 511) == 0)
+            g *= 20.0f;
+        x[i] = __float2bfloat16_rn(g * scale);
+    }
+}
+
+/* median over 7 replays of a graph of 20 calls f(0..19), µs per call */
+static double graph_us(cudaStream_t s, const std::function<void(int)> &f)
+{
+    const int calls = 20, reps = 7;
+    for (int i = 0; i < 2; i++) /* warm: handles, first-call setup */
+        f(i);
+    CU(cudaStreamSynchronize(s));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    for (int i = 0; i < calls; i++)
+        f(i);
+    CU(cudaStreamEndCapture(s, &g));
+    CU(cudaGraphInstantiate(&ge, g, 0));
+    CU(cudaGraphLaunch(ge, s));
+    CU(cudaStreamSynchronize(s));
+    cudaEvent_t a, b;
+    CU(cudaEventCreate(&a));
+    CU(cudaEventCreate(&b));
+    std::vector<double> t;
+    for (int r = 0; r < reps; r++) {
+        CU(cudaEventRecord(a, s));
+        CU(cudaGraphLaunch(ge, s));
+        CU(cudaEventRecord(b, s));
+        CU(cudaEventSynchronize(b));
+        float ms;
+        CU(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(1000.0 * ms / calls);
+    }
+    CU(cudaGraphExecDestroy(ge));
+    CU(cudaGraphDestroy(g));
+    CU(cudaEventDestroy(a));
+    CU(cudaEventDestroy(b));
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
+{
+    std::vector<uint16_t> y(n);
+    std::vector<float> r(n);
+    CU(cudaMemcpy(y.data(), dy, n * 2, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(r.data(), dref, n * 4, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = bfp_bf16_to_f32(y[i]), d = v - r[i];
+        if (isnan(v))
+            return NAN;
+        num += d * d;
+        den += (double)r[i] * r[i];
+    }
+    return sqrt(num / den);
+}
+
+struct DevPlanes {
+    bfp_plane_sizes sz;
+    uint8_t *c = nullptr, *s = nullptr, *m = nullptr;
+    float *ts = nullptr;
+    void alloc(bfp_format f, size_t rows, size_t cols)
+    {
+        BFP(bfp_plane_sizes_for(f, rows, cols, &sz));
+        CU(cudaMalloc(&c, sz.codes));
+        CU(cudaMalloc(&s, sz.scales));
+        CU(cudaMalloc(&m, sz.meta + 1));
+        CU(cudaMalloc(&ts, 4));
+    }
+    void release()
+    {
+        CU(cudaFree(c));
+        CU(cudaFree(s));
+        CU(cudaFree(m));
+        CU(cudaFree(ts));
+    }
+    bfp_planes p() { return bfp_planes{c, s, m, ts}; }
+    bfp_const_planes cp() { return bfp_const_planes{c, s, m, ts}; }
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: gpu_gemm_xq OUT.json [quick]\n");
+        return 2;
+    }
+    bool quick = argc > 2 && !strcmp(argv[2], "quick");
+    if (!bfp_cuda_available()) {
+        fprintf(stderr, "gpu_gemm_xq: no GPU\n");
+        return 1;
+    }
+    cudaDeviceProp prop;
+    CU(cudaGetDeviceProperties(&prop, 0));
+    FILE *fp = fopen(argv[1], "w");
+    if (!fp) {
+        perror(argv[1]);
+        return 1;
+    }
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"results\": [\n", date, prop.name);
+    cudaStream_t st;
+    CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cublasHandle_t blas;
+    CB(cublasCreate(&blas));
+    CB(cublasSetStream(blas, st));
+
+    static const bfp_format pairs[][2] = {{BFP_MXFP4, BFP_MXFP8_E4M3},
+                                          {BFP_MXFP4, BFP_MXFP4},
+                                          {BFP_MXFP4_PLUS, BFP_MXFP4_PLUS},
+                                          {BFP_NVFP4, BFP_NVFP4}};
+    const size_t shapes[][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
+    const size_t ms[] = {1, 16, 128, 4096};
+    int nshapes = quick ? 1 : 3;
+    bool first = true;
+    printf("%-8s %-11s %5s %6s %6s %9s %9s %9s %10s %8s\n", "W", "x", "M", "N", "K", "us",
+           "planes_us", "bf16_us", "rel_err", "TFLOP/s");
+    for (int si = 0; si < nshapes; si++) {
+        size_t n = shapes[si][0], k = shapes[si][1], mmax = 4096;
+        char sname[32];
+        snprintf(sname, sizeof sname, "%zux%zu", n, k);
+        if (!in_env_list("GEMM_XQ_SHAPES", sname)) /* e.g. 8192x28672 */
+            continue;
+        __nv_bfloat16 *wbf, *x, *y;
+        float *wf, *xf, *yref;
+        CU(cudaMalloc(&wbf, n * k * 2));
+        CU(cudaMalloc(&x, mmax * k * 2));
+        CU(cudaMalloc(&y, mmax * n * 2));
+        CU(cudaMalloc(&wf, n * k * 4));
+        CU(cudaMalloc(&xf, mmax * k * 4));
+        CU(cudaMalloc(&yref, mmax * n * 4));
+        fill_bf16<<<1024, 256>>>(wbf, n * k, 1000, 0.05f);
+        fill_bf16<<<1024, 256>>>(x, mmax * k, 7, 1.0f);
+        CU(cudaGetLastError());
+        /* cuBLAS bf16 over rotating bf16 weights, as gpu_gemm */
+        size_t wb16 = n * k * 2;
+        int rot16 = wb16 >= ((size_t)200 << 20) ? 1 : (int)(((size_t)200 << 20) / wb16 + 1);
+        std::vector<__nv_bfloat16 *> wr(rot16);
+        for (int r = 0; r < rot16; r++) {
+            CU(cudaMalloc(&wr[r], wb16));
+            CU(cudaMemcpy(wr[r], wbf, wb16, cudaMemcpyDeviceToDevice));
+        }
+        double cublas_us[4];
+        for (int mi = 0; mi < 4; mi++) {
+            size_t m = ms[mi];
+            cublas_us[mi] = graph_us(st, [&](int i) {
+                float alpha = 1, beta = 0;
+                CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha,
+                                wr[i % rot16], CUDA_R_16BF, (int)k, x, CUDA_R_16BF, (int)k,
+                                &beta, y, CUDA_R_16BF, (int)n, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+            });
+        }
+        for (auto p : wr)
+            CU(cudaFree(p));
+
+        for (auto &pr : pairs) {
+            bfp_format wfm = pr[0], xfm = pr[1];
+            const char *wn = bfp_format_get(wfm)->name, *xn = bfp_format_get(xfm)->name;
+            char key[64];
+            snprintf(key, sizeof key, "%s:%s", wn, xn);
+            if (!in_env_list("GEMM_XQ_PAIRS", key))
+                continue;
+            DevPlanes wq;
+            wq.alloc(wfm, n, k);
+            bfp_planes wp = wq.p();
+            BFP(bfp_cuda_quantize(wfm, BFP_DTYPE_BF16, wbf, n, k, NULL, 0, &wp, NULL, st));
+            bfp_const_planes wcp = wq.cp();
+            BFP(bfp_cuda_dequantize(wfm, &wcp, n, k, BFP_DTYPE_F32, wf, st));
+            std::vector<uint8_t> hc(wq.sz.codes), hs(wq.sz.scales), hm(wq.sz.meta + 1);
+            float hts = 1;
+            CU(cudaStreamSynchronize(st));
+            CU(cudaMemcpy(hc.data(), wq.c, wq.sz.codes, cudaMemcpyDeviceToHost));
+            CU(cudaMemcpy(hs.data(), wq.s, wq.sz.scales, cudaMemcpyDeviceToHost));
+            CU(cudaMemcpy(hm.data(), wq.m, wq.sz.meta + 1, cudaMemcpyDeviceToHost));
+            CU(cudaMemcpy(&hts, wq.ts, 4, cudaMemcpyDeviceToHost));
+            size_t qbytes = wq.sz.codes + wq.sz.scales + wq.sz.meta;
+            int rot = qbytes >= ((size_t)200 << 20) ? 1 : (int)(((size_t)200 << 20) / qbytes + 1);
+            std::vector<bfp_cuda_weight *> W(rot);
+            bfp_const_planes hp = {hc.data(), hs.data(), hm.data(), &hts};
+            /* pack once, copy the buffer, view each copy */
+            size_t pb = 0;
+            BFP(bfp_cuda_weight_packed_size(wfm, n, k, &pb));
+            std::vector<void *> bufs(rot);
+            for (int r = 0; r < rot; r++) {
+                CU(cudaMalloc(&bufs[r], pb));
+                if (r == 0)
+                    BFP(bfp_cuda_weight_pack(wfm, &hp, n, k, bufs[0], pb, st));
+                else
+                    CU(cudaMemcpy(bufs[r], bufs[0], pb, cudaMemcpyDeviceToDevice));
+                BFP(bfp_cuda_weight_view(wfm, n, k, bufs[r], pb, &W[r]));
+            }
+            for (int mi = 0; mi < 4; mi++) {
+                size_t m = ms[mi];
+                char mname[16];
+                snprintf(mname, sizeof mname, "%zu", m);
+                if (!in_env_list("GEMM_XQ_MS", mname))
+                    continue;
+                size_t wsb = bfp_cuda_matmul_xq_workspace_size(W[0], xfm, m, NULL);
+                void *ws;
+                CU(cudaMalloc(&ws, wsb));
+                /* x's planes once, for the pre-quantized call and the reference */
+                DevPlanes xq;
+                xq.alloc(xfm, m, k);
+                bfp_planes xp = xq.p();
+                BFP(bfp_cuda_quantize(xfm, BFP_DTYPE_BF16, x, m, k, NULL, 0, &xp, NULL, st));
+                bfp_const_planes xcp = xq.cp();
+                BFP(bfp_cuda_dequantize(xfm, &xcp, m, k, BFP_DTYPE_F32, xf, st));
+                float alpha = 1, beta = 0;
+                CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
+                               (int)k, xf, (int)k, &beta, yref, (int)n));
+                double us = graph_us(st, [&](int i) {
+                    BFP(bfp_cuda_matmul_xq(W[i % rot], xfm, x, m, NULL, y, ws, wsb, NULL, st));
+                });
+                CU(cudaStreamSynchronize(st));
+                double err = rel_err(y, yref, m * n);
+                double pus = graph_us(st, [&](int i) {
+                    BFP(bfp_cuda_matmul_xq_planes(W[i % rot], xfm, &xcp, m, NULL, y, ws, wsb,
+                                                  NULL, st));
+                });
+                CU(cudaStreamSynchronize(st));
+                double perr = rel_err(y, yref, m * n);
+                double tflops = 2.0 * m * n * k / us * 1e-6;
+                printf("%-8s %-11s %5zu %6zu %6zu %9.1f %9.1f %9.1f %10.2e %8.1f\n", wn, xn, m,
+                       n, k, us, pus, cublas_us[mi], err, tflops);
+                fflush(stdout);
+                fprintf(fp,
+                        "%s {\"format\": \"%s\", \"x_format\": \"%s\", \"M\": %zu, \"N\": %zu, "
+                        "\"K\": %zu, \"us\": %.2f, \"prequant_us\": %.2f, "
+                        "\"cublas_bf16_direct_us\": %.2f, \"rel_err\": %.3e, "
+                        "\"prequant_rel_err\": %.3e, \"tflops\": %.2f, \"weight_bytes\": %zu, "
+                        "\"path\": \"xq_mma_sync\"}",
+                        first ? "" : ",\n", wn, xn, m, n, k, us, pus, cublas_us[mi], err, perr,
+                        tflops, qbytes);
+                first = false;
+                fflush(fp); /* a run cut short keeps what it measured */
+                xq.release();
+                CU(cudaFree(ws));
+            }
+            for (auto w : W)
+                bfp_cuda_weight_free(w);
+            for (auto b : bufs)
+                CU(cudaFree(b));
+            wq.release();
+        }
+        CU(cudaFree(wbf));
+        CU(cudaFree(x));
+        CU(cudaFree(y));
+        CU(cudaFree(wf));
+        CU(cudaFree(xf));
+        CU(cudaFree(yref));
+    }
+    fprintf(fp, "\n]}\n");
+    fclose(fp);
+    cublasDestroy(blas);
+    CU(cudaStreamDestroy(st));
+    return 0;
+}

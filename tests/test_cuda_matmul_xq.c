@@ -1,0 +1,279 @@
+/* test_cuda_matmul_xq.c - the quantized-x matmul on the GPU (W4A8, W4A4:
+ * bfp_cuda_matmul_xq and _xq_planes) against bfp_matmul_ref_q of the same
+ * planes: every supported pair, m in 1, 16, 17, 128, 300, 4096 (4096 at a
+ * small n and k), odd n and k, outlier rows and channels, blocks of one row
+ * 2^60 apart, all-zero blocks, a NaN block in W and in x; ||y - ref|| /
+ * ||ref|| < 2e-3 over the finite outputs, NaN exactly in the NaN block's row
+ * and column, every output written (y poisoned first). The x planes the call
+ * leaves in the workspace equal bfp_quantize's bit for bit. Unsupported
+ * pairs and short workspaces are refused. Without a GPU it prints
+ * "skipped: no GPU" and passes. BFP_TEST_QUICK=1: a few shapes (memcheck). */
+#include "bfp.h"
+#include "check.h"
+#include "prng.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef BFP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "cuda_check.h"
+
+static prng rng = {2121};
+static double unif(void) { return prng_unit(&rng); }
+static double gauss(void) { return (unif() + unif() + unif() - 1.5) * 2.0; }
+
+typedef struct {
+    bfp_plane_sizes sz;
+    uint8_t *codes, *scales, *meta;
+    float ts;
+} hq;
+
+static void hq_make(bfp_format f, bfp_dtype dt, const void *src, size_t rows, size_t cols,
+                    hq *q)
+{
+    bfp_plane_sizes_for(f, rows, cols, &q->sz);
+    q->codes = calloc(1, q->sz.codes);
+    q->scales = calloc(1, q->sz.scales);
+    q->meta = calloc(1, q->sz.meta + 1);
+    q->ts = 0;
+    bfp_planes p = {q->codes, q->scales, q->meta, &q->ts};
+    bfp_status st = bfp_quantize(f, dt, src, rows, cols, NULL, &p, NULL);
+    CHECK(st == BFP_OK, "quantize: %s", bfp_status_str(st));
+}
+
+static void hq_free(hq *q)
+{
+    free(q->codes);
+    free(q->scales);
+    free(q->meta);
+}
+
+/* row kinds: plain, outlier elements, zero blocks, blocks 2^60 apart */
+static double value(size_t r, size_t c, int salt)
+{
+    int kind = (int)((r * 7 + (size_t)salt) % 4);
+    double g = gauss();
+    if (kind == 1 && unif() < 0.03)
+        g *= 200.0;
+    if (kind == 2 && (c / 32) % 3 == 1)
+        g = 0.0;
+    if (kind == 3)
+        g *= (c / 32) % 2 ? 0x1p30 : 0x1p-30;
+    return g;
+}
+
+static size_t al256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k, int bias_on,
+                     int planes_api)
+{
+    const char *wn = bfp_format_get(wf)->name, *xn = bfp_format_get(xf)->name;
+    int wnan = n > 3 ? (int)(n / 2) : -1, xnan = m > 3 ? (int)(m / 3) : -1;
+    float *w = malloc(n * k * sizeof *w);
+    uint16_t *x = malloc(m * k * 2), *bias = malloc(n * 2), *y = malloc(m * n * 2);
+    float *ref = malloc(m * n * sizeof *ref);
+    for (size_t r = 0; r < n; r++)
+        for (size_t c = 0; c < k; c++)
+            w[r * k + c] = (float)value(r, c, 0);
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < k; c++) {
+            double v = value(r, c, 1);
+            if (c % 97 == 5)
+                v *= 30.0; /* outlier channels */
+            x[r * k + c] = bfp_f32_to_bf16((float)v);
+        }
+    if (wnan >= 0)
+        w[(size_t)wnan * k + k - 1] = NAN;
+    if (xnan >= 0)
+        x[(size_t)xnan * k] = 0x7FC0;
+    for (size_t j = 0; j < n; j++)
+        bias[j] = bfp_f32_to_bf16((float)gauss());
+    hq qw, qx;
+    hq_make(wf, BFP_DTYPE_F32, w, n, k, &qw);
+    hq_make(xf, BFP_DTYPE_BF16, x, m, k, &qx);
+    bfp_const_planes cw = {qw.codes, qw.scales, qw.meta, &qw.ts};
+    bfp_const_planes cx = {qx.codes, qx.scales, qx.meta, &qx.ts};
+    CHECK(bfp_matmul_ref_q(wf, &cw, n, k, xf, &cx, m, bias_on ? bias : NULL, ref) == BFP_OK,
+          "reference");
+
+    bfp_cuda_weight *dw = NULL;
+    bfp_status st = bfp_cuda_weight_upload(wf, &cw, n, k, &dw);
+    CHECK(st == BFP_OK, "upload %s: %s", wn, bfp_status_str(st));
+    size_t wsb = bfp_cuda_matmul_xq_workspace_size(dw, xf, m, NULL);
+    CHECK(wsb > 0, "workspace size %s x %s", wn, xn);
+    void *dx, *dy, *dbias, *dws;
+    CU(cudaMalloc(&dx, m * k * 2));
+    CU(cudaMalloc(&dy, m * n * 2));
+    CU(cudaMalloc(&dbias, n * 2));
+    CU(cudaMalloc(&dws, wsb));
+    CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN: an unwritten output fails */
+    CU(cudaMemset(dws, 0xA5, wsb));      /* no zeroing needed */
+    void *db = bias_on ? dbias : NULL;
+    uint8_t *dxc = NULL, *dxs = NULL, *dxm = NULL;
+    float *dts = NULL;
+    if (planes_api) {
+        CU(cudaMalloc((void **)&dxc, qx.sz.codes));
+        CU(cudaMalloc((void **)&dxs, qx.sz.scales));
+        CU(cudaMalloc((void **)&dxm, qx.sz.meta + 1));
+        CU(cudaMalloc((void **)&dts, 4));
+        CU(cudaMemcpy(dxc, qx.codes, qx.sz.codes, cudaMemcpyHostToDevice));
+        CU(cudaMemcpy(dxs, qx.scales, qx.sz.scales, cudaMemcpyHostToDevice));
+        CU(cudaMemcpy(dxm, qx.meta, qx.sz.meta + 1, cudaMemcpyHostToDevice));
+        CU(cudaMemcpy(dts, &qx.ts, 4, cudaMemcpyHostToDevice));
+        bfp_const_planes dq = {dxc, dxs, dxm, dts};
+        st = bfp_cuda_matmul_xq_planes(dw, xf, &dq, m, db, dy, dws, wsb, NULL, NULL);
+    } else {
+        st = bfp_cuda_matmul_xq(dw, xf, dx, m, db, dy, dws, wsb, NULL, NULL);
+    }
+    CHECK(st == BFP_OK, "%s x %s m %zu: %s", wn, xn, m, bfp_status_str(st));
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
+
+    if (!planes_api) { /* the on-the-fly planes equal bfp_quantize's */
+        uint8_t *buf = malloc(wsb);
+        CU(cudaMemcpy(buf, dws, wsb, cudaMemcpyDeviceToHost));
+        size_t o = 0;
+        int same = memcmp(buf, qx.codes, qx.sz.codes) == 0;
+        o += al256(qx.sz.codes);
+        same &= memcmp(buf + o, qx.scales, qx.sz.scales) == 0;
+        o += al256(qx.sz.scales);
+        same &= qx.sz.meta == 0 || memcmp(buf + o, qx.meta, qx.sz.meta) == 0;
+        o += al256(qx.sz.meta);
+        same &= !qx.sz.tensor_scale || memcmp(buf + o, &qx.ts, 4) == 0;
+        CHECK(same, "%s x %s m %zu k %zu: x planes differ from bfp_quantize", wn, xn, m, k);
+        free(buf);
+    }
+
+    double num = 0, den = 0, num_b = 0;
+    size_t nan_bad = 0, nan_missing = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double v = bfp_bf16_to_f32(y[i * n + j]), r = ref[i * n + j];
+            int want_nan = (int)i == xnan || (int)j == wnan;
+            if (want_nan) {
+                nan_missing += !isnan(v);
+                continue;
+            }
+            if (isnan(v) || isinf(v) || isnan(r)) {
+                nan_bad++;
+                continue;
+            }
+            num += (v - r) * (v - r);
+            den += r * r;
+            double rb = bfp_bf16_to_f32(bfp_f32_to_bf16((float)r)); /* y's own rounding */
+            num_b += (v - rb) * (v - rb);
+        }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    CHECK(nan_bad == 0 && nan_missing == 0,
+          "%s x %s m %zu n %zu k %zu: %zu non-finite outputs, %zu NaN outputs missing", wn, xn,
+          m, n, k, nan_bad, nan_missing);
+    CHECK(rel < 2e-3, "%s x %s m %zu n %zu k %zu%s: rel err %.3g", wn, xn, m, n, k,
+          planes_api ? " (planes)" : "", rel);
+    /* the kernel's own error: against the reference rounded to bf16, as y is */
+    double rel_b = den > 0 ? sqrt(num_b / den) : sqrt(num_b);
+    CHECK(rel_b < 2e-3, "%s x %s m %zu n %zu k %zu: rel err to bf16(ref) %.3g", wn, xn, m, n,
+          k, rel_b);
+    if (getenv("BFP_TEST_VERBOSE"))
+        printf("%s x %s m %zu n %zu k %zu: rel %.3g, to bf16(ref) %.3g\n", wn, xn, m, n, k, rel,
+               rel_b);
+
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(dbias));
+    CU(cudaFree(dws));
+    if (planes_api) {
+        CU(cudaFree(dxc));
+        CU(cudaFree(dxs));
+        CU(cudaFree(dxm));
+        CU(cudaFree(dts));
+    }
+    bfp_cuda_weight_free(dw);
+    hq_free(&qw);
+    hq_free(&qx);
+    free(w), free(x), free(bias), free(y), free(ref);
+}
+
+static void refusals(void)
+{
+    float w[64 * 64];
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = (float)gauss();
+    hq qw;
+    hq_make(BFP_MXFP4, BFP_DTYPE_F32, w, 64, 64, &qw);
+    bfp_const_planes cw = {qw.codes, qw.scales, qw.meta, &qw.ts};
+    bfp_cuda_weight *dw = NULL;
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 64, &dw) == BFP_OK, "upload");
+    void *dx, *dy, *dws;
+    CU(cudaMalloc(&dx, 64 * 64 * 2));
+    CU(cudaMalloc(&dy, 64 * 64 * 2));
+    CU(cudaMemset(dx, 0, 64 * 64 * 2));
+    size_t wsb = bfp_cuda_matmul_xq_workspace_size(dw, BFP_MXFP8_E4M3, 64, NULL);
+    CU(cudaMalloc(&dws, wsb));
+    CHECK(!bfp_cuda_matmul_xq_supported(BFP_MXFP4, BFP_NVFP4) &&
+              !bfp_cuda_matmul_xq_supported(BFP_HIF4, BFP_MXFP4) &&
+              bfp_cuda_matmul_xq_supported(BFP_MXFP4_PLUS, BFP_MXFP8_E4M3),
+          "supported pairs");
+    CHECK(bfp_cuda_matmul_xq_workspace_size(dw, BFP_NVFP4, 64, NULL) == 0, "size, bad pair");
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_NVFP4, dx, 64, NULL, dy, dws, wsb, NULL, NULL) ==
+              BFP_ERR_UNSUPPORTED, "mxfp4 W x nvfp4 x refused");
+    CHECK(bfp_cuda_matmul_xq(dw, (bfp_format)77, dx, 64, NULL, dy, dws, wsb, NULL, NULL) ==
+              BFP_ERR_FORMAT, "unknown x format");
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws, wsb - 1, NULL, NULL) ==
+              BFP_ERR_ARG, "short workspace");
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 0, NULL, dy, dws, wsb, NULL, NULL) ==
+              BFP_ERR_SHAPE, "m = 0");
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, NULL, 64, NULL, dy, dws, wsb, NULL, NULL) ==
+              BFP_ERR_ARG, "NULL x");
+    bfp_matmul_tuning bad = {0};
+    bad.ctas_per_sm = -1;
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws, wsb, &bad, NULL) ==
+              BFP_ERR_ARG, "invalid tuning");
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(dws));
+    bfp_cuda_weight_free(dw);
+    hq_free(&qw);
+}
+
+int main(void)
+{
+    if (!bfp_cuda_available()) {
+        printf("test_cuda_matmul_xq: skipped: no GPU\n");
+        return 0;
+    }
+    static const bfp_format pairs[][2] = {
+        {BFP_MXFP4, BFP_MXFP8_E4M3},      {BFP_MXFP4, BFP_MXFP4},
+        {BFP_MXFP4, BFP_MXFP4_PLUS},      {BFP_MXFP4_PLUS, BFP_MXFP8_E4M3},
+        {BFP_MXFP4_PLUS, BFP_MXFP4},      {BFP_MXFP4_PLUS, BFP_MXFP4_PLUS},
+        {BFP_NVFP4, BFP_NVFP4},           {BFP_NVFP4_PLUS, BFP_NVFP4}};
+    static const size_t shapes[][3] = {/* m, n, k */
+        {1, 256, 4096}, {16, 100, 640}, {17, 300, 333}, {128, 512, 1024},
+        {300, 130, 520}, {1, 1, 1},     {5, 33, 65},    {4096, 48, 256},
+        {128, 1024, 8192}};
+    const char *q = getenv("BFP_TEST_QUICK");
+    int quick = q && *q && *q != '0';
+    size_t nshapes = quick ? 3 : sizeof shapes / sizeof shapes[0];
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
+        for (size_t s = 0; s < nshapes; s++) {
+            size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            run_case(pairs[p][0], pairs[p][1], m, n, k, (int)(s % 2), 0);
+            if (s % 3 == 1)
+                run_case(pairs[p][0], pairs[p][1], m, n, k, 1, 1);
+        }
+    refusals();
+    return check_summary("test_cuda_matmul_xq");
+}
+#else
+int main(void)
+{
+    printf("test_cuda_matmul_xq: skipped: no GPU (built without CUDA)\n");
+    return 0;
+}
+#endif
