@@ -214,28 +214,24 @@ int main(int argc, char **argv)
             BFP(bfp_cuda_quantize(wfm, BFP_DTYPE_BF16, wbf, n, k, NULL, 0, &wp, NULL, st));
             bfp_const_planes wcp = wq.cp();
             BFP(bfp_cuda_dequantize(wfm, &wcp, n, k, BFP_DTYPE_F32, wf, st));
-            std::vector<uint8_t> hc(wq.sz.codes), hs(wq.sz.scales), hm(wq.sz.meta + 1);
             float hts = 1;
             CU(cudaStreamSynchronize(st));
-            CU(cudaMemcpy(hc.data(), wq.c, wq.sz.codes, cudaMemcpyDeviceToHost));
-            CU(cudaMemcpy(hs.data(), wq.s, wq.sz.scales, cudaMemcpyDeviceToHost));
-            CU(cudaMemcpy(hm.data(), wq.m, wq.sz.meta + 1, cudaMemcpyDeviceToHost));
             CU(cudaMemcpy(&hts, wq.ts, 4, cudaMemcpyDeviceToHost));
             size_t qbytes = wq.sz.codes + wq.sz.scales + wq.sz.meta;
             int rot = qbytes >= ((size_t)200 << 20) ? 1 : (int)(((size_t)200 << 20) / qbytes + 1);
-            std::vector<bfp_cuda_weight *> W(rot);
-            bfp_const_planes hp = {hc.data(), hs.data(), hm.data(), &hts};
-            /* pack once, copy the buffer, view each copy */
-            size_t pb = 0;
-            BFP(bfp_cuda_weight_packed_size(wfm, n, k, &pb));
-            std::vector<void *> bufs(rot);
+            /* rot copies of W's planes (the calls read planar W) */
+            std::vector<bfp_cuda_planar_weight> W(rot);
+            std::vector<void *> bufs;
             for (int r = 0; r < rot; r++) {
-                CU(cudaMalloc(&bufs[r], pb));
-                if (r == 0)
-                    BFP(bfp_cuda_weight_pack(wfm, &hp, n, k, bufs[0], pb, st));
-                else
-                    CU(cudaMemcpy(bufs[r], bufs[0], pb, cudaMemcpyDeviceToDevice));
-                BFP(bfp_cuda_weight_view(wfm, n, k, bufs[r], pb, &W[r]));
+                void *c, *sc, *mt;
+                CU(cudaMalloc(&c, wq.sz.codes));
+                CU(cudaMalloc(&sc, wq.sz.scales));
+                CU(cudaMalloc(&mt, wq.sz.meta + 1));
+                CU(cudaMemcpy(c, wq.c, wq.sz.codes, cudaMemcpyDeviceToDevice));
+                CU(cudaMemcpy(sc, wq.s, wq.sz.scales, cudaMemcpyDeviceToDevice));
+                CU(cudaMemcpy(mt, wq.m, wq.sz.meta + 1, cudaMemcpyDeviceToDevice));
+                bufs.push_back(c), bufs.push_back(sc), bufs.push_back(mt);
+                W[r] = bfp_cuda_planar_weight{wfm, n, k, c, sc, mt, hts};
             }
             for (int mi = 0; mi < 4; mi++) {
                 size_t m = ms[mi];
@@ -243,7 +239,7 @@ int main(int argc, char **argv)
                 snprintf(mname, sizeof mname, "%zu", m);
                 if (!in_env_list("GEMM_XQ_MS", mname))
                     continue;
-                size_t wsb = bfp_cuda_matmul_xq_workspace_size(W[0], xfm, m, NULL);
+                size_t wsb = bfp_cuda_matmul_xq_workspace_size(&W[0], xfm, m, NULL);
                 void *ws;
                 CU(cudaMalloc(&ws, wsb));
                 /* x's planes once, for the pre-quantized call and the reference */
@@ -257,12 +253,12 @@ int main(int argc, char **argv)
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
                 double us = graph_us(st, [&](int i) {
-                    BFP(bfp_cuda_matmul_xq(W[i % rot], xfm, x, m, NULL, y, ws, wsb, NULL, st));
+                    BFP(bfp_cuda_matmul_xq(&W[i % rot], xfm, x, m, NULL, y, ws, wsb, NULL, st));
                 });
                 CU(cudaStreamSynchronize(st));
                 double err = rel_err(y, yref, m * n);
                 double pus = graph_us(st, [&](int i) {
-                    BFP(bfp_cuda_matmul_xq_planes(W[i % rot], xfm, &xcp, m, NULL, y, ws, wsb,
+                    BFP(bfp_cuda_matmul_xq_planes(&W[i % rot], xfm, &xcp, m, NULL, y, ws, wsb,
                                                   NULL, st));
                 });
                 CU(cudaStreamSynchronize(st));
@@ -284,8 +280,6 @@ int main(int argc, char **argv)
                 xq.release();
                 CU(cudaFree(ws));
             }
-            for (auto w : W)
-                bfp_cuda_weight_free(w);
             for (auto b : bufs)
                 CU(cudaFree(b));
             wq.release();

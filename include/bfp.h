@@ -850,14 +850,26 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
  * (W4A8), mxfp4 or mxfp4+ (W4A4); W nvfp4 or nvfp4+ with x nvfp4. The
  * reference is bfp_matmul_ref_q of W's planes and bfp_quantize(x)'s. */
 
+/* W for these calls: its planar planes (bfp_quantize's layout) in device
+ * memory the caller owns. The packed weight buffer (bfp_cuda_weight_pack)
+ * holds only the prepacked arrays of the bf16 kernels, which this kernel does
+ * not read yet (docs/gemm.md). */
+typedef struct {
+    bfp_format fmt;
+    size_t n, k;
+    const void *d_codes, *d_scales; /* device planes of an n x k tensor */
+    const void *d_meta;             /* NULL when the format has no meta plane */
+    float tensor_scale;             /* NVFP4 / NVFP4+ s_enc (host value); else ignored */
+} bfp_cuda_planar_weight;
+
 /** 1 if bfp_cuda_matmul_xq has a kernel for this pair (pure computation). */
 int bfp_cuda_matmul_xq_supported(bfp_format w_fmt, bfp_format x_fmt);
 
 /** Workspace bytes of bfp_cuda_matmul_xq (x's planes, then the K split's
  * fp32 sums); enough for bfp_cuda_matmul_xq_planes too. 0 for an unsupported
  * pair, a bad shape or an invalid tuning. */
-size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m,
-                                         const bfp_matmul_tuning *tuning);
+size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
+                                         size_t m, const bfp_matmul_tuning *tuning);
 
 /**
  * y = x . W^T (+ bias) with x quantized on the fly: d_x_bf16 bf16 [m, k] is
@@ -872,9 +884,10 @@ size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_weight *w, bfp_format x_
  *         BFP_ERR_UNSUPPORTED (pair without a kernel, build without CUDA);
  *         BFP_ERR_SHAPE; BFP_ERR_DEVICE
  */
-bfp_status bfp_cuda_matmul_xq(const bfp_cuda_weight *w, bfp_format x_fmt, const void *d_x_bf16,
-                              size_t m, const void *d_bias, void *d_y, void *d_workspace,
-                              size_t workspace_bytes, const bfp_matmul_tuning *tuning,
+bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
+                              const void *d_x_bf16, size_t m, const void *d_bias,
+                              void *d_y, void *d_workspace, size_t workspace_bytes,
+                              const bfp_matmul_tuning *tuning,
                               void *stream);
 
 /**
@@ -883,7 +896,7 @@ bfp_status bfp_cuda_matmul_xq(const bfp_cuda_weight *w, bfp_format x_fmt, const 
  * device). The workspace is used only when K is split (NULL allowed when
  * the workspace size minus x's planes is 0; passing the full size is safe).
  */
-bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_weight *w, bfp_format x_fmt,
+bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
                                      const bfp_const_planes *d_x, size_t m, const void *d_bias,
                                      void *d_y, void *d_workspace, size_t workspace_bytes,
                                      const bfp_matmul_tuning *tuning, void *stream);

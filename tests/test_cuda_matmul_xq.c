@@ -53,6 +53,28 @@ static void hq_free(hq *q)
     free(q->meta);
 }
 
+/* W's planes copied to the device (the calls read planar W) */
+static bfp_cuda_planar_weight dw_make(bfp_format f, const hq *q, size_t n, size_t k)
+{
+    bfp_cuda_planar_weight pw = {f, n, k, NULL, NULL, NULL, q->ts};
+    void *c = NULL, *sc = NULL, *m = NULL;
+    CU(cudaMalloc(&c, q->sz.codes));
+    CU(cudaMalloc(&sc, q->sz.scales));
+    CU(cudaMalloc(&m, q->sz.meta + 1));
+    CU(cudaMemcpy(c, q->codes, q->sz.codes, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(sc, q->scales, q->sz.scales, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(m, q->meta, q->sz.meta + 1, cudaMemcpyHostToDevice));
+    pw.d_codes = c, pw.d_scales = sc, pw.d_meta = m;
+    return pw;
+}
+
+static void dw_free(bfp_cuda_planar_weight *pw)
+{
+    CU(cudaFree((void *)pw->d_codes));
+    CU(cudaFree((void *)pw->d_scales));
+    CU(cudaFree((void *)pw->d_meta));
+}
+
 /* row kinds: plain, outlier elements, zero blocks, blocks 2^60 apart */
 static double value(size_t r, size_t c, int salt)
 {
@@ -101,9 +123,8 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
     CHECK(bfp_matmul_ref_q(wf, &cw, n, k, xf, &cx, m, bias_on ? bias : NULL, ref) == BFP_OK,
           "reference");
 
-    bfp_cuda_weight *dw = NULL;
-    bfp_status st = bfp_cuda_weight_upload(wf, &cw, n, k, &dw);
-    CHECK(st == BFP_OK, "upload %s: %s", wn, bfp_status_str(st));
+    bfp_cuda_planar_weight dwp = dw_make(wf, &qw, n, k), *dw = &dwp;
+    bfp_status st;
     size_t wsb = bfp_cuda_matmul_xq_workspace_size(dw, xf, m, NULL);
     CHECK(wsb > 0, "workspace size %s x %s", wn, xn);
     void *dx, *dy, *dbias, *dws;
@@ -194,7 +215,7 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
         CU(cudaFree(dxm));
         CU(cudaFree(dts));
     }
-    bfp_cuda_weight_free(dw);
+    dw_free(dw);
     hq_free(&qw);
     hq_free(&qx);
     free(w), free(x), free(bias), free(y), free(ref);
@@ -207,9 +228,7 @@ static void refusals(void)
         w[i] = (float)gauss();
     hq qw;
     hq_make(BFP_MXFP4, BFP_DTYPE_F32, w, 64, 64, &qw);
-    bfp_const_planes cw = {qw.codes, qw.scales, qw.meta, &qw.ts};
-    bfp_cuda_weight *dw = NULL;
-    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 64, &dw) == BFP_OK, "upload");
+    bfp_cuda_planar_weight dwp = dw_make(BFP_MXFP4, &qw, 64, 64), *dw = &dwp;
     void *dx, *dy, *dws;
     CU(cudaMalloc(&dx, 64 * 64 * 2));
     CU(cudaMalloc(&dy, 64 * 64 * 2));
@@ -231,6 +250,10 @@ static void refusals(void)
               BFP_ERR_SHAPE, "m = 0");
     CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, NULL, 64, NULL, dy, dws, wsb, NULL, NULL) ==
               BFP_ERR_ARG, "NULL x");
+    bfp_cuda_planar_weight nocodes = dwp;
+    nocodes.d_codes = NULL;
+    CHECK(bfp_cuda_matmul_xq(&nocodes, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws, wsb, NULL, NULL) ==
+              BFP_ERR_ARG, "W without codes");
     bfp_matmul_tuning bad = {0};
     bad.ctas_per_sm = -1;
     CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws, wsb, &bad, NULL) ==
@@ -238,7 +261,7 @@ static void refusals(void)
     CU(cudaFree(dx));
     CU(cudaFree(dy));
     CU(cudaFree(dws));
-    bfp_cuda_weight_free(dw);
+    dw_free(dw);
     hq_free(&qw);
 }
 

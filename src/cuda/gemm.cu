@@ -6,7 +6,6 @@
  * GEMM per chunk on the calling thread's handle). */
 #include "bfp.h"
 #include "gemm_internal.h"
-#include "gemm_xq.h"
 #include "matmul_image.h"
 
 #include <cublas_v2.h>
@@ -833,16 +832,3 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
 }
 
 } /* extern "C" */
-
-/* the planar planes, for the quantized-x matmul (gemm_xq.cu) */
-void bfpgemm::weight_planar(const bfp_cuda_weight *w, WeightPlanar *out)
-{
-    out->fmt = w->fmt;
-    out->n = w->n;
-    out->k = w->k;
-    out->sz = w->sz;
-    out->codes = w->pl_codes;
-    out->scales = w->pl_scales;
-    out->meta = w->pl_meta;
-    out->ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS ? w->ts : 1.0f;
-}

@@ -20,6 +20,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 
 namespace {
@@ -420,12 +421,28 @@ bfp_status run(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, const bfp_const
 }
 
 /* the common checks; fills w and the plan */
-bfp_status prepare(const bfp_cuda_weight *wv, bfp_format x_fmt, size_t m,
+bfp_status prepare(const bfp_cuda_planar_weight *wv, bfp_format x_fmt, size_t m,
                    const bfp_matmul_tuning *tuning, bfpgemm::WeightPlanar *w, Plan *P)
 {
     if (!wv || bfp_matmul_tuning_check(tuning) != BFP_OK)
         return BFP_ERR_ARG;
-    bfpgemm::weight_planar(wv, w);
+    const bfp_format_info *wf = bfp_format_get(wv->fmt);
+    if (!wf)
+        return BFP_ERR_FORMAT;
+    if (!wv->d_codes || !wv->d_scales || (wf->meta_bytes && !wv->d_meta))
+        return BFP_ERR_ARG;
+    w->fmt = wv->fmt;
+    w->n = wv->n;
+    w->k = wv->k;
+    bfp_status st = bfp_plane_sizes_for(wv->fmt, wv->n, wv->k, &w->sz);
+    if (st != BFP_OK)
+        return st;
+    w->codes = static_cast<const uint8_t *>(wv->d_codes);
+    w->scales = static_cast<const uint8_t *>(wv->d_scales);
+    w->meta = static_cast<const uint8_t *>(wv->d_meta);
+    w->ts = wf->has_tensor_scale ? wv->tensor_scale : 1.0f;
+    if (wf->has_tensor_scale && !(w->ts > 0.0f && w->ts < INFINITY))
+        return BFP_ERR_ARG;
     if (x_kind(w_kind(w->fmt), x_fmt) < 0)
         return bfp_format_get(x_fmt) ? BFP_ERR_UNSUPPORTED : BFP_ERR_FORMAT;
     if (m == 0 || m > INT_MAX || w->n > INT_MAX || w->k > INT_MAX || m > SIZE_MAX / 4 / w->n)
@@ -444,8 +461,8 @@ int bfp_cuda_matmul_xq_supported(bfp_format w_fmt, bfp_format x_fmt)
     return x_kind(w_kind(w_fmt), x_fmt) >= 0;
 }
 
-size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_weight *wv, bfp_format x_fmt, size_t m,
-                                         const bfp_matmul_tuning *tuning)
+size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *wv, bfp_format x_fmt,
+                                         size_t m, const bfp_matmul_tuning *tuning)
 {
     bfpgemm::WeightPlanar w;
     Plan P;
@@ -454,7 +471,7 @@ size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_weight *wv, bfp_format x
     return P.q_bytes + P.part_bytes;
 }
 
-bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_weight *wv, bfp_format x_fmt,
+bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *wv, bfp_format x_fmt,
                                      const bfp_const_planes *d_x, size_t m, const void *d_bias,
                                      void *d_y, void *d_ws, size_t ws_bytes,
                                      const bfp_matmul_tuning *tuning, void *stream)
@@ -473,9 +490,10 @@ bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_weight *wv, bfp_format x_fmt
                static_cast<cudaStream_t>(stream));
 }
 
-bfp_status bfp_cuda_matmul_xq(const bfp_cuda_weight *wv, bfp_format x_fmt, const void *d_x_bf16,
-                              size_t m, const void *d_bias, void *d_y, void *d_ws,
-                              size_t ws_bytes, const bfp_matmul_tuning *tuning, void *stream)
+bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *wv, bfp_format x_fmt,
+                              const void *d_x_bf16, size_t m, const void *d_bias,
+                              void *d_y, void *d_ws, size_t ws_bytes,
+                              const bfp_matmul_tuning *tuning, void *stream)
 {
     bfpgemm::WeightPlanar w;
     Plan P;

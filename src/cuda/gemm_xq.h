@@ -1,5 +1,5 @@
-/* gemm_xq.h - what the quantized-x matmul (gemm_xq.cu) reads of a packed
- * weight: its planar planes, which gemm.cu's view keeps on the device. */
+/* gemm_xq.h - what the quantized-x matmul (gemm_xq.cu) reads of W: its
+ * planar planes on the device (bfp_cuda_planar_weight) and their sizes. */
 #pragma once
 #include "bfp.h"
 
@@ -16,7 +16,5 @@ struct WeightPlanar {
     float ts;                             /* NVFP4(+) s_enc, else 1 */
 };
 
-/* the planar planes of a weight view (gemm.cu) */
-void weight_planar(const bfp_cuda_weight *w, WeightPlanar *out);
 
 } // namespace bfpgemm

@@ -116,21 +116,22 @@ int bfp_cuda_matmul_xq_supported(bfp_format w_fmt, bfp_format x_fmt)
     return 0;
 }
 
-size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m,
-                                         const bfp_matmul_tuning *tuning)
+size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
+                                         size_t m, const bfp_matmul_tuning *tuning)
 {
     return 0;
 }
 
-bfp_status bfp_cuda_matmul_xq(const bfp_cuda_weight *w, bfp_format x_fmt, const void *d_x_bf16,
-                              size_t m, const void *d_bias, void *d_y, void *d_workspace,
-                              size_t workspace_bytes, const bfp_matmul_tuning *tuning,
+bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
+                              const void *d_x_bf16, size_t m, const void *d_bias,
+                              void *d_y, void *d_workspace, size_t workspace_bytes,
+                              const bfp_matmul_tuning *tuning,
                               void *stream)
 {
     return BFP_ERR_UNSUPPORTED;
 }
 
-bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_weight *w, bfp_format x_fmt,
+bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
                                      const bfp_const_planes *d_x, size_t m, const void *d_bias,
                                      void *d_y, void *d_workspace, size_t workspace_bytes,
                                      const bfp_matmul_tuning *tuning, void *stream)
