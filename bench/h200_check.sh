@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# bench/h200_check.sh - one GPU call after a merge: build everything (CUDA,
+# io, CLI, Python), run every GPU test program, the CLI's --device cuda test,
+# the torch checks and GPU pytest cases, then the end-to-end decoder
+# benchmark (bench/e2e_torch.py) for E2E_FORMATS, each step under a time cap.
+#
+#   BFP_CODE=<commit> OUT=/tmp/o bash bench/h200_check.sh
+#
+# Logs go to $OUT/logs.tar.gz, the e2e JSON to $OUT/h200-e2e.json and a
+# summary (one line per step: rc, seconds, the test's own summary line) to
+# $OUT/summary.txt. E2E_FORMATS (default mxfp4,nvfp4,mxfp4+), E2E_CAP
+# (seconds; default what is left of 570 s since the start), NO_E2E=1. cJSON, when the machine lacks it: carry
+# .deb files and set DEBS=dir (dpkg -x into /).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/bench/out}
+L=$OUT/logs
+mkdir -p "$L"
+B=build-h200
+S=$OUT/summary.txt
+BFP_CODE=${BFP_CODE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+T0=$(date +%s)
+echo "# h200_check at $BFP_CODE, $(date -u +'%Y-%m-%d %H:%M UTC')" >"$S"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$S" 2>&1
+if [ -n "${DEBS:-}" ]; then
+    for f in "$DEBS"/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+step() { # step NAME CAP CMD...: run, log, one summary line
+    local name=$1 cap=$2
+    shift 2
+    local t0=$(date +%s)
+    timeout "$cap" "$@" >"$L/$name.log" 2>&1
+    local rc=$?
+    local last
+    last=$(grep -E "passed|failed|skipped|OK|Error|error" "$L/$name.log" | tail -n 1)
+    echo "$name rc=$rc $(($(date +%s) - t0))s: $last" >>"$S"
+    return $rc
+}
+if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI=OFF &&
+        cmake --build $B -j $(nproc)"; then
+    for t in test_cuda_matmul_xq test_cuda_grouped test_cuda_matmul_api test_cuda_matmul test_cuda; do
+        step "$t" 180 "$B/$t"
+    done
+    step convert_cuda 180 bash -c "cd $B && ctest -R cli_test_convert_cuda --output-on-failure"
+    export PYTHONPATH=$PWD/$B/python
+    step torch_cuda_check 180 python3 bench/torch_cuda_check.py
+    step pytest_gpu 180 python3 -m pytest -q tests/python/test_torch_moe.py \
+        tests/python/test_torch_ops.py tests/python/test_torch_nn.py
+    if [ -z "${NO_E2E:-}" ]; then
+        cap=${E2E_CAP:-$((570 - ($(date +%s) - T0)))} # the rest of a 10-minute call
+        [ "$cap" -lt 60 ] && cap=60
+        step e2e "$cap" python3 bench/e2e_torch.py --force \
+            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+}" --out "$OUT/h200-e2e.json"
+        grep -E "^(bf16|mx|nv|hif)" "$L/e2e.log" >>"$S"
+    fi
+fi
+cat "$S"
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$L"
