@@ -149,6 +149,10 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def progress(msg: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
 def timed(fn: Any, device: str, reps: int) -> float:
     sync(device)
     t0 = time.perf_counter()
@@ -167,9 +171,11 @@ def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any
         model.set_cache(batch, a.context + a.decode_steps + 1)
         ids = torch.randint(0, model.c["vocab"], (batch, 1), device=device)
         positions = [torch.tensor([a.context + i], device=device) for i in range(a.decode_steps)]
+        tc = time.perf_counter()
         for p in positions[:3]:  # compile, view the weights, record the CUDA graph
             step(ids, p)
         sync(device)
+        progress(f"decode b{batch}: compiled and captured in {time.perf_counter() - tc:.1f} s")
         t0 = time.perf_counter()
         for p in positions:
             step(ids, p)
@@ -181,8 +187,11 @@ def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any
     model.set_cache(1, a.prefill)
     ids = torch.randint(0, model.c["vocab"], (1, a.prefill), device=device)
     pos = torch.arange(a.prefill, device=device)
+    tc = time.perf_counter()
     for _ in range(2):
         step(ids, pos)
+    sync(device)
+    progress(f"prefill {a.prefill}: compiled and captured in {time.perf_counter() - tc:.1f} s")
     out["prefill"] = {"tokens": a.prefill, "ms": 1e3 * timed(lambda: step(ids, pos), device,
                                                               a.prefill_reps)}
     if device == "cuda":
@@ -250,6 +259,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     runs: Dict[str, Any] = {}
     for name in ["bf16"] + fmts:
+        t0 = time.perf_counter()
         model = build(cfg, device, a.seed)
         if name != "bf16":
             bfp.quantize_model(model, name, exclude=())
@@ -257,16 +267,26 @@ def main(argv: Optional[List[str]] = None) -> int:
             gc.collect()
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
+        t1 = time.perf_counter()
         runs[name] = measure(model, a, device)
-        print(f"{name}: {json.dumps(runs[name])}", file=sys.stderr)
+        runs[name]["setup_s"] = round(t1 - t0, 1)  # build (+ quantize_model)
+        runs[name]["measure_s"] = round(time.perf_counter() - t1, 1)  # compile + capture + timing
+        print(f"{name}: {json.dumps(runs[name])}", file=sys.stderr, flush=True)
         del model
         torch._dynamo.reset()
+        # after every variant, so a run cut short keeps what it measured
+        write(a, cfg, device, fmts, runs)
+    return 0
+
+
+def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[str],
+          runs: Dict[str, Any]) -> None:
     base = runs["bf16"]
     ratios = {f: {"weight_bytes": runs[f]["weight_bytes"] / base["weight_bytes"],
                   "prefill_time": runs[f]["prefill"]["ms"] / base["prefill"]["ms"],
                   **{f"tokens_per_s_b{b}": runs[f][f"decode_b{b}"]["tokens_per_s"]
                      / base[f"decode_b{b}"]["tokens_per_s"] for b in a.batches}}
-              for f in fmts}
+              for f in fmts if f in runs}
     if not a.tiny and a.batches == [1, 16] and cfg == LLAMA3_8B:
         # issue #22's bar: >= 2.5x / 2x tokens/s, prefill no slower, <= 30% weights
         for r in ratios.values():
@@ -276,11 +296,14 @@ def main(argv: Optional[List[str]] = None) -> int:
            "config": cfg, "tiny": a.tiny, "device": torch.cuda.get_device_name()
            if device == "cuda" else platform.processor() or "cpu",
            "torch": torch.__version__, "bfp": bfp.library_version(),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "command": "python3 " + " ".join(sys.argv),
            "compile": "torch.compile(fullgraph=True, mode='reduce-overhead')"
            if device == "cuda" else "torch.compile(fullgraph=True)",
            "bfp_side": "quantize_model(exclude=()): every nn.Linear incl. lm_head; "
                        "embedding bf16; activations bf16",
-           "runs": runs, "vs_bf16": ratios}
+           "runs": runs, "vs_bf16": ratios,
+           "complete": all(f in runs for f in fmts)}
     text = json.dumps(res, indent=2) + "\n"
     if a.out:
         d = os.path.dirname(os.path.abspath(a.out))
@@ -288,9 +311,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, a.out)
-    else:
+    elif res["complete"]:
         sys.stdout.write(text)
-    return 0
 
 
 if __name__ == "__main__":

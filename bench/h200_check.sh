@@ -9,8 +9,11 @@
 # Logs go to $OUT/logs.tar.gz, the e2e JSON to $OUT/h200-e2e.json and a
 # summary (one line per step: rc, seconds, the test's own summary line) to
 # $OUT/summary.txt. E2E_FORMATS (default mxfp4,nvfp4,mxfp4+), E2E_CAP
-# (seconds; default what is left of 570 s since the start), NO_E2E=1. cJSON, when the machine lacks it: carry
-# .deb files and set DEBS=dir (dpkg -x into /).
+# (seconds; default what is left of 570 s since the start), NO_E2E=1. STEPS
+# (default "tests torch e2e"): which groups run after the build; "wgprof" adds
+# an ncu profile of the wgmma kernel (WGPROF_M rows of x, default 128; mxfp4,
+# 8192^2) to $OUT/wgprof.txt. cJSON, when the machine lacks it: carry .deb
+# files and set DEBS=dir (dpkg -x into /).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -37,17 +40,33 @@ step() { # step NAME CAP CMD...: run, log, one summary line
     echo "$name rc=$rc $(($(date +%s) - t0))s: $last" >>"$S"
     return $rc
 }
+STEPS=${STEPS:-tests torch e2e}
+want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI=OFF &&
         cmake --build $B -j $(nproc)"; then
-    for t in test_cuda_matmul_xq test_cuda_grouped test_cuda_matmul_api test_cuda_matmul test_cuda; do
-        step "$t" 180 "$B/$t"
-    done
-    step convert_cuda 180 bash -c "cd $B && ctest -R cli_test_convert_cuda --output-on-failure"
+    if want tests; then
+        for t in ${TESTS:-test_cuda_matmul_xq test_cuda_grouped test_cuda_matmul_api test_cuda_matmul test_cuda}; do
+            step "$t" 180 "$B/$t"
+        done
+        step convert_cuda 180 bash -c "cd $B && ctest -R cli_test_convert_cuda --output-on-failure"
+    fi
     export PYTHONPATH=$PWD/$B/python
-    step torch_cuda_check 180 python3 bench/torch_cuda_check.py
-    step pytest_gpu 180 python3 -m pytest -q tests/python/test_torch_moe.py \
-        tests/python/test_torch_ops.py tests/python/test_torch_nn.py
-    if [ -z "${NO_E2E:-}" ]; then
+    if want torch; then
+        step torch_cuda_check 180 python3 bench/torch_cuda_check.py
+        step pytest_gpu 180 python3 -m pytest -q tests/python/test_torch_moe.py \
+            tests/python/test_torch_ops.py tests/python/test_torch_nn.py
+    fi
+    if want wgprof; then
+        step wgprof_build 120 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude \
+            -Itests bench/gpu_gemm.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm
+        step wgprof 200 env GEMM_MS=${WGPROF_M:-128} BFP_BENCH_FORMATS=mxfp4 ncu \
+            --kernel-name-base demangled -k "regex:gemm_wgmma_kernel<.int.0" -c 1 \
+            --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section SchedulerStats --section InstructionStats \
+            --section MemoryWorkloadAnalysis $B/gpu_gemm /tmp/wgprof.json quick
+        cp "$L/wgprof.log" "$OUT/wgprof.txt"
+    fi
+    if want e2e && [ -z "${NO_E2E:-}" ]; then
         cap=${E2E_CAP:-$((570 - ($(date +%s) - T0)))} # the rest of a 10-minute call
         [ "$cap" -lt 60 ] && cap=60
         step e2e "$cap" python3 bench/e2e_torch.py --force \

@@ -3,7 +3,9 @@
  * planes: every supported pair, m in 1, 16, 17, 128, 300, 4096 (4096 at a
  * small n and k), odd n and k, outlier rows and channels, blocks of one row
  * 2^60 apart, all-zero blocks, a NaN block in W and in x; ||y - ref|| /
- * ||ref|| < 2e-3 over the finite outputs, NaN exactly in the NaN block's row
+ * ||ref|| < 2e-3 over the finite outputs (on a few outputs, where bf16's own
+ * rounding of ref is larger: that rounding + 1e-4), and ||y - bf16(ref)|| /
+ * ||ref|| < 2e-3 everywhere, NaN exactly in the NaN block's row
  * and column, every output written (y poisoned first). The x planes the call
  * leaves in the workspace equal bfp_quantize's bit for bit. Unsupported
  * pairs and short workspaces are refused. Without a GPU it prints
@@ -172,7 +174,7 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
         free(buf);
     }
 
-    double num = 0, den = 0, num_b = 0;
+    double num = 0, den = 0, num_b = 0, num_r = 0;
     size_t nan_bad = 0, nan_missing = 0;
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
@@ -190,20 +192,25 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
             den += r * r;
             double rb = bfp_bf16_to_f32(bfp_f32_to_bf16((float)r)); /* y's own rounding */
             num_b += (v - rb) * (v - rb);
+            num_r += (rb - r) * (rb - r);
         }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
     CHECK(nan_bad == 0 && nan_missing == 0,
           "%s x %s m %zu n %zu k %zu: %zu non-finite outputs, %zu NaN outputs missing", wn, xn,
           m, n, k, nan_bad, nan_missing);
-    CHECK(rel < 2e-3, "%s x %s m %zu n %zu k %zu%s: rel err %.3g", wn, xn, m, n, k,
-          planes_api ? " (planes)" : "", rel);
+    /* bf16's unit roundoff is 2^-8: on a handful of outputs y's own rounding
+     * alone can exceed 2e-3, so there the bound is that rounding + 1e-4 */
+    double rel_round = den > 0 ? sqrt(num_r / den) : sqrt(num_r);
+    double bound = fmax(2e-3, rel_round + 1e-4);
+    CHECK(rel < bound, "%s x %s m %zu n %zu k %zu%s: rel err %.3g (bound %.3g)", wn, xn, m, n, k,
+          planes_api ? " (planes)" : "", rel, bound);
     /* the kernel's own error: against the reference rounded to bf16, as y is */
     double rel_b = den > 0 ? sqrt(num_b / den) : sqrt(num_b);
     CHECK(rel_b < 2e-3, "%s x %s m %zu n %zu k %zu: rel err to bf16(ref) %.3g", wn, xn, m, n,
           k, rel_b);
     if (getenv("BFP_TEST_VERBOSE"))
-        printf("%s x %s m %zu n %zu k %zu: rel %.3g, to bf16(ref) %.3g\n", wn, xn, m, n, k, rel,
-               rel_b);
+        printf("%s x %s m %zu n %zu k %zu: rel %.3g, bf16 rounding %.3g, to bf16(ref) %.3g\n", wn,
+               xn, m, n, k, rel, rel_round, rel_b);
 
     CU(cudaFree(dx));
     CU(cudaFree(dy));
