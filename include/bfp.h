@@ -743,6 +743,10 @@ typedef struct {
                          the stream still runs (that kernel must not write
                          W; x, y and the workspace wait for it); 0: off
                          (default) */
+    int wgmma_consumers; /* WGMMA: consumer warpgroups per CTA, 64 rows of W
+                         each: 2 (CTAs of 128 rows), 3 (192 rows, registers
+                         moved from the producer warpgroup by setmaxnreg);
+                         0: 2 (default) */
 } bfp_matmul_tuning;
 
 /**

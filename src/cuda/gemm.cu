@@ -33,7 +33,8 @@ struct bfp_cuda_weight {
     SkinnyMaps sk[2];             /* the skinny kernel's maps of codes, scales and
                                      corr for R = 4 ([0]) and R = 2 ([1]); x
                                      is filled in per call */
-    WgmmaMaps wg;                 /* the wgmma kernel's (R = WG_ROW_TILES) */
+    WgmmaMaps wg[2];              /* the wgmma kernel's, 2 and 3 consumer warpgroups
+                                     (R = wg_row_tiles(2), wg_row_tiles(3)) */
     SkinnyMaps gv;                /* the GEMV kernel's (GV_R row tiles by GV_CW k
                                      tiles); x is filled in per call */
     int wgmma_ok;                 /* the device runs sm_90a code (Hopper) */
@@ -129,10 +130,15 @@ bool encode_weight_maps(bfp_cuda_weight *w)
         !encode_records(&gm.scales, w->scales, scb, w->tiles_n, w->tiles_k, GV_R, GV_CW) ||
         (crb && !encode_records(&gm.corr, w->corr, crb, w->tiles_n, w->tiles_k, GV_R, GV_CW)))
         return false;
-    WgmmaMaps &wm = w->wg;
-    return encode_records(&wm.codes, w->codes, 512, w->tiles_n, w->tiles_k, WG_ROW_TILES) &&
-           encode_records(&wm.scales, w->scales, scb, w->tiles_n, w->tiles_k, WG_ROW_TILES) &&
-           (!crb || encode_records(&wm.corr, w->corr, crb, w->tiles_n, w->tiles_k, WG_ROW_TILES));
+    for (int c = 2; c <= 3; c++) {
+        WgmmaMaps &wm = w->wg[c - 2];
+        const int r = wg_row_tiles(c);
+        if (!encode_records(&wm.codes, w->codes, 512, w->tiles_n, w->tiles_k, r) ||
+            !encode_records(&wm.scales, w->scales, scb, w->tiles_n, w->tiles_k, r) ||
+            (crb && !encode_records(&wm.corr, w->corr, crb, w->tiles_n, w->tiles_k, r)))
+            return false;
+    }
+    return true;
 }
 
 struct FusedPlan {
@@ -302,23 +308,25 @@ MidPlan plan_mid(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
     return P;
 }
 
-/* The wgmma kernel's plan: CTAs of WG_ROW_TILES row tiles of W by bn rows
- * of x (bn = 64 up to m = 64), K split like the mid kernel's (pick_splits:
- * one CTA per SM) */
+/* The wgmma kernel's plan: CTAs of wg_row_tiles(consumers) row tiles of W
+ * by bn rows of x (bn = 64 up to m = 64), K split like the mid kernel's
+ * (pick_splits: one CTA per SM); consumers from the tuning (0: 2) */
 struct WgPlan {
-    int bn, mchunks, splits, tiles_per_split;
+    int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
     size_t ws_bytes, ctr_offset;
 };
 
 bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
 
-WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m)
+WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     WgPlan P;
     P.bn = m <= 64 ? 64 : 128;
+    P.consumers = t.wgmma_consumers ? t.wgmma_consumers : 2;
     P.mchunks = (int)((m + P.bn - 1) / P.bn);
-    P.ctas_n = (unsigned)((w->tiles_n + WG_ROW_TILES - 1) / WG_ROW_TILES);
+    const size_t rt = (size_t)wg_row_tiles(P.consumers);
+    P.ctas_n = (unsigned)((w->tiles_n + rt - 1) / rt);
     const size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
     size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
@@ -390,7 +398,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     else if (mid)
         M = plan_mid(w, m, t);
     else if (wgk)
-        G = plan_wgmma(w, m);
+        G = plan_wgmma(w, m, t);
     else
         P = plan_fused(w, m, t);
     const size_t need = gemv     ? V.ws_bytes
@@ -450,12 +458,13 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         p.splits = G.splits;
         p.chunk_tiles = 0;
         p.xs_ld = 0;
-        WgmmaMaps maps = w->wg;
+        WgmmaMaps maps = w->wg[G.consumers - 2];
         if (p.x_vec && !encode_x(&maps.x, x, w->k, m, (size_t)G.bn))
             return BFP_ERR_DEVICE;
         dim3 grid(G.ctas_n, (unsigned)G.splits, (unsigned)G.mchunks);
-        return launch_wgmma(w->kind, p, maps, G.bn, grid, s) == cudaSuccess ? BFP_OK
-                                                                            : BFP_ERR_DEVICE;
+        return launch_wgmma(w->kind, p, maps, G.bn, G.consumers, grid, s) == cudaSuccess
+                   ? BFP_OK
+                   : BFP_ERR_DEVICE;
     }
     if (gemv) {
         p.units = V.units;
@@ -748,7 +757,7 @@ size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
     if (path == BFP_MATMUL_MID)
         return mid_fits(m) ? plan_mid(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_WGMMA)
-        return wgmma_fits(m) ? plan_wgmma(w, m).ws_bytes : 0;
+        return wgmma_fits(m) ? plan_wgmma(w, m, t).ws_bytes : 0;
     return path == BFP_MATMUL_FUSED ? plan_fused(w, m, t).ws_bytes : deq_ws_bytes(w);
 }
 

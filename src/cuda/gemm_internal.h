@@ -60,15 +60,16 @@ constexpr int mid_w_tiles(int wm) { return MID_WARPS / wm * MID_R; }
 /* grid: (CTA columns, p.splits, m chunks of 64 wm rows) */
 cudaError_t launch_mid(int fmt_kind, const Params &p, int wm, dim3 grid, cudaStream_t s);
 
-/* The Hopper kernel (gemm_wgmma.cu, sm_90a): CTAs of one producer and two
- * consumer warpgroups, WG_ROW_TILES row tiles of W (128 rows) by bn = 64 or
- * 128 rows of x; grid (CTA columns, p.splits, m chunks of bn). Its maps:
- * codes, scales and corr with boxes of WG_ROW_TILES row tiles by one k tile
- * (encode_records), x with box {64, bn} (unused when p.x_vec is 0). */
-constexpr int WG_ROW_TILES = 8;
+/* The Hopper kernel (gemm_wgmma.cu, sm_90a): CTAs of one producer and
+ * consumers = 2 or 3 consumer warpgroups, wg_row_tiles(consumers) row tiles
+ * of W (64 rows per consumer) by bn = 64 or 128 rows of x; grid (CTA
+ * columns, p.splits, m chunks of bn). Its maps: codes, scales and corr with
+ * boxes of wg_row_tiles(consumers) row tiles by one k tile (encode_records),
+ * x with box {64, bn} (unused when p.x_vec is 0). */
+__host__ __device__ constexpr int wg_row_tiles(int consumers) { return 4 * consumers; }
 using WgmmaMaps = SkinnyMaps;
-cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn, dim3 grid,
-                         cudaStream_t s);
+cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
+                         int consumers, dim3 grid, cudaStream_t s);
 
 /* The GEMV kernel (gemm_gemv.cu, m <= 16): CTAs of GV_CW consumer warps
  * and a producer warp; a unit is GV_R row tiles of W (a group, 64 rows) by

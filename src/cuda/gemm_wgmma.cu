@@ -12,8 +12,12 @@
  *    split);
  *  - the mainloop: warpgroup 0 is the producer (one thread issues the TMA
  *    copies of a k tile: x's 64 columns for BN rows, 128-byte swizzled, and
- *    the CTA's 8 W tiles' codes, scale and correction records), warpgroups
- *    1 and 2 the consumers, 64 rows of W (4 row tiles) each by BN rows of x.
+ *    the CTA's 4 C W tiles' codes, scale and correction records), warpgroups
+ *    1..C the consumers (C = 2 or 3, bfp_matmul_tuning.wgmma_consumers), 64
+ *    rows of W (4 row tiles) each by BN rows of x. With C = 3 the producer
+ *    hands registers to the consumers (setmaxnreg): 512 threads get 128 each
+ *    at launch, fewer than a consumer's accumulators and two fragment sets
+ *    take without spilling.
  *    A consumer issues k tile i's four wgmma and decodes k tile i + 1 while
  *    they run; mainloop_pipelined (the default) keeps one tile's group in
  *    flight across tiles, mainloop_serial (bfp_matmul_tuning.wgmma_serial = 1) waits for
@@ -32,28 +36,33 @@
 namespace bfpgemm {
 namespace wg {
 
-constexpr int CONSUMERS = 2;                   /* consumer warpgroups */
-constexpr int THREADS = 128 * (1 + CONSUMERS); /* + the producer warpgroup */
+/* C consumer warpgroups + the producer warpgroup */
+constexpr int threads(int c) { return 128 * (1 + c); }
 constexpr int STAGES = 6;
 constexpr int ALIGN = 1024; /* the 128-byte swizzle's atom */
+/* C = 3, after setmaxnreg: the producer keeps P3_REGS per thread (32 made
+ * its staging of x spill), a consumer takes C3_REGS, from the 128 per thread
+ * of the launch (ptxas gives a kernel with setmaxnreg its launch bound's
+ * count: 65536 / 512) */
+constexpr int P3_REGS = 40, C3_REGS = 152;
+static_assert(128 * P3_REGS + 384 * C3_REGS <= 65536, "the CTA's registers");
 
-template <int F, int BN>
+template <int F, int BN, int C>
 struct Stage {
+    static constexpr int R = wg_row_tiles(C);
     static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
     static constexpr int X = 0;                    /* [BN][128 bytes], swizzled */
-    static constexpr int CODES = BN * 128;         /* [8 tiles][512] */
-    static constexpr int SCALES = CODES + WG_ROW_TILES * 512;
-    static constexpr int CORR = SCALES + WG_ROW_TILES * SCB;
-    static constexpr int BYTES = (CORR + WG_ROW_TILES * CRB + ALIGN - 1) / ALIGN * ALIGN;
-    static constexpr uint32_t W_TX = WG_ROW_TILES * (512 + SCB + CRB);
+    static constexpr int CODES = BN * 128;         /* [R tiles][512] */
+    static constexpr int SCALES = CODES + R * 512; /* TMA destinations: 128-byte aligned */
+    static constexpr int CORR = SCALES + R * SCB;
+    static constexpr int BYTES = (CORR + R * CRB + ALIGN - 1) / ALIGN * ALIGN;
+    static constexpr uint32_t W_TX = R * (512 + SCB + CRB);
     static constexpr uint32_t X_TX = BN * 128;
+    static_assert(SCALES % 128 == 0 && CORR % 128 == 0, "TMA destination alignment");
 };
 
-template <int F, int BN>
-constexpr int smem_bytes() { return STAGES * Stage<F, BN>::BYTES + ALIGN; }
-static_assert(STAGES * Stage<FMT_MX, 64>::BYTES >= 64 * (128 + 4) * 4 &&
-                  STAGES * Stage<FMT_MX, 128>::BYTES >= 128 * (128 + 4) * 4,
-              "the epilogue's tile fits the ring");
+template <int F, int BN, int C>
+constexpr int smem_bytes() { return STAGES * Stage<F, BN, C>::BYTES + ALIGN; }
 
 /* named barrier id among n threads (0 is __syncthreads') */
 __device__ __forceinline__ void named_sync(int id, int n)
@@ -73,9 +82,9 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t a)
 /* Tile scheduler: the CTA's first W row tile, first x row and K range */
 struct WgSched {
     int nt0, m0, kt0, nkt, split;
-    __device__ WgSched(const Params &p, int bn)
+    __device__ WgSched(const Params &p, int bn, int row_tiles)
     {
-        nt0 = blockIdx.x * WG_ROW_TILES;
+        nt0 = blockIdx.x * row_tiles;
         m0 = blockIdx.z * bn;
         split = blockIdx.y;
         kt0 = split * p.tiles_per_split;
@@ -85,11 +94,11 @@ struct WgSched {
 
 /* Producer: k tiles kt0.. into the ring. One thread with TMA when x is
  * TMA-readable; else all 128 threads of the warpgroup stage x by loads. */
-template <int F, int BN>
+template <int F, int BN, int C>
 __device__ void produce(const Params &p, const WgmmaMaps &mp, const WgSched &sc,
                         unsigned char *ring, uint32_t full, uint32_t empty, int tid)
 {
-    using S = Stage<F, BN>;
+    using S = Stage<F, BN, C>;
     const uint32_t ring_a = smem_addr(ring);
     if (p.x_vec && tid != 0)
         return;
@@ -168,13 +177,16 @@ __device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_
  * [split][m][n] of the workspace and the CTA that completes the output
  * tile's count adds the slices in split order, writes y and zeroes the
  * slices and the counter again. Consumer threads only (named barrier 2). */
-constexpr int TILE_LD = 128 + 4; /* floats per tile row: fragment stores hit 32 banks */
+/* W rows per CTA, and floats per tile row: 2 LD = 8 mod 32, so the fragment
+ * stores hit 32 banks */
+__host__ __device__ constexpr int wrows(int c) { return 16 * wg_row_tiles(c); }
+__host__ __device__ constexpr int tile_ld(int c) { return wrows(c) + 4; }
 
-template <int BN>
+template <int BN, int C>
 __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN / 2], int u,
-                            int lane, int ctid, float *tile, unsigned *last)
+                            int lane, unsigned ctid, float *tile, unsigned *last)
 {
-    constexpr int NC = 128 * CONSUMERS; /* consumer threads */
+    constexpr int NC = 128 * C, WR = wrows(C), TILE_LD = tile_ld(C); /* consumer threads */
     const int g = lane >> 2, t = lane & 3;
     named_sync(2, NC); /* every consumer is done with the ring */
 #pragma unroll
@@ -185,23 +197,23 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
                 acc[4 * q + e] * p.post;
     named_sync(2, NC);
     const int n0 = sc.nt0 * 16;
-    /* element i of the tile: x row i / 128, W row i % 128 */
+    /* element i of the tile: x row i / WR, W row i % WR */
     if (p.splits == 1) {
 #pragma unroll 4
-        for (int i = ctid; i < BN * 128; i += NC) {
-            const int n = n0 + (i & 127), mm = sc.m0 + (i >> 7);
+        for (unsigned i = ctid; i < BN * WR; i += NC) {
+            const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
             if (n < p.n && mm < p.m)
-                p.y[(size_t)mm * p.n + n] = finish(p, tile[(i >> 7) * TILE_LD + (i & 127)], n);
+                p.y[(size_t)mm * p.n + n] = finish(p, tile[i / WR * TILE_LD + i % WR], n);
         }
         return;
     }
     const size_t mn = (size_t)p.m * (size_t)p.n;
     float *slice = p.ws + (size_t)sc.split * mn;
 #pragma unroll 4
-    for (int i = ctid; i < BN * 128; i += NC) {
-        const int n = n0 + (i & 127), mm = sc.m0 + (i >> 7);
+    for (unsigned i = ctid; i < BN * WR; i += NC) {
+        const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
         if (n < p.n && mm < p.m)
-            __stcg(slice + (size_t)mm * p.n + n, tile[(i >> 7) * TILE_LD + (i & 127)]);
+            __stcg(slice + (size_t)mm * p.n + n, tile[i / WR * TILE_LD + i % WR]);
     }
     __threadfence();
     named_sync(2, NC);
@@ -215,14 +227,14 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
     /* the sum in split order whichever CTA is last (its own part from the
      * tile); several elements per thread in flight */
 #pragma unroll 4
-    for (int i = ctid; i < BN * 128; i += NC) {
-        const int n = n0 + (i & 127), mm = sc.m0 + (i >> 7);
+    for (unsigned i = ctid; i < BN * WR; i += NC) {
+        const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
         if (n >= p.n || mm >= p.m)
             continue;
         const size_t off = (size_t)mm * p.n + n;
         float tot = 0.0f;
         for (int sp = 0; sp < p.splits; sp++) {
-            tot += sp == sc.split ? tile[(i >> 7) * TILE_LD + (i & 127)] : __ldcg(p.ws + sp * mn + off);
+            tot += sp == sc.split ? tile[i / WR * TILE_LD + i % WR] : __ldcg(p.ws + sp * mn + off);
         }
         for (int sp = 0; sp < p.splits; sp++)
             __stcg(p.ws + sp * mn + off, 0.0f);
@@ -251,13 +263,13 @@ __device__ __forceinline__ void issue_tile(float (&acc)[BN / 2], const uint32_t 
 
 /* The consumer mainloop that waits for each k tile's group: issue tile i,
  * decode tile i + 1 while it runs, wait for it, free its stage. */
-template <int F, int BN>
+template <int F, int BN, int C>
 __device__ __forceinline__ void mainloop_serial(const Params &p, const WgSched &sc,
                                                 unsigned char *ring, uint32_t full,
                                                 uint32_t empty, int u, int lane,
                                                 float (&acc)[BN / 2])
 {
-    using S = Stage<F, BN>;
+    using S = Stage<F, BN, C>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a[4][4], an[4][4];
     mbar_wait(full, 0u);
@@ -293,13 +305,13 @@ __device__ __forceinline__ void mainloop_serial(const Params &p, const WgSched &
  * tile i + 1 into the fragments tile i - 1 used, and so on; the two
  * fragment sets alternate by hand (a0: even tiles, a1: odd), each kept live
  * past the wait that ends its group. */
-template <int F, int BN>
+template <int F, int BN, int C>
 __device__ __forceinline__ void mainloop_pipelined(const Params &p, const WgSched &sc,
                                                    unsigned char *ring, uint32_t full,
                                                    uint32_t empty, int u, int lane,
                                                    float (&acc)[BN / 2])
 {
-    using S = Stage<F, BN>;
+    using S = Stage<F, BN, C>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a0[4][4], a1[4][4] = {};
     auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
@@ -338,33 +350,51 @@ __device__ __forceinline__ void mainloop_pipelined(const Params &p, const WgSche
     release(sc.nkt - 1);
 }
 
-template <int F, int BN>
-__global__ void __launch_bounds__(THREADS, 1)
+/* setmaxnreg: a whole warpgroup, the same count */
+template <int N>
+__device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
+
+template <int F, int BN, int C>
+__global__ void __launch_bounds__(threads(C), 1)
     gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = Stage<F, BN>;
+    using S = Stage<F, BN, C>;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
     __shared__ unsigned last_cta;
-    unsigned char *ring = smem + ((ALIGN - (smem_addr(smem) & (ALIGN - 1))) & (ALIGN - 1));
-    const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
     const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
-    const WgSched sc(p, BN);
-
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init<1>(full + 8 * s);
-            mbar_init<4 * CONSUMERS>(empty + 8 * s); /* one arrival per consumer warp */
+    /* the producer and the consumers part here for good and compute what
+     * they need after the part: with C = 3 a value live across it would be
+     * kept in local memory (the two sides have different register counts) */
+    auto setup = [&](bool producer) {
+        if (producer && tid == 0) {
+            const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
+            for (int s = 0; s < STAGES; s++) {
+                mbar_init<1>(full + 8 * s);
+                mbar_init<4 * C>(empty + 8 * s); /* one arrival per consumer warp */
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-
+        __syncthreads();
+    };
     if (wgi == 0) {
-        produce<F, BN>(p, mp, sc, ring, full, empty, tid);
+        if constexpr (C == 3)
+            regs_dec<P3_REGS>();
+        setup(true);
+        unsigned char *ring = smem + ((ALIGN - (smem_addr(smem) & (ALIGN - 1))) & (ALIGN - 1));
+        produce<F, BN, C>(p, mp, WgSched(p, BN, S::R), ring, smem_addr(full_bar),
+                          smem_addr(empty_bar), tid);
         return;
     }
+    if constexpr (C == 3)
+        regs_inc<C3_REGS>(); /* waits for the producer's release */
+    setup(false);
+    unsigned char *ring = smem + ((ALIGN - (smem_addr(smem) & (ALIGN - 1))) & (ALIGN - 1));
+    const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
+    const WgSched sc(p, BN, S::R);
 
     const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
     /* sc.nkt >= 1: every split has k tiles (plan_wgmma) */
@@ -373,41 +403,47 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
     if (p.wg_pipe)
-        mainloop_pipelined<F, BN>(p, sc, ring, full, empty, u, lane, acc);
+        mainloop_pipelined<F, BN, C>(p, sc, ring, full, empty, u, lane, acc);
     else
-        mainloop_serial<F, BN>(p, sc, ring, full, empty, u, lane, acc);
-    wg_epilogue<BN>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
-                    &last_cta);
+        mainloop_serial<F, BN, C>(p, sc, ring, full, empty, u, lane, acc);
+    wg_epilogue<BN, C>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
+                       &last_cta);
 #elif defined(__CUDA_ARCH__)
     __trap(); /* built without sm_90a: never a silent wrong answer */
 #endif
 }
 
-template <int F, int BN>
+template <int F, int BN, int C>
 cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStream_t s)
 {
-    constexpr int smem = smem_bytes<F, BN>();
+    constexpr int smem = smem_bytes<F, BN, C>();
+    static_assert(STAGES * Stage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
+                  "the epilogue's tile fits the ring");
+    static_assert(smem <= 227 * 1024, "the ring fits an SM's shared memory");
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<F, BN>,
+        cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<F, BN, C>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         raised = true;
     }
-    gemm_wgmma_kernel<F, BN><<<grid, THREADS, smem, s>>>(p, mp);
+    gemm_wgmma_kernel<F, BN, C><<<grid, threads(C), smem, s>>>(p, mp);
     return cudaGetLastError();
 }
 
 } // namespace wg
 
-cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn, dim3 grid,
-                         cudaStream_t s)
+cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
+                         int consumers, dim3 grid, cudaStream_t s)
 {
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
-        return bn == 64 ? wg::launch_bn<F, 64>(p, mp, grid, s)
-                        : wg::launch_bn<F, 128>(p, mp, grid, s);
+        if (consumers == 3)
+            return bn == 64 ? wg::launch_bn<F, 64, 3>(p, mp, grid, s)
+                            : wg::launch_bn<F, 128, 3>(p, mp, grid, s);
+        return bn == 64 ? wg::launch_bn<F, 64, 2>(p, mp, grid, s)
+                        : wg::launch_bn<F, 128, 2>(p, mp, grid, s);
     });
 }
 
