@@ -8,7 +8,8 @@
  * once and on two threads at once (each thread's cuBLAS handle), every path
  * under a non-default tuning, two GEMV calls chained with programmatic
  * dependent launch (BFP_TEST_GEMV_ONLY=1 runs the GEMV cases alone, for the
- * sanitizers). The BFP_MATMUL_* variables (bench/gpu.sh) set
+ * sanitizers), the wgmma kernel with 2 and 3 consumer warpgroups
+ * (BFP_TEST_WGMMA_ONLY=1 runs its cases alone). The BFP_MATMUL_* variables (bench/gpu.sh) set
  * the tuning of every other case (matmul_tuning_env.h). The packed-weight API
  * and the tuning's argument checks: test_cuda_matmul_api.c. Without a GPU it
  * prints "skipped: no GPU" and passes. */
@@ -525,12 +526,61 @@ static void gemv_cases(bfp_format f, int quick)
     run_case(f, 16, 64, 64, 1, 1, 1, BFP_MATMUL_GEMV);
 }
 
+static const size_t shapes[][3] = {/* m, n, k */
+    {1, 256, 4096}, {3, 100, 640}, {16, 17, 1000}, {17, 300, 333}, {128, 512, 1024},
+    {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+/* The wgmma kernel under the cases' tuning: the shapes, unaligned x, odd k,
+ * huge rows, split K, m chunks, NaN blocks; quick: the first three shapes
+ * and the four edge cases */
+static void wgmma_cases(bfp_format f, int quick)
+{
+    size_t nshapes = quick ? 3 : NSHAPES;
+    for (size_t si = 0; si < nshapes; si++)
+        run_case(f, shapes[si][0], shapes[si][1], shapes[si][2], (int)(si % 2), (int)(si % 3 != 2),
+                 0, BFP_MATMUL_WGMMA);
+    run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_WGMMA);    /* unaligned x */
+    run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_WGMMA);  /* unaligned, 128 rows of x */
+    run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_WGMMA);  /* huge rows, split K */
+    run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* m 64, split K, pad column */
+    if (quick)
+        return;
+    nan_case(f, BFP_MATMUL_WGMMA);
+    run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_WGMMA);  /* 32 m chunks */
+    run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* odd m, split K */
+    run_case(f, 129, 1000, 130, 0, 0, 1, BFP_MATMUL_WGMMA); /* unaligned, odd k, 2 chunks */
+}
+
+/* wgmma_cases with 3 consumer warpgroups (CTAs of 12 row tiles; the other
+ * fields as the cases' tuning): n = 100, 300, 1000 ... leave the last CTA
+ * part-empty (TMA zeros, outputs masked), 200 a CTA of one row tile; then
+ * whole CTAs (n = 384), the serial mainloop, AUTO with the tuning */
+static void wgmma3_cases(bfp_format f, int quick)
+{
+    bfp_matmul_tuning t3 = tun ? *tun : (bfp_matmul_tuning){0};
+    t3.wgmma_consumers = 3;
+    const bfp_matmul_tuning *saved = tun;
+    tun = &t3;
+    wgmma_cases(f, quick);
+    run_case(f, 128, 384, 1024, 1, 1, 0, BFP_MATMUL_WGMMA); /* two whole CTAs */
+    if (!quick) {
+        run_case(f, 4096, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* m chunks, 3 CTAs, one part-empty */
+        run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);     /* AUTO's wgmma range */
+        t3.wgmma_serial = !t3.wgmma_serial;
+        run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
+        run_case(f, 300, 130, 520, 0, 0, 1, BFP_MATMUL_WGMMA);
+    }
+    tun = saved;
+}
+
 /* Every kernel path under a non-default tuning (each knob off its
  * default), against the reference; one workspace shared by every path too */
 static void tuned_cases(void)
 {
     const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4, .mid_splits = 3,
-                                 .post_max_m = 8, .wgmma_serial = 1, .gemv_pdl = 1};
+                                 .post_max_m = 8, .wgmma_serial = 1, .gemv_pdl = 1,
+                                 .wgmma_consumers = 3};
     const bfp_matmul_tuning *saved = tun;
     tun = &t;
     for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
@@ -563,9 +613,6 @@ int main(void)
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
     hopper = major == 9 && minor == 0;
-    static const size_t shapes[][3] = {/* m, n, k */
-        {1, 256, 4096}, {3, 100, 640}, {16, 17, 1000}, {17, 300, 333}, {128, 512, 1024},
-        {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
     const char *q = getenv("BFP_TEST_QUICK");
     int quick = q && *q && *q != '0'; /* memcheck: a few shapes */
     const char *go = getenv("BFP_TEST_GEMV_ONLY"); /* the GEMV path's cases alone */
@@ -581,7 +628,15 @@ int main(void)
         }
         return check_summary("test_cuda_matmul");
     }
-    size_t nshapes = quick ? 3 : sizeof shapes / sizeof shapes[0];
+    const char *wo = getenv("BFP_TEST_WGMMA_ONLY"); /* the wgmma kernel's cases alone */
+    if (wo && *wo && *wo != '0') {
+        for (size_t fi = 0; hopper && fi < sizeof fmts / sizeof fmts[0]; fi++) {
+            wgmma_cases(fmts[fi], quick);
+            wgmma3_cases(fmts[fi], quick);
+        }
+        return check_summary("test_cuda_matmul");
+    }
+    size_t nshapes = quick ? 3 : NSHAPES;
     for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
         bfp_format f = fmts[fi];
         for (size_t si = 0; si < nshapes; si++) {
@@ -593,12 +648,9 @@ int main(void)
             if (m <= 16)
                 run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 0), 0, BFP_MATMUL_GEMV);
             run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 1), 0, BFP_MATMUL_MID);
-            run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 2), 0, BFP_MATMUL_WGMMA);
         }
-        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_WGMMA);    /* unaligned x */
-        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_WGMMA);  /* unaligned, 128 rows of x */
-        run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_WGMMA);  /* huge rows, split K */
-        run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* m 64, split K, pad column */
+        wgmma_cases(f, quick);
+        wgmma3_cases(f, quick);
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         /* MX+ at m = 1 adds the block max after the mma; bench/gpu.sh also runs
@@ -620,10 +672,6 @@ int main(void)
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
         nan_case(f, BFP_MATMUL_FUSED);
         nan_case(f, BFP_MATMUL_MID);
-        nan_case(f, BFP_MATMUL_WGMMA);
-        run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_WGMMA);  /* 32 m chunks */
-        run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* odd m, split K */
-        run_case(f, 129, 1000, 130, 0, 0, 1, BFP_MATMUL_WGMMA); /* unaligned, odd k, 2 chunks */
         nan_case(f, BFP_MATMUL_SKINNY);
         run_case(f, 1, 4096, 4096, 1, 1, 0, BFP_MATMUL_SKINNY); /* warps' runs cross bands */
         shared_ws_case(f);
