@@ -15,7 +15,11 @@
  * run); gemv_pdl_us is the GEMV path with tuning gemv_pdl = 1 (programmatic
  * dependent launch: each call's first W copies overlap the previous call).
  * The BFP_MATMUL_* variables set the matmul's tuning (tests/matmul_tuning_env.h;
- * bench/gpu.sh's sweeps). */
+ * bench/gpu.sh's sweeps); "wgmma_consumers" is the tuning's for wgmma_us.
+ * GEMM_WG_CONSUMERS=3 also times the wgmma path with that many consumer
+ * warpgroups, the rest of the tuning the same: wgmma_alt_us and
+ * wgmma_alt_rel_err, its count in "wgmma_alt_consumers" (-1: not run).
+ * GEMM_SHAPES=8192x8192,28672x8192 limits the shapes (NxK). */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -84,7 +88,8 @@ struct Timer {
 };
 
 /* GEMM_PATHS=0,3,6 limits the paths timed (0 AUTO is always timed; 7 is
- * GEMV with gemv_pdl = 1) */
+ * GEMV with gemv_pdl = 1; 8, the wgmma path with GEMM_WG_CONSUMERS, runs
+ * whenever that is set) */
 static bool path_wanted(int pth)
 {
     const char *e = getenv("GEMM_PATHS");
@@ -129,6 +134,16 @@ int main(int argc, char **argv)
     bfp_matmul_tuning tuning;
     if (matmul_tuning_from_env(&tuning) < 0)
         return 2;
+    bfp_matmul_tuning talt = tuning; /* GEMM_WG_CONSUMERS: the wgmma path's other variant */
+    bool alt = false;
+    if (const char *e = getenv("GEMM_WG_CONSUMERS")) {
+        talt.wgmma_consumers = atoi(e);
+        alt = *e && bfp_matmul_tuning_check(&talt) == BFP_OK;
+        if (*e && !alt) {
+            fprintf(stderr, "gpu_gemm: bad GEMM_WG_CONSUMERS '%s'\n", e);
+            return 2;
+        }
+    }
     if (!bfp_cuda_available()) {
         fprintf(stderr, "gpu_gemm: no GPU\n");
         return 1;
@@ -168,16 +183,17 @@ int main(int argc, char **argv)
     const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS, BFP_HIF4};
     const size_t shapes[][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
     /* GEMM_MS=1,16 limits the m values (for a quick look at one regime) */
-    size_t ms[4] = {1, 16, 128, 4096};
+    constexpr int MAX_MS = 8;
+    size_t ms[MAX_MS] = {1, 16, 128, 4096};
     int nms = 4;
     if (const char *e = getenv("GEMM_MS")) {
         nms = 0;
         for (const char *q = e; *q;) {
             char *end;
             unsigned long v = strtoul(q, &end, 10);
-            if (end == q || v == 0 || v > 4096 || nms == 4) {
+            if (end == q || v == 0 || v > 4096 || nms == MAX_MS) {
                 fprintf(stderr,
-                        "gpu_gemm: bad GEMM_MS '%s' (at most 4 m values in 1..4096, "
+                        "gpu_gemm: bad GEMM_MS '%s' (at most 8 m values in 1..4096, "
                         "comma-separated)\n",
                         e);
                 return 2;
@@ -193,6 +209,10 @@ int main(int argc, char **argv)
 
     for (int si = 0; si < nshapes; si++) {
         size_t n = shapes[si][0], k = shapes[si][1];
+        char shape_name[48];
+        snprintf(shape_name, sizeof shape_name, "%zux%zu", n, k);
+        if (!in_env_list("GEMM_SHAPES", shape_name))
+            continue;
         size_t wbytes16 = n * k * 2;
         int rot16 = wbytes16 >= ((size_t)200 << 20) ? 1 : (int)(((size_t)200 << 20) / wbytes16 + 1);
         std::vector<__nv_bfloat16 *> wb(rot16);
@@ -212,7 +232,7 @@ int main(int argc, char **argv)
         bf16_to_f32<<<1024, 256>>>(x, xf, mmax * k);
         CU(cudaGetLastError());
         Timer T;
-        double cublas_us[4];
+        double cublas_us[MAX_MS];
         for (int mi = 0; mi < nms; mi++) {
             size_t m = ms[mi];
             float alpha = 1, beta = 0;
@@ -261,9 +281,9 @@ int main(int argc, char **argv)
             size_t wsb = 0;
             for (int mi = 0; mi < nms; mi++)
                 for (int pth = 0; pth < 7; pth++)
-                    wsb = std::max(wsb, bfp_cuda_matmul_workspace_size_ex(W[0], ms[mi],
-                                                                       (bfp_matmul_path)pth,
-                                                                       &tuning));
+                    for (const bfp_matmul_tuning *tp : {&tuning, &talt})
+                        wsb = std::max(wsb, bfp_cuda_matmul_workspace_size_ex(
+                                                W[0], ms[mi], (bfp_matmul_path)pth, tp));
             void *ws;
             CU(cudaMalloc(&ws, wsb));
             CU(cudaMemset(ws, 0, wsb));
@@ -273,12 +293,13 @@ int main(int argc, char **argv)
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
-                double us[8], err[8];
+                double us[9], err[9];
                 bfp_matmul_tuning tpdl = tuning;
                 tpdl.gemv_pdl = 1;
-                for (int pth = 0; pth < 8; pth++) {
-                    if ((pth == 2 && m < 16) || (pth == 3 && m > 32) || (pth >= 6 && m > 16) ||
-                        !path_wanted(pth)) {
+                for (int pth = 0; pth < 9; pth++) {
+                    if ((pth == 2 && m < 16) || (pth == 3 && m > 32) ||
+                        ((pth == 6 || pth == 7) && m > 16) || (pth == 8 && !alt) ||
+                        (pth != 8 && !path_wanted(pth))) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
                     }
@@ -289,10 +310,12 @@ int main(int argc, char **argv)
                     if (pth != 2)
                         CU(cudaMemset(ws, 0, wsb));
                     CU(cudaMemset(y, 0xFF, m * n * 2)); /* NaN: a path that writes nothing fails */
+                    const bfp_matmul_path pp = (bfp_matmul_path)(pth == 7   ? 6
+                                                                 : pth == 8 ? 5
+                                                                            : pth);
+                    const bfp_matmul_tuning *tp = pth == 7 ? &tpdl : pth == 8 ? &talt : &tuning;
                     us[pth] = T.median_us([&](int i) {
-                        BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb,
-                                               (bfp_matmul_path)(pth == 7 ? 6 : pth),
-                                               pth == 7 ? &tpdl : &tuning, NULL));
+                        BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb, pp, tp, NULL));
                     }, slow ? 2 : 20, slow ? 3 : 7);
                     CU(cudaDeviceSynchronize());
                     err[pth] = rel_err(y, yref, m * n);
@@ -303,10 +326,14 @@ int main(int argc, char **argv)
                 double sp = cublas_us[mi] / us[0];
                 double tflops = 2.0 * m * n * k / us[0] * 1e-6;
                 double wgbps = (double)qbytes / us[0] * 1e-3;
+                const int wgc = tuning.wgmma_consumers ? tuning.wgmma_consumers : 2;
+                const int wga = alt ? (talt.wgmma_consumers ? talt.wgmma_consumers : 2) : -1;
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
-                       "skinny %.1f, mid %.1f, wgmma %.1f err %.1e, gemv %.1f pdl %.1f err %.1e)\n",
+                       "skinny %.1f, mid %.1f, wgmma/%d %.1f err %.1e, wgmma/%d %.1f err %.1e, "
+                       "gemv %.1f pdl %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
-                       us[1], us[3], us[4], us[5], err[5], us[6], us[7], err[6]);
+                       us[1], us[3], us[4], wgc, us[5], err[5], wga, us[8], err[8], us[6], us[7],
+                       err[6]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
@@ -314,12 +341,15 @@ int main(int argc, char **argv)
                         "\"hbm_fraction\": %.4f, \"path\": \"%s\", "
                         "\"fused_us\": %.2f, \"dequant_cublas_us\": %.2f, \"skinny_us\": %.2f, "
                         "\"mid_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e, "
+                        "\"wgmma_consumers\": %d, \"wgmma_alt_consumers\": %d, "
+                        "\"wgmma_alt_us\": %.2f, \"wgmma_alt_rel_err\": %.3e, "
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
                         "\"gemv_pdl_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp, err[0],
                         tflops, wgbps, qbytes, wgbps / copy_gbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
                         isnan(us[3]) ? -1.0 : us[3], isnan(us[4]) ? -1.0 : us[4],
-                        isnan(us[5]) ? -1.0 : us[5], err[5], isnan(us[6]) ? -1.0 : us[6],
+                        isnan(us[5]) ? -1.0 : us[5], err[5], wgc, wga,
+                        isnan(us[8]) ? -1.0 : us[8], err[8], isnan(us[6]) ? -1.0 : us[6],
                         isnan(us[7]) ? -1.0 : us[7], err[6], err[7]);
                 first = false;
                 fflush(stdout);

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/wg_exp.sh - the wgmma kernel with 2 against 3 consumer warpgroups
+# (bfp_matmul_tuning.wgmma_consumers), in one GPU call of at most 420 s:
+# build bfp_cuda and test_cuda_matmul, check the wgmma SASS's A operands,
+# run test_cuda_matmul's wgmma cases (BFP_TEST_WGMMA_ONLY=1), then time
+# mxfp4 and nvfp4+ at m = 64, 128, 256, 1024, 4096 on 8192x8192 and (with
+# the time left) 28672x8192: AUTO, wgmma with 2 consumers (wgmma_us) and
+# with 3 (wgmma_alt_us), cuBLAS bf16, in the same run.
+#
+#   OUT=/some/dir bash bench/wg_exp.sh
+#
+# Writes to $OUT: build.log, test.log, sass_check.log, bench.log,
+# wg_8192x8192.json, wg_28672x8192.json, summary.txt (the table printed last).
+# WG_PIPE=0 times the serial mainloops instead (BFP_MATMUL_WG_PIPE).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/bench/out}
+mkdir -p "$OUT"
+B=build-wg
+T0=$(date +%s)
+left() { echo $((${BUDGET:-400} - ($(date +%s) - T0))); }
+say() { echo "== $* ($(($(date +%s) - T0)) s)"; }
+status=0
+
+say "build"
+if ! timeout 240 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF \
+        -DBFP_PYTHON=OFF -DBFP_MPI=OFF && cmake --build $B -j $(nproc) --target bfp_cuda \
+        test_cuda_matmul" >"$OUT/build.log" 2>&1; then
+    tail -n 20 "$OUT/build.log"
+    echo "build failed"
+    exit 1
+fi
+grep -i "warning" "$OUT/build.log" | grep -i "gemm_wgmma" | head -5
+# the benchmark, built while the tests run
+(timeout 150 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
+    bench/gpu_gemm.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm \
+    >"$OUT/bench_build.log" 2>&1; echo $? >"$B/gpu_gemm.rc") &
+bpid=$!
+
+say "wgmma A operands (tools/dev/wgmma_operand_check.py)"
+timeout 60 bash -c "cuobjdump -sass $B/CMakeFiles/bfp_cuda.dir/src/cuda/gemm_wgmma.cu.o |
+    python3 tools/dev/wgmma_operand_check.py" >"$OUT/sass_check.log" 2>&1
+rc=$?
+tail -n 3 "$OUT/sass_check.log"
+[ $rc -eq 0 ] || { echo "operand check rc=$rc"; status=1; }
+
+say "test_cuda_matmul, wgmma cases (2 and 3 consumers)"
+BFP_TEST_WGMMA_ONLY=1 timeout 120 "$B/test_cuda_matmul" >"$OUT/test.log" 2>&1
+rc=$?
+grep -E "FAIL|passed|failed" "$OUT/test.log" | head -20
+[ $rc -eq 0 ] || { echo "test rc=$rc"; status=1; }
+
+wait $bpid
+if [ "$(cat $B/gpu_gemm.rc 2>/dev/null)" != 0 ]; then
+    tail -n 20 "$OUT/bench_build.log"
+    echo "gpu_gemm build failed"
+    exit 1
+fi
+cat "$OUT/bench_build.log" >>"$OUT/build.log"
+rm -f "$OUT/bench_build.log"
+
+: >"$OUT/bench.log"
+for shape in 8192x8192 28672x8192; do
+    cap=$(left)
+    if [ "$cap" -lt 40 ]; then
+        echo "$shape: skipped, $cap s left"
+        continue
+    fi
+    say "gpu_gemm $shape (cap $cap s)"
+    GEMM_SHAPES=$shape GEMM_FORMATS=mxfp4,nvfp4+ GEMM_MS=64,128,256,1024,4096 GEMM_PATHS=0,5 \
+        GEMM_WG_CONSUMERS=3 BFP_MATMUL_WG_PIPE=${WG_PIPE:-} timeout "$cap" "$B/gpu_gemm" \
+        "$OUT/wg_$shape.json" >>"$OUT/bench.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || { echo "gpu_gemm $shape rc=$rc"; tail -n 5 "$OUT/bench.log"; status=1; }
+done
+
+say "summary"
+python3 - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
+import glob, json, re, sys
+rows = []
+for f in sorted(glob.glob(sys.argv[1] + "/wg_*.json")):
+    try:  # printf writes nan; a run cut short leaves no closing bracket
+        t = re.sub(r"\b-?nan\b", "NaN", open(f).read()).rstrip()
+        if not t.endswith("}"):
+            t = t.rstrip(",\n") + "\n]}"
+        rows += json.loads(t)["results"]
+    except (OSError, ValueError) as e:
+        print(f, "unreadable:", e)
+print("%-7s %-12s %5s %9s %9s %-15s %9s %9s %7s %8s %8s" % (
+    "format", "NxK", "M", "cublas", "auto", "(path)", "wg2_us", "wg3_us", "wg3/2", "cub/wg2",
+    "cub/wg3"))
+for r in rows:
+    w2, w3, cb = r["wgmma_us"], r["wgmma_alt_us"], r["cublas_bf16_us"]
+    q = lambda a, b: "%.3f" % (a / b) if a > 0 and b > 0 else "-"
+    print("%-7s %-12s %5d %9.1f %9.1f %-15s %9.1f %9.1f %7s %8s %8s  err %.1e %.1e" % (
+        r["format"], "%dx%d" % (r["N"], r["K"]), r["M"], cb, r["us"], r["path"], w2, w3,
+        q(w3, w2), q(cb, w2), q(cb, w3), r["wgmma_rel_err"], r["wgmma_alt_rel_err"]))
+EOF
+say "done, status $status"
+exit $status
