@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -100,7 +101,10 @@ class TorchMiniLM(torch.nn.Module):
 
     def __init__(self, m: MiniLM) -> None:
         super().__init__()
-        self.t = {k: torch.from_numpy(v.copy()) for k, v in m.t.items()}
+        # the non-linear tensors as buffers, so that .to(device) moves them
+        self.names = {k: "t_" + k.replace(".", "_") for k in m.t}
+        for k, b in self.names.items():
+            self.register_buffer(b, torch.from_numpy(m.t[k].copy()), persistent=False)
         self.h, self.eps = m.n_head, m.eps
         self.layers = torch.nn.ModuleList()
         for i in range(m.n_layer):
@@ -113,18 +117,23 @@ class TorchMiniLM(torch.nn.Module):
                 blk.add_module(n.replace(".", "_"), lin)
             self.layers.append(blk)
 
+    def tensor(self, name: str) -> torch.Tensor:
+        t: torch.Tensor = getattr(self, self.names[name])
+        return t
+
     def ln(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.t[name + ".weight"],
-                                              self.t[name + ".bias"], self.eps)
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.tensor(name + ".weight"),
+                                              self.tensor(name + ".bias"), self.eps)
 
     def forward(self, seqs: List[List[int]]) -> torch.Tensor:
-        t = self.t
+        t = self.tensor
+        dev = t("embeddings.word_embeddings.weight").device
         lens = [len(q) for q in seqs]
-        ids = torch.tensor([i for q in seqs for i in q])
-        pos = torch.tensor([p for n in lens for p in range(n)])
-        h = (t["embeddings.word_embeddings.weight"][ids]
-             + t["embeddings.position_embeddings.weight"][pos]
-             + t["embeddings.token_type_embeddings.weight"][0])
+        ids = torch.tensor([i for q in seqs for i in q], device=dev)
+        pos = torch.tensor([p for n in lens for p in range(n)], device=dev)
+        h = (t("embeddings.word_embeddings.weight")[ids]
+             + t("embeddings.position_embeddings.weight")[pos]
+             + t("embeddings.token_type_embeddings.weight")[0])
         h = self.ln(h, "embeddings.LayerNorm")
         H, D = self.h, h.shape[1] // self.h
         for i, blk in enumerate(self.layers):
@@ -155,15 +164,39 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--formats", default="mxfp4,nvfp4,mxfp4+")
     ap.add_argument("--windows", type=int, default=8, help="512-token windows (the study: 8)")
-    ap.add_argument("--device", default="cpu", help="SmolLM2's device (MiniLM runs on the CPU)")
+    ap.add_argument("--device", default="cpu", help="where both models run (cpu, cuda)")
     ap.add_argument("--model", choices=("smollm2", "minilm", "both"), default="both")
+    ap.add_argument("--text", help="the study's article (default: Debian's perl-modules copy)")
+    ap.add_argument("--json-out", help="also write the JSON here (written after each format)")
+    ap.add_argument("--study", help="take the study's values from this script's JSON of an "
+                    "earlier run (same formats and windows) instead of computing them here")
     a = ap.parse_args(argv)
+    prior: Dict[Tuple[str, str], float] = {}
+    if a.study:
+        with open(a.study) as f:
+            old = json.load(f)
+        if old.get("windows", a.windows) != a.windows:
+            sys.exit(f"{a.study}: {old['windows']} windows, not {a.windows}")
+        for model, key in (("smollm2", "study_w_only_ppl"), ("minilm", "study_w_only_cos")):
+            for row in old.get(model, []):
+                prior[(model, row["format"])] = float(row[key])
     cache = assets.default_cache()
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
-    text = assets.load_text()
+    text = assets.load_text(a.text)
     fmts = [f.strip() for f in a.formats.split(",") if f.strip()]
-    out: Dict[str, Any] = {"bound": BOUND, "smollm2": [], "minilm": []}
+    out: Dict[str, Any] = {
+        "study_from": a.study, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join(["python3", "bench/real_model_torch.py"] + list(argv or sys.argv[1:])),
+        "device": a.device, "gpu": torch.cuda.get_device_name() if a.device != "cpu" else None,
+        "torch": torch.__version__, "bound": BOUND, "smollm2": [], "minilm": []}
     ok = True
+
+    def save() -> None:
+        if a.json_out:
+            tmp = a.json_out + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(out, f, indent=2)
+            os.replace(tmp, a.json_out)
     if a.model in ("smollm2", "both"):
         model = SmolLM2(assets.smollm2_gguf(cache, log=log))
         ids = model.encode(text.prose)
@@ -171,7 +204,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         out["windows"] = len(wins)
         for fmt in fmts:
             t0 = time.perf_counter()
-            study = float(np.exp(np.mean(np.concatenate(
+            study = prior.get(("smollm2", fmt)) or float(np.exp(np.mean(np.concatenate(
                 [nll(model.logits(w, Quant(fmt, None)), w) for w in wins]))))
             tm = bfp.quantize_model(TorchSmolLM2(model), fmt).to(a.device).eval()
             with torch.no_grad():
@@ -184,6 +217,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "rel_diff": rel, "seconds": time.perf_counter() - t0}
             out["smollm2"].append(row)
             log(json.dumps(row))
+            save()
     if a.model in ("minilm", "both"):
         st, tok = assets.minilm_files(cache, log=log)
         mm = MiniLM(st, tok)
@@ -191,10 +225,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         base = mm.embed(seqs, Quant(None, None))
         for fmt in fmts:
             t0 = time.perf_counter()
-            study = float((mm.embed(seqs, Quant(fmt, None)) * base).sum(1).mean())
-            tm = bfp.quantize_model(TorchMiniLM(mm), fmt).eval()
+            study = prior.get(("minilm", fmt)) or float(
+                (mm.embed(seqs, Quant(fmt, None)) * base).sum(1).mean())
+            tm = bfp.quantize_model(TorchMiniLM(mm), fmt).to(a.device).eval()
             with torch.no_grad():
-                ours = float((tm(seqs).numpy() * base).sum(1).mean())
+                ours = float((tm(seqs).cpu().numpy() * base).sum(1).mean())
             rel = abs(ours - study) / study
             ok &= rel <= BOUND
             row = {"format": fmt, "study_w_only_cos": study, "torch_bfp_cos": ours,
@@ -202,6 +237,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "seconds": time.perf_counter() - t0}
             out["minilm"].append(row)
             log(json.dumps(row))
+            save()
     print(json.dumps(out, indent=2))
     return 0 if ok else 1
 

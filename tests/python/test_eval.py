@@ -26,6 +26,10 @@ def cached(fn):
         pytest.skip(f"model not cached ({exc}); run bfp-eval once to fetch it")
 
 
+def _f4(v):
+    return f"{v:.4f}"
+
+
 def heavy(shape, seed=0):
     r = np.random.default_rng(seed)
     x = r.standard_normal(shape).astype(np.float32)
@@ -44,6 +48,20 @@ def test_configs_cover_the_issue():
         assert v in labels
     wonly = next(c for c in cs if c["label"] == "mxfp4+ W-only")
     assert wonly["w"] == "mxfp4+" and wonly["a"] is None
+    # issue #21: the GPU matmul's operand pairs, after the runs above
+    after = cs[labels.index("mxfp4+ A-only") + 1:]
+    pairs = {c["label"]: (c["w"], c["a"], c["kind"]) for c in after}
+    assert pairs == {"mxfp4 W4A16": ("mxfp4", "bf16", "W4A16"),
+                     "mxfp4+ W4A16": ("mxfp4+", "bf16", "W4A16"),
+                     "nvfp4 W4A16": ("nvfp4", "bf16", "W4A16"),
+                     "mxfp4 W4A8": ("mxfp4", "mxfp8_e4m3", "W4A8"),
+                     "mxfp4+ W4A8": ("mxfp4+", "mxfp8_e4m3", "W4A8"),
+                     "nvfp4+ W4A4": ("nvfp4+", "nvfp4", "W4A4")}
+    assert len(labels) == len(set(labels))  # W4A4 with W == A is the W+A run, not a second one
+    # a pair runs only when both its formats are compared (bf16 always is)
+    few = [c["label"] for c in study.configs(["mxfp4", "nvfp4+"])]
+    assert "mxfp4 W4A16" in few and "mxfp4 W4A8" not in few and "nvfp4+ W4A4" not in few
+    assert "nvfp4+ W4A4" in [c["label"] for c in study.configs(["nvfp4", "nvfp4+"])]
 
 
 def test_quant_hook():
@@ -115,7 +133,7 @@ def test_report_renders(tmp_path):
     pytest.importorskip("matplotlib")
     from bfp.eval import report
 
-    fm = ["mxfp4", "mxfp4+"]
+    fm = ["mxfp4", "mxfp4+", "nvfp4", "mxfp8_e4m3"]
     labels = ["fp32"] + [c["label"] for c in study.configs(fm)]
     smol = {"rows": [dict(c, ppl=10.0 + i, nll=1.0, kl=0.01 * i, top1=1 - 0.01 * i, seconds=1.0)
                      for i, c in enumerate([{"label": "fp32", "kind": "ref", "w": None, "a": None,
@@ -131,7 +149,7 @@ def test_report_renders(tmp_path):
     acts = {"blk.0.attn_q": heavy((8, 64)), "blk.1.ffn_down": heavy((8, 64), 1)}
     ls = study.layer_sqnr(acts, lambda n: int(n.split(".")[1]), lambda n: n.split(".")[2],
                           ["bf16"] + fm)
-    be = study.block_errors(acts, fm)
+    be = study.block_errors(acts, fm[:3])
     img = tmp_path / "img"
     img.mkdir()
     report.plot_scores(img / "accuracy_scores.png", smol, mini)
@@ -140,12 +158,30 @@ def test_report_renders(tmp_path):
     ctx = {"smol": smol, "mini": mini, "formats": fm, "checks": ["c"], "models": ["m"],
            "text": ["t"], "sqnr": {"x": ls}, "sqnr_tables": [("X", "x", {})],
            "sqnr_formats": ["bf16"] + fm, "bits_per_value": {"fp32": 32, "bf16": 16,
-                                                            "mxfp4": 4.25, "mxfp4+": 4.5},
+                                                            "mxfp4": 4.25, "mxfp4+": 4.5,
+                                                            "nvfp4": 4.5, "mxfp8_e4m3": 8.25},
            "block_text": "b", "command": "bfp-eval", "runtime": "r"}
     report.write_report(tmp_path / "accuracy.md", img, ctx)
     md = (tmp_path / "accuracy.md").read_text()
     assert "![score per format](img/accuracy_scores.png)" in md
     assert "*MXFP4+ loses less than MXFP4*" in md and "**agrees**" in md
+    # issue #21's section: per weight format, W4A16 / W4A8 / W4A4 next to each other
+    sec = md.split("### Matmul operand pairs: W4A16, W4A8, W4A4")[1].split("### Per-layer")[0]
+    assert "bfp_cuda_matmul_xq" in sec and "docs/gemm.md" in sec
+    assert "W4A16 ΔPPL (A `bf16`)" in sec and "W4A8 1−cos (A `mxfp8_e4m3`)" in sec
+    row = {r["label"]: r for r in smol["rows"]}
+    kl = [_f4(row[lb]["kl"]) for lb in ("mxfp4 W4A16", "mxfp4 W4A8", "mxfp4")]
+    def cells(w):
+        line = next(x for x in sec.splitlines() if x.startswith(f"| `{w}` |"))
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    mx = cells("mxfp4")
+    assert [mx[2], mx[4], mx[7]] == kl and mx[5] == "`mxfp4`" and mx[1].startswith("+")
+    nv = cells("nvfp4")
+    assert nv[3] == nv[4] == "–" and nv[5] == "`nvfp4`"  # nvfp4 has no W4A8 pair
+    # the findings are computed: W4A8's share of the W4A16 -> W4A4 KL increase
+    s16, s8, s4 = (row[lb]["kl"] for lb in ("mxfp4 W4A16", "mxfp4 W4A8", "mxfp4"))
+    assert f"({100 * (s8 - s16) / (s4 - s16):.0f}%)" in sec and "*Best pair per kind*" in sec
     for png in ("accuracy_scores.png", "error_vs_blockmax.png", "layer_sqnr.png"):
         assert (img / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -196,5 +232,8 @@ def test_quick_study_end_to_end(tmp_path):
     cached(assets.minilm_files)
     from bfp.eval.__main__ import main
 
-    assert main(["--quick", "--models", "minilm", "--report", str(tmp_path / "a.md")]) == 0
-    assert "all-MiniLM-L6-v2: every run" in (tmp_path / "a.md").read_text()
+    assert main(["--quick", "--models", "minilm", "--report", str(tmp_path / "a.md"),
+                 "--save-results", str(tmp_path / "r.pkl")]) == 0
+    md = (tmp_path / "a.md").read_text()
+    assert "all-MiniLM-L6-v2: every run" in md
+    assert "### Matmul operand pairs: W4A16, W4A8, W4A4" in md and "`mxfp4+ W4A8`" in md

@@ -12,6 +12,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .study import PAIRS, pair_label
+
 PAPER = ("MX+: Pushing the Limits of Microscaling Formats for Efficient Large Language "
          "Model Serving (Lee et al., MICRO 2025, arXiv:2510.14557)")
 
@@ -22,6 +24,12 @@ COLORS = {
     "mxfp6_e2m3": "#2ca02c", "mxfp6_e2m3+": "#98df8a", "mxfp8_e4m3": "#8c564b",
 }
 
+
+# bar hatching per kind of run (study.configs); W+A bars are plain
+HATCH = {"W": "//", "A": "//", "W4A16": "..", "W4A8": "xx", "W4A4": "\\\\"}
+HATCH_LEGEND = {"W": "weights or activations only (other side fp32)",
+                "W4A16": "W4A16: activations bf16", "W4A8": "W4A8: activations mxfp8_e4m3",
+                "W4A4": "W4A4: activations another 4-bit format"}
 
 Res = Dict[str, Any]  # one model's results (study.py)
 Row = Dict[str, Any]  # one row of them
@@ -56,7 +64,8 @@ def plot_scores(path: Path, smol: Optional[Res], mini: Optional[Res]) -> None:
         panels += [("smol", "ppl"), ("smol", "kl")]
     if mini:
         panels += [("mini", "cos"), ("mini", "nn")]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8.5, 2.6 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.8 * len(panels)), squeeze=False)
+    kinds_seen: List[str] = []
     for ax, (model, what) in zip(axes[:, 0], panels):
         res = smol if model == "smol" else mini
         assert res is not None
@@ -91,16 +100,27 @@ def plot_scores(path: Path, smol: Optional[Res], mini: Optional[Res]) -> None:
             ax.set_ylim(max(0.0, lo - 0.05), 1.0)
         bars = ax.bar(x, vals, color=[_color(lb) for lb in labels])
         for b, r in zip(bars, rows):
-            if r["kind"] in ("W", "A"):
-                b.set_hatch("//")
+            if r["kind"] in HATCH:
+                b.set_hatch(HATCH[r["kind"]])
                 b.set_edgecolor("white")
+                kind = "W" if r["kind"] == "A" else r["kind"]
+                if kind not in kinds_seen:
+                    kinds_seen.append(kind)
         ax.set_xticks(x)
         ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
         for xi, v in zip(x, vals):
             txt = f"{v:.3g}" if what != "nn" else f"{v:.2f}"
             ax.annotate(txt, (xi, v), ha="center", va="bottom", fontsize=6.5,
                         xytext=(0, 1), textcoords="offset points")
-    fig.tight_layout()
+    if kinds_seen:
+        patches = importlib.import_module("matplotlib.patches")
+        handles = [patches.Patch(facecolor="#999999", edgecolor="white", hatch=HATCH[k],
+                                 label=HATCH_LEGEND[k]) for k in kinds_seen]
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7,
+                   frameon=False, handlelength=2.4, handleheight=1.4)
+        fig.tight_layout(rect=(0, 0.035, 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
@@ -329,6 +349,94 @@ def format_ranking(res: Res, key: Score, formats: List[str]) -> str:
 
 
 # --------------------------------------------------------------------------
+# matmul operand pairs (study.PAIRS)
+
+
+PairCells = Dict[str, Tuple[str, Optional[Row]]]  # kind -> (activation format, its run)
+
+
+def pair_rows(res: Res) -> List[Tuple[str, PairCells]]:
+    """Per weight format of study.PAIRS, in order: each kind's activation
+    format and run (None if not run); formats with no run are left out."""
+    out: Dict[str, PairCells] = {}
+    for kind, w, a in PAIRS:
+        out.setdefault(w, {})[kind] = (a, _row(res, pair_label(kind, w, a)))
+    return [(w, c) for w, c in out.items() if any(r is not None for _, r in c.values())]
+
+
+def _pair_acts(kind: str) -> List[str]:
+    return list(dict.fromkeys(a for k, _, a in PAIRS if k == kind))
+
+
+def pair_table(res: Res, cols: List[Tuple[str, Callable[[Row], str]]]) -> str:
+    """One row per weight format; per kind, its score columns. A kind whose
+    activation format depends on the weight format gets an `A` column."""
+    kinds = list(dict.fromkeys(k for k, _, _ in PAIRS))
+    hdr, align = ["weight"], "l"
+    for k in kinds:
+        acts = _pair_acts(k)
+        if len(acts) == 1:
+            hdr += [f"{k} {name} (A `{acts[0]}`)" if i == 0 else f"{k} {name}"
+                    for i, (name, _) in enumerate(cols)]
+        else:
+            hdr += [f"{k} A"] + [f"{k} {name}" for name, _ in cols]
+            align += "l"
+        align += "r" * len(cols)
+    rows = []
+    for w, cells in pair_rows(res):
+        r = [f"`{w}`"]
+        for k in kinds:
+            a, row = cells.get(k, ("", None))
+            if len(_pair_acts(k)) > 1:
+                r.append(f"`{a}`" if a else "–")
+            r += [fn(row) if row is not None else "–" for _, fn in cols]
+        rows.append(r)
+    return _table(hdr, rows, align)
+
+
+def pair_findings(smol: Optional[Res], mini: Optional[Res]) -> List[str]:
+    """Bullets computed from the pair runs: how much of the W4A16 -> W4A4 loss
+    W4A8 keeps, per weight format; the best W4A8 and W4A4 pairs. Scores: KL
+    for SmolLM2 (less noisy than perplexity), 1 - mean cosine for MiniLM."""
+    models: List[Tuple[str, Res, Score, str, str]] = []
+    if smol:
+        models.append(("SmolLM2", smol, lambda r: r["kl"], "KL", ".4f"))
+    if mini:
+        models.append(("MiniLM", mini, lambda r: 1.0 - r["cos_mean"], "1−cos", ".2e"))
+    share, best = [], []
+    for name, res, score, unit, fm in models:
+        cells = pair_rows(res)
+        parts = []
+        for w, c in cells:
+            r16, r8, r4 = (c.get(k, ("", None))[1] for k in ("W4A16", "W4A8", "W4A4"))
+            if r16 is None or r8 is None or r4 is None:
+                continue
+            s16, s8, s4 = score(r16), score(r8), score(r4)
+            pct = f"{100 * (s8 - s16) / (s4 - s16):.0f}%" if s4 != s16 else "–"
+            parts.append(f"`{w}` {unit} {s16:{fm}} → {s8:{fm}} → {s4:{fm}} ({pct})")
+        if parts:
+            share.append(f"{name}: " + "; ".join(parts))
+        picks = []
+        for k in ("W4A8", "W4A4"):
+            runs = [(score(r), w, a) for w, c in cells for a, r in [c.get(k, ("", None))]
+                    if r is not None]
+            if runs:
+                s, w, a = min(runs)
+                picks.append(f"{k} `{w}` × `{a}` ({unit} {s:{fm}})")
+        if picks:
+            best.append(f"{name}: " + ", ".join(picks))
+    out = []
+    if share:
+        out.append("- *What the activation format costs* (W4A16 → W4A8 → W4A4 with the same "
+                   "weights; in brackets the share of the W4A16 → W4A4 increase that W4A8 "
+                   "already has): " + ". ".join(share) + ".")
+    if best:
+        out.append("- *Best pair per kind* (weight × activation, lowest score): "
+                   + ". ".join(best) + ".")
+    return out
+
+
+# --------------------------------------------------------------------------
 # the report
 
 
@@ -455,6 +563,9 @@ def write_report(path: Path, img_dir: Path, ctx: Dict[str, Any]) -> None:
       f"{smol['window'] if smol else '–'}-token window (SmolLM2), all sentences packed (MiniLM).")
     a("- `bf16`: weights and activations rounded to bfloat16 (RNE). The reference is float32.")
     a("- `W-only` / `A-only`: only the weights / only the activations cast, the rest float32.")
+    a("- `W4A16` / `W4A8` / `W4A4`: the GPU matmul's operand pairs, weights in a 4-bit format "
+      "and activations in bf16 / `mxfp8_e4m3` / another 4-bit format (see *Matmul operand "
+      "pairs*); run when both formats are among the compared ones (bf16 always is).")
     a("")
     a("### Scores")
     a("")
@@ -520,6 +631,33 @@ def write_report(path: Path, img_dir: Path, ctx: Dict[str, Any]) -> None:
             rows.append(r)
     a(_table(hdr, rows, "ll" + "r" * (len(hdr) - 2)))
     a("")
+    # ---------------------------------------------------------------- pairs
+    if (smol and pair_rows(smol)) or (mini and pair_rows(mini)):
+        a("### Matmul operand pairs: W4A16, W4A8, W4A4")
+        a("")
+        a("The weight × activation pairs the GPU matmul offers: `bfp_cuda_matmul` takes bf16 "
+          "activations (W4A16), `bfp_cuda_matmul_xq` quantizes them too (W4A8, W4A4); see "
+          "`docs/gemm.md`. Each cell is a run of its own (both operands cast as above, fp32 "
+          "matmul: the formats' error, not the kernels' accumulation). A W4A4 pair with the same "
+          "format on both sides is that format's W+A run above; `nvfp4+` weights take `nvfp4` "
+          "activations, as in the kernel. A pair runs only when both its formats were compared; "
+          "`–`: no such run (a pair the kernels do not offer, or one the study leaves out: "
+          "`PAIRS` in python/bfp/eval/study.py).")
+        a("")
+        if smol and pair_rows(smol):
+            base = smol["rows"][0]["ppl"]
+            a("SmolLM2-135M (ΔPPL against fp32, KL in nats/token):")
+            a("")
+            a(pair_table(smol, [("ΔPPL", lambda r: f"{100 * (r['ppl'] / base - 1):+.2f}%"),
+                                ("KL", lambda r: _f(r["kl"], 4))]))
+            a("")
+        if mini and pair_rows(mini):
+            a("all-MiniLM-L6-v2 (1 − mean cosine to fp32):")
+            a("")
+            a(pair_table(mini, [("1−cos", lambda r: f"{1 - r['cos_mean']:.2e}")]))
+            a("")
+        L.extend(pair_findings(smol, mini))
+        a("")
     # ---------------------------------------------------------------- per layer
     a("### Per-layer SQNR")
     a("")

@@ -19,10 +19,27 @@ FORMATS = ["mxfp4", "mxfp4+", "mxfp4++", "nvfp4", "nvfp4+", "hif4",
            "mxfp6_e2m3", "mxfp6_e2m3+", "mxfp8_e4m3"]
 
 
+# The GPU matmul's operand pairs, weight x activation (docs/gemm.md: bfp_cuda_matmul for
+# W4A16, bfp_cuda_matmul_xq for W4A8 and W4A4), as (kind, weight, activation). A pair with
+# the same format on both sides is that format's W+A run, not run again.
+PAIRS: List[Tuple[str, str, str]] = [
+    ("W4A16", "mxfp4", "bf16"), ("W4A16", "mxfp4+", "bf16"), ("W4A16", "nvfp4", "bf16"),
+    ("W4A8", "mxfp4", "mxfp8_e4m3"), ("W4A8", "mxfp4+", "mxfp8_e4m3"),
+    ("W4A4", "mxfp4", "mxfp4"), ("W4A4", "mxfp4+", "mxfp4+"), ("W4A4", "nvfp4", "nvfp4"),
+    ("W4A4", "nvfp4+", "nvfp4")]
+
+
+def pair_label(kind: str, w: str, a: str) -> str:
+    """The run label of a matmul operand pair."""
+    return w if w == a else f"{w} {kind}"
+
+
 def configs(formats: List[str]) -> List[Dict[str, Any]]:
     """(label, weight format, activation format, kind) of every run after
     the float32 reference: BF16, each format on weights and activations,
-    then weight-only and activation-only for MXFP4 and MXFP4+."""
+    weight-only and activation-only for MXFP4 and MXFP4+, then the matmul
+    operand pairs of PAIRS whose weight and activation formats are both in
+    `formats` (bf16 always is): W4A8 needs mxfp8_e4m3 among them."""
     out: List[Dict[str, Any]] = [
         {"label": "bf16", "w": "bf16", "a": "bf16", "kind": "W+A", "fmt": "bf16"}]
     out += [{"label": f, "w": f, "a": f, "kind": "W+A", "fmt": f} for f in formats]
@@ -30,6 +47,9 @@ def configs(formats: List[str]) -> List[Dict[str, Any]]:
         if f in formats:
             out.append({"label": f"{f} W-only", "w": f, "a": None, "kind": "W", "fmt": f})
             out.append({"label": f"{f} A-only", "w": None, "a": f, "kind": "A", "fmt": f})
+    allowed = set(formats) | {"bf16"}
+    out += [{"label": pair_label(k, w, a), "w": w, "a": a, "kind": k, "fmt": w}
+            for k, w, a in PAIRS if w != a and w in allowed and a in allowed]
     return out
 
 
