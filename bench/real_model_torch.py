@@ -156,6 +156,19 @@ class TorchMiniLM(torch.nn.Module):
         return e / e.norm(dim=1, keepdim=True)
 
 
+class Bf16XQuant(Quant):
+    """The study's Quant with each activation rounded to bf16 before it is
+    quantized, as the torch modules (and the GPU kernel, which takes bf16 x)
+    do: --study-bf16-x, to tell that rounding from the rest of the gap."""
+
+    def act(self, name: str, x: np.ndarray) -> np.ndarray:
+        if self._a_cache[0] is x and self._a_cache[1] is not None:
+            return self._a_cache[1]
+        xq = self.cast(self.cast(x, "bf16"), self.afmt)
+        self._a_cache = (x, xq)
+        return xq
+
+
 def nll(logits: np.ndarray, w: List[int]) -> np.ndarray:
     z = logits.astype(np.float64)
     z = z - z.max(-1, keepdims=True)
@@ -174,9 +187,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--x-format", default=None,
                     help="quantize the activations too (quantize_model's x_format, e.g. "
                          "mxfp8_e4m3), against the study's Quant(fmt, x_format)")
+    ap.add_argument("--study-bf16-x", action="store_true",
+                    help="with --x-format: the study's activations rounded to bf16 before "
+                         "they are quantized (Bf16XQuant)")
     ap.add_argument("--study", help="take the study's values from this script's JSON of an "
                     "earlier run (same formats and windows) instead of computing them here")
     a = ap.parse_args(argv)
+    Q = Bf16XQuant if a.study_bf16_x else Quant
     prior: Dict[Tuple[str, str], float] = {}
     if a.study:
         with open(a.study) as f:
@@ -197,7 +214,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "command": " ".join(["python3", "bench/real_model_torch.py"] + list(argv or sys.argv[1:])),
         "device": a.device, "gpu": torch.cuda.get_device_name() if a.device != "cpu" else None,
         "torch": torch.__version__, "bound": BOUND, "x_format": a.x_format,
-        "smollm2": [], "minilm": []}
+        "study_bf16_x": a.study_bf16_x, "smollm2": [], "minilm": []}
     ok = True
 
     def save() -> None:
@@ -214,7 +231,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for fmt in fmts:
             t0 = time.perf_counter()
             study = prior.get(("smollm2", fmt)) or float(np.exp(np.mean(np.concatenate(
-                [nll(model.logits(w, Quant(fmt, a.x_format)), w) for w in wins]))))
+                [nll(model.logits(w, Q(fmt, a.x_format)), w) for w in wins]))))
             tm = bfp.quantize_model(TorchSmolLM2(model), fmt,
                                     x_format=a.x_format).to(a.device).eval()
             with torch.no_grad():
@@ -236,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for fmt in fmts:
             t0 = time.perf_counter()
             study = prior.get(("minilm", fmt)) or float(
-                (mm.embed(seqs, Quant(fmt, a.x_format)) * base).sum(1).mean())
+                (mm.embed(seqs, Q(fmt, a.x_format)) * base).sum(1).mean())
             tm = bfp.quantize_model(TorchMiniLM(mm), fmt,
                                     x_format=a.x_format).to(a.device).eval()
             with torch.no_grad():
