@@ -253,6 +253,14 @@ def quantized_x(bad):
             graph.replay()
             check(f"x_format {xf} modules ({fmt}) in torch.cuda.graph: replay with new x == "
                   "eager within two bf16 roundings", close(static_y, model(static_x)), bad)
+            if fmt == "mxfp4":  # no tensor scale: no host input, so CUDA graphs apply
+                torch._dynamo.reset()
+                torch._dynamo.utils.counters.clear()
+                c = torch.compile(model, fullgraph=True, mode="reduce-overhead")
+                outs = [c(static_x).clone() for _ in range(4)]
+                skips = dict(torch._dynamo.utils.counters["inductor"]).get("cudagraph_skips", 0)
+                check(f"x_format {xf} reduce-overhead: no cudagraph skip ({skips}), == eager",
+                      skips == 0 and all(close(o, model(static_x)) for o in outs), bad)
 
 
 def memory():

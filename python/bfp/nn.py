@@ -86,6 +86,10 @@ class Linear(torch.nn.Module):
         planes.append(torch.ones(1, dtype=torch.float32))
         self._workspace = torch.empty(0, dtype=torch.uint8)  # set by _prepare on CUDA
         self._ts_host = torch.ones(1, dtype=torch.float32)  # tensor_scale's host copy
+        # decided here, not in forward, so torch.compile sees a constant: on
+        # CUDA the quantized-x kernel takes W's NVFP4 tensor scale on the host
+        self._ts_from_host = bool(info["has_tensor_scale"]) and xq_kernel(self.fmt,
+                                                                           self.x_format)
         if _core.matmul_format_supported(info["id"]) and self.x_format == "bf16":
             pk = (torch.empty(torch_packed.packed_bytes(self.fmt, n, k), dtype=torch.uint8)
                   if _NO_INIT_WEIGHT[0] else _pack(planes, self.fmt, n, k))
@@ -187,7 +191,7 @@ class Linear(torch.nn.Module):
         else:
             ts = self.tensor_scale
             # the quantized-x kernel takes W's tensor scale on the host: no sync
-            if x.device.type == "cuda" and xq_kernel(self.fmt, self.x_format):
+            if self._ts_from_host and x.device.type == "cuda":
                 ts = self._ts_host
             y = torch.ops.bfp.matmul(xb, self.codes, self.scales, self.meta, ts,
                                      b, self.fmt, self.out_features, self.in_features,
@@ -211,6 +215,8 @@ class Linear(torch.nn.Module):
                              f"weight as planes, this module (x_format {self.x_format!r}) "
                              "holds it packed; build it with that x_format")
         self.x_format = xf
+        self._ts_from_host = bool(_api._info(self.fmt)["has_tensor_scale"]) and \
+            xq_kernel(self.fmt, xf)
 
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str,
                               *args: Any, **kwargs: Any) -> None:
