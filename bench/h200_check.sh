@@ -82,7 +82,7 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
         cap=${E2E_CAP:-$((570 - ($(date +%s) - T0)))} # the rest of a 10-minute call
         [ "$cap" -lt 60 ] && cap=60
         step e2e "$cap" python3 bench/e2e_torch.py --force \
-            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+}" --out "$OUT/h200-e2e.json"
+            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+,mxfp4:mxfp8_e4m3}" --out "$OUT/h200-e2e.json"
         grep -E "^(bf16|mx|nv|hif)" "$L/e2e.log" >>"$S"
     fi
 fi
