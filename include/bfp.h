@@ -743,6 +743,11 @@ typedef struct {
                          the stream still runs (that kernel must not write
                          W; x, y and the workspace wait for it); 0: off
                          (default) */
+    int xq_kernel;    /* bfp_cuda_matmul_xq(_planes): 0: the default (the
+                         mma.sync kernel), 1: the mma.sync kernel, 2: the
+                         Hopper wgmma kernel (MX pairs only, sm_90;
+                         BFP_ERR_UNSUPPORTED otherwise; not yet run on a GPU,
+                         docs/gemm.md) */
 } bfp_matmul_tuning;
 
 /**
@@ -877,11 +882,12 @@ size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *w, bfp_fo
  * planes) into the workspace (256-byte aligned, at least
  * bfp_cuda_matmul_xq_workspace_size() bytes; no zeroing needed), then
  * multiplied. d_bias bf16 [n] or NULL, d_y bf16 [m, n]. tuning: NULL or a
- * valid struct (no field applies yet). Same stream rules as
+ * valid struct (xq_kernel picks the kernel). Same stream rules as
  * bfp_cuda_matmul_ex; no allocation, no synchronization.
  * @return BFP_OK; BFP_ERR_ARG (NULL pointer, small or misaligned workspace,
  *         invalid tuning); BFP_ERR_FORMAT (unknown x format);
- *         BFP_ERR_UNSUPPORTED (pair without a kernel, build without CUDA);
+ *         BFP_ERR_UNSUPPORTED (pair without a kernel, xq_kernel = 2 with a
+ *         pair or GPU it does not serve, build without CUDA);
  *         BFP_ERR_SHAPE; BFP_ERR_DEVICE
  */
 bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *w, bfp_format x_fmt,

@@ -221,8 +221,11 @@ struct Plan {
     int nt, splits, bps;
     dim3 grid;
     size_t q_bytes;    /* x's planes (front of the workspace) */
-    size_t part_bytes; /* K split sums, after them */
+    size_t prep_bytes; /* the wgmma kernel's copy of x, after them (else 0) */
+    size_t part_bytes; /* K split sums, after that */
     bfp_plane_sizes xs;
+    int wgmma;         /* xq_kernel = 2: the plan is wg's */
+    bfpgemm::XqWgPlan wg;
 };
 
 int sm_count()
@@ -254,8 +257,32 @@ bool make_plan(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, size_t m, int s
     P->splits = (int)((bpr + P->bps - 1) / P->bps);
     P->grid = dim3((unsigned)gx, (unsigned)gy, (unsigned)P->splits);
     P->q_bytes = al256(P->xs.codes) + al256(P->xs.scales) + al256(P->xs.meta) + 256;
+    P->prep_bytes = 0;
+    P->part_bytes = P->splits > 1 ? m * w.n * sizeof(float) : 0;
+    P->wgmma = 0;
+    return true;
+}
+
+/* the wgmma kernel's plan in P (its x planes as make_plan's) */
+bool make_plan_wgmma(const bfpgemm::WeightPlanar &w, size_t m, int sms, Plan *P)
+{
+    if (!bfpgemm::xq_wgmma_plan(w, m, sms, &P->wg))
+        return false;
+    P->wgmma = 1;
+    P->splits = P->wg.splits;
+    P->prep_bytes = al256(P->wg.prep_bytes);
     P->part_bytes = P->splits > 1 ? m * w.n * sizeof(float) : 0;
     return true;
+}
+
+/* the current device runs sm_90a code (wgmma) */
+bool hopper()
+{
+    int dev = 0, major = 0, minor = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+           major == 9 && minor == 0;
 }
 
 template <int WK, int XK>
@@ -287,11 +314,12 @@ cudaError_t launch(int wk, int xk, int nt, dim3 grid, const Args &a, cudaStream_
 
 bool aligned(const void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
-/* the product from x's planes (device) into y; ws holds at least the
- * K split's sums at offset part_off */
+/* the product from x's planes (device) into y; ws: P.prep_bytes (the wgmma
+ * kernel's copy of x), then the K split's sums */
 bfp_status run(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, const bfp_const_planes &xq,
-               size_t m, const Plan &P, const void *bias, void *y, char *part, cudaStream_t s)
+               size_t m, const Plan &P, const void *bias, void *y, char *ws, cudaStream_t s)
 {
+    char *part = ws + P.prep_bytes;
     int wk = w_kind(w.fmt), xk = x_kind(wk, x_fmt);
     Args a;
     a.wc = w.codes, a.wsc = w.scales, a.wm = w.meta;
@@ -308,7 +336,10 @@ bfp_status run(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, const bfp_const
     a.part = P.splits > 1 ? reinterpret_cast<float *>(part) : nullptr;
     if (a.part && cudaMemsetAsync(a.part, 0, P.part_bytes, s) != cudaSuccess)
         return BFP_ERR_DEVICE;
-    if (launch(wk, xk, P.nt, P.grid, a, s) != cudaSuccess)
+    cudaError_t e = P.wgmma ? bfpgemm::xq_wgmma_run(w, x_fmt, xq, P.xs.code_row_bytes, m, P.wg,
+                                                    bias, y, ws, a.part, s)
+                            : launch(wk, xk, P.nt, P.grid, a, s);
+    if (e != cudaSuccess)
         return BFP_ERR_DEVICE;
     if (a.part) {
         size_t total = m * w.n;
@@ -349,6 +380,12 @@ bfp_status prepare(const bfp_cuda_planar_weight *wv, bfp_format x_fmt, size_t m,
         return BFP_ERR_SHAPE;
     if (!make_plan(*w, x_fmt, m, sm_count(), P))
         return BFP_ERR_SHAPE;
+    if (tuning && tuning->xq_kernel == 2) {
+        if (!bfpgemm::xq_wgmma_pair(w->fmt, x_fmt) || !hopper())
+            return BFP_ERR_UNSUPPORTED;
+        if (!make_plan_wgmma(*w, m, sm_count(), P))
+            return BFP_ERR_SHAPE;
+    }
     return BFP_OK;
 }
 
@@ -368,7 +405,7 @@ size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *wv, bfp_f
     Plan P;
     if (prepare(wv, x_fmt, m, tuning, &w, &P) != BFP_OK)
         return 0;
-    return P.q_bytes + P.part_bytes;
+    return P.q_bytes + P.prep_bytes + P.part_bytes;
 }
 
 bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *wv, bfp_format x_fmt,
@@ -384,7 +421,8 @@ bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *wv, bfp_forma
     const bfp_format_info *f = bfp_format_get(x_fmt);
     if (!d_x || !d_x->codes || !d_x->scales || (f->meta_bytes && !d_x->meta) ||
         (f->has_tensor_scale && !d_x->tensor_scale) || !d_y ||
-        (P.part_bytes && (!d_ws || ws_bytes < P.part_bytes || !aligned(d_ws, 16))))
+        (P.prep_bytes + P.part_bytes &&
+         (!d_ws || ws_bytes < P.prep_bytes + P.part_bytes || !aligned(d_ws, 16))))
         return BFP_ERR_ARG;
     return run(w, x_fmt, *d_x, m, P, d_bias, d_y, static_cast<char *>(d_ws),
                static_cast<cudaStream_t>(stream));
@@ -400,7 +438,8 @@ bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *wv, bfp_format x_fmt
     bfp_status st = prepare(wv, x_fmt, m, tuning, &w, &P);
     if (st != BFP_OK)
         return st;
-    if (!d_x_bf16 || !d_y || !d_ws || ws_bytes < P.q_bytes + P.part_bytes || !aligned(d_ws, 256))
+    if (!d_x_bf16 || !d_y || !d_ws || ws_bytes < P.q_bytes + P.prep_bytes + P.part_bytes ||
+        !aligned(d_ws, 256))
         return BFP_ERR_ARG;
     char *b = static_cast<char *>(d_ws);
     bfp_planes q;

@@ -135,5 +135,26 @@ __device__ __forceinline__ float nv_block(const uint8_t *codes, const uint8_t *s
     return ue4m3_f(s);
 }
 
+/* x of an MX pair as the wgmma kernel's B operand (gemm_xq_wgmma.cu):
+ * lane t of block b of row `row` (x planes: codes rows crb bytes apart,
+ * bpr blocks per row, k columns) -> the E4M3 words of k slots 4t..4t+3 (lo)
+ * and 16+4t..16+4t+3 (hi), so that slot s holds element xq_slot_elem(s) as
+ * in the A fragments; returns the block's scale. */
+enum { XQ_X_E4M3 = 0, XQ_X_MX4 = 1, XQ_X_MX4P = 2 };
+template <int XK>
+__device__ __forceinline__ float xq_prep_lane(const uint8_t *codes, const uint8_t *scales,
+                                              const uint8_t *meta, size_t crb, int bpr, int row,
+                                              int b, int t, int k, bool vec, uint32_t &lo,
+                                              uint32_t &hi)
+{
+    if (XK != XQ_X_E4M3)
+        return mx4_block<XK == XQ_X_MX4P>(codes, scales, meta, crb, bpr, row, b, t, k, vec, lo,
+                                          hi);
+    int e0 = b * 32 + 8 * t;
+    uint2 v = load8(codes + (size_t)row * crb, e0, min(max(k - e0, 0), 8), vec);
+    lo = v.x, hi = v.y;
+    return e8m0_f(__ldg(scales + (size_t)row * bpr + b));
+}
+
 } // namespace xq
 } // namespace bfpgemm
