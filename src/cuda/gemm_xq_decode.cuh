@@ -67,10 +67,15 @@ __device__ __forceinline__ uint2 load8(const uint8_t *row, int e0, int c, bool v
 {
     if (vec && c == 8)
         return __ldg(reinterpret_cast<const uint2 *>(row + e0));
-    uint32_t w[2] = {0, 0};
-    for (int j = 0; j < c; j++)
-        w[j >> 2] |= (uint32_t)__ldg(row + e0 + j) << (8 * (j & 3));
-    return make_uint2(w[0], w[1]);
+    uint32_t lo = 0, hi = 0; /* not an array: its dynamic index went to local memory */
+    for (int j = 0; j < c; j++) {
+        const uint32_t b = (uint32_t)__ldg(row + e0 + j) << (8 * (j & 3));
+        if (j < 4)
+            lo |= b;
+        else
+            hi |= b;
+    }
+    return make_uint2(lo, hi);
 }
 
 /* Lane t's 8 codes v (elements 8t..8t+7 of an MX or MX+ block with scale
