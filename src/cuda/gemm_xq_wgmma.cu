@@ -54,6 +54,7 @@ struct Args {
     const uint8_t *wc, *wsc, *wm; /* W planar codes, scales, meta */
     size_t w_crb;
     int w_tma, w_vec;             /* W codes by TMA; else word loads allowed */
+    int s_vec;                    /* scale (and meta) rows as 32-bit words */
     int n, m, k, bpr, tiles_k, tps;
     const __nv_bfloat16 *bias;
     __nv_bfloat16 *y;
@@ -113,6 +114,13 @@ __device__ __forceinline__ void load_sm(const Args &a, const int (&r)[2], int kt
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         sc[h] = mt[h] = 0;
+        if (a.s_vec) { /* bpr % 4 == 0: the tile's 4 blocks are one word */
+            const size_t o = (size_t)r[h] * a.bpr + kt * 4;
+            sc[h] = __ldg(reinterpret_cast<const uint32_t *>(a.wsc + o));
+            if (PLUS)
+                mt[h] = __ldg(reinterpret_cast<const uint32_t *>(a.wm + o));
+            continue;
+        }
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int b = kt * 4 + j;
@@ -372,6 +380,8 @@ cudaError_t xq_wgmma_run(const WeightPlanar &w, bfp_format x_fmt, const bfp_cons
     a.w_crb = w.sz.code_row_bytes;
     a.w_tma = a.w_crb % 16 == 0 && aligned(w.codes, 16);
     a.w_vec = a.w_crb % 4 == 0 && aligned(w.codes, 4);
+    a.s_vec = bpr % 4 == 0 && aligned(w.scales, 4) &&
+              (w.fmt != BFP_MXFP4_PLUS || aligned(w.meta, 4));
     a.n = (int)w.n, a.m = (int)m, a.k = (int)w.k, a.bpr = bpr;
     a.tiles_k = P.tiles_k, a.tps = P.tps;
     a.bias = static_cast<const __nv_bfloat16 *>(bias);
