@@ -850,7 +850,8 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
 
 /* ---- Matmul with a quantized x (W4A8, W4A4) ------------------------------
  * y = x . W^T (+ bias) with x quantized to an activation format along k, on
- * the FP8 tensor cores (mma.sync e4m3, sm_89 and later; docs/gemm.md,
+ * the FP8 tensor cores (mma.sync e4m3, sm_89 and later, or with
+ * bfp_matmul_tuning.xq_kernel = 2 wgmma on sm_90; docs/gemm.md,
  * "Quantized activations"). Pairs: W mxfp4 or mxfp4+ with x mxfp8_e4m3
  * (W4A8), mxfp4 or mxfp4+ (W4A4); W nvfp4 or nvfp4+ with x nvfp4. The
  * reference is bfp_matmul_ref_q of W's planes and bfp_quantize(x)'s. */

@@ -13,7 +13,10 @@
  * times a zero partial would give NaN).
  * The mma's k slots are permuted the same way in A and B (lane t's slots
  * 4t..4t+3 and 16+4t..16+4t+3 hold block elements 8t..8t+7), so each lane
- * reads 8 contiguous elements of a row: one 32-bit word of 4-bit codes. */
+ * reads 8 contiguous elements of a row: one 32-bit word of 4-bit codes.
+ * bfp_matmul_tuning.xq_kernel = 2 runs the Hopper kernel instead
+ * (gemm_xq_wgmma.cu, MX pairs); this file keeps the API, x's quantization
+ * and the K split's sums for both. */
 #include "bfp.h"
 #include "gemm_xq.h"
 #include "gemm_xq_decode.cuh"
