@@ -28,6 +28,7 @@
 
 #include <cuda_bf16.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 namespace bfpgemm {
@@ -334,11 +335,17 @@ bool xq_wgmma_plan(const WeightPlanar &w, size_t m, int sms, XqWgPlan *P)
     const size_t gx = (w.n + ROWS - 1) / ROWS, gz = (m + P->bn - 1) / P->bn;
     if (gz > 65535 || gx > INT_MAX)
         return false;
-    /* one CTA per SM: split K until about two waves, each part >= 2 k tiles */
-    const size_t ctas = gx * gz, want = (2 * (size_t)(sms > 0 ? sms : 1) + ctas - 1) / ctas;
-    const size_t cap = P->tiles_k / 2 > 0 ? P->tiles_k / 2 : 1;
-    const size_t splits = want < cap ? want : cap;
-    P->tps = (int)((P->tiles_k + splits - 1) / splits);
+    /* One CTA per SM. Without a full wave, split K (parts >= 2 k tiles, at
+     * most 4 waves) where waves x k tiles per part is least; ties to fewer
+     * splits (their sums cost atomics) */
+    const size_t ctas = gx * gz, sm = sms > 0 ? (size_t)sms : 1, kt = (size_t)P->tiles_k;
+    size_t splits = 1, best = SIZE_MAX;
+    for (size_t sp = 1; ctas < sm && sp <= kt / 2 && ctas * sp <= 4 * sm; sp++) {
+        const size_t cost = (ctas * sp + sm - 1) / sm * ((kt + sp - 1) / sp);
+        if (cost < best)
+            best = cost, splits = sp;
+    }
+    P->tps = (int)((kt + splits - 1) / splits);
     P->splits = (P->tiles_k + P->tps - 1) / P->tps;
     P->grid = dim3((unsigned)gx, (unsigned)P->splits, (unsigned)gz);
     P->kp = bpr * 32;
