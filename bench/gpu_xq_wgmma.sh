@@ -66,8 +66,14 @@ fi
 
 BFP_TEST_XQ_KERNEL=2 BFP_TEST_QUICK=1 BFP_TEST_VERBOSE=1 timeout "$(lim "${T_QUICK:-45}")" "$T" \
     >"$OUT/test_quick.log" 2>&1
-step "test quick (wgmma)" $?
+rc=$?
+step "test quick (wgmma)" $rc
 grep -E "FAIL|passed|skipped" "$OUT/test_quick.log" | tail -12 | tee -a "$SUM"
+if [ $rc -eq 124 ]; then # a hang (an mbarrier never completes): the rest would hang too
+    say "quick test timed out: the last case it printed is in test_quick.log; stopping"
+    say "total $(($(date +%s) - T0)) s, status 1"
+    exit 1
+fi
 
 BFP_TEST_XQ_KERNEL=2 BFP_TEST_VERBOSE=1 timeout "$(lim "${T_FULL:-120}")" "$T" \
     >"$OUT/test_full.log" 2>&1

@@ -322,6 +322,7 @@ static void refusals(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed by a time limit keeps its lines */
     if (!bfp_cuda_available()) {
         printf("test_cuda_matmul_xq: skipped: no GPU\n");
         return 0;
