@@ -51,6 +51,33 @@ struct Stage {
     static constexpr uint32_t X_TX = BN * KT + 16 * BN, W_TX = ROWS * 64;
 };
 
+template <int BN>
+constexpr bool stage_ok()
+{
+    using S = Stage<BN>; /* TMA: swizzled boxes on 1024 bytes, plain ones on 128 */
+    return S::XC % ALIGN == 0 && S::BYTES % ALIGN == 0 && S::XS % 128 == 0 &&
+           S::WC % 128 == 0 && S::WC >= S::XS + 16 * BN &&
+           STAGES * S::BYTES + ALIGN <= 227 * 1024;
+}
+static_assert(stage_ok<8>() && stage_ok<16>() && stage_ok<32>() && stage_ok<64>(),
+              "stage layout");
+
+/* slot s of a block's k32 step holds element xq_slot_elem(s): lane t's A word
+ * lo (slots 4t..4t+3) is elements 8t..8t+3 and hi (16+4t..) 8t+4..8t+7, a
+ * permutation of the block */
+constexpr bool slots_ok()
+{
+    unsigned seen = 0;
+    for (int s = 0; s < 32; s++) {
+        const int t = (s & 15) >> 2, hi = s >> 4, e = xq_slot_elem(s);
+        if (e != 8 * t + 4 * hi + (s & 3))
+            return false;
+        seen |= 1u << e;
+    }
+    return seen == 0xFFFFFFFFu;
+}
+static_assert(slots_ok(), "k slot permutation");
+
 struct Args {
     const uint8_t *wc, *wsc, *wm; /* W planar codes, scales, meta */
     size_t w_crb;
