@@ -41,6 +41,9 @@ constexpr int CONSUMERS = 2, THREADS = 128 * (1 + CONSUMERS), STAGES = 6;
 constexpr int ROWS = 64 * CONSUMERS; /* W rows per CTA */
 constexpr int KT = 128;              /* k columns per tile: 4 blocks, 128 bytes of x */
 constexpr int ALIGN = 1024;          /* the 128-byte swizzle's atom */
+/* CTAs an SM holds: two at N <= 16 (80 registers, no spills, and the
+ * memory-bound small m wants the copies in flight), else one */
+constexpr int ctas_per_sm(int bn) { return bn <= 16 ? 2 : 1; }
 
 template <int BN>
 struct Stage {
@@ -57,7 +60,7 @@ constexpr bool stage_ok()
     using S = Stage<BN>; /* TMA: swizzled boxes on 1024 bytes, plain ones on 128 */
     return S::XC % ALIGN == 0 && S::BYTES % ALIGN == 0 && S::XS % 128 == 0 &&
            S::WC % 128 == 0 && S::WC >= S::XS + 16 * BN &&
-           STAGES * S::BYTES + ALIGN <= 227 * 1024;
+           ctas_per_sm(BN) * (STAGES * S::BYTES + ALIGN + 1024) <= 228 * 1024;
 }
 static_assert(stage_ok<8>() && stage_ok<16>() && stage_ok<32>() && stage_ok<64>(),
               "stage layout");
@@ -133,6 +136,21 @@ __device__ void produce(const Args &a, const Maps &mp, unsigned char *ring, uint
     }
 }
 
+/* The fallbacks, out of line to keep the mainloop short: c (0..4) bytes at
+ * p as a little-endian word; W's code word from global memory (load4) */
+__device__ __noinline__ uint32_t bytes_le(const uint8_t *p, int c)
+{
+    uint32_t v = 0;
+    for (int j = 0; j < c; j++)
+        v |= (uint32_t)__ldg(p + j) << (8 * j);
+    return v;
+}
+
+__device__ __noinline__ uint32_t w_word_global(const uint8_t *row, int e0, int c, int vec)
+{
+    return load4(row, e0, c, vec != 0);
+}
+
 /* W's scale (sc) and meta (mt) bytes of k tile kt's 4 blocks for rows r[2],
  * byte j = block j; blocks past the row read 0 */
 template <bool PLUS>
@@ -141,23 +159,17 @@ __device__ __forceinline__ void load_sm(const Args &a, const int (&r)[2], int kt
 {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        sc[h] = mt[h] = 0;
+        const size_t o = (size_t)r[h] * a.bpr + kt * 4;
+        mt[h] = 0;
         if (a.s_vec) { /* bpr % 4 == 0: the tile's 4 blocks are one word */
-            const size_t o = (size_t)r[h] * a.bpr + kt * 4;
             sc[h] = __ldg(reinterpret_cast<const uint32_t *>(a.wsc + o));
             if (PLUS)
                 mt[h] = __ldg(reinterpret_cast<const uint32_t *>(a.wm + o));
-            continue;
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int b = kt * 4 + j;
-            if (b < a.bpr) {
-                const size_t o = (size_t)r[h] * a.bpr + b;
-                sc[h] |= (uint32_t)__ldg(a.wsc + o) << (8 * j);
-                if (PLUS)
-                    mt[h] |= (uint32_t)__ldg(a.wm + o) << (8 * j);
-            }
+        } else {
+            const int c = min(a.bpr - kt * 4, 4);
+            sc[h] = bytes_le(a.wsc + o, c);
+            if (PLUS)
+                mt[h] = bytes_le(a.wm + o, c);
         }
     }
 }
@@ -223,8 +235,8 @@ __device__ void consume(const Args &a, unsigned char *ring, uint32_t full, uint3
                                                             16 * j + 4 * t);
                 } else {
                     const int e0 = (kt * 4 + j) * 32 + 8 * t;
-                    v = load4(a.wc + (size_t)r[h] * a.w_crb, e0, min(max(a.k - e0, 0), 8),
-                              a.w_vec != 0);
+                    v = w_word_global(a.wc + (size_t)r[h] * a.w_crb, e0,
+                                      min(max(a.k - e0, 0), 8), a.w_vec);
                 }
                 const uint32_t sb = (sc[h] >> (8 * j)) & 0xFFu;
                 mx4_decode<PLUS>(v, sb, (mt[h] >> (8 * j)) & 0xFFu, t, af[j][h], af[j][2 + h]);
@@ -260,7 +272,7 @@ __device__ void consume(const Args &a, unsigned char *ring, uint32_t full, uint3
 
 /* grid (W bands of ROWS rows, splits, x chunks of BN rows) */
 template <int BN, bool PLUS>
-__global__ void __launch_bounds__(THREADS, 1) xq_wgmma_kernel(const Args a,
+__global__ void __launch_bounds__(THREADS, ctas_per_sm(BN)) xq_wgmma_kernel(const Args a,
                                                               const __grid_constant__ Maps mp)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -362,10 +374,11 @@ bool xq_wgmma_plan(const WeightPlanar &w, size_t m, int sms, XqWgPlan *P)
     const size_t gx = (w.n + ROWS - 1) / ROWS, gz = (m + P->bn - 1) / P->bn;
     if (gz > 65535 || gx > INT_MAX)
         return false;
-    /* One CTA per SM. Without a full wave, split K (parts >= 2 k tiles, at
-     * most 4 waves) where waves x k tiles per part is least; ties to fewer
-     * splits (their sums cost atomics) */
-    const size_t ctas = gx * gz, sm = sms > 0 ? (size_t)sms : 1, kt = (size_t)P->tiles_k;
+    /* Without a full wave, split K (parts >= 2 k tiles, at most 4 waves)
+     * where waves x k tiles per part is least; ties to fewer splits (their
+     * sums cost atomics) */
+    const size_t ctas = gx * gz, kt = (size_t)P->tiles_k;
+    const size_t sm = (size_t)(sms > 0 ? sms : 1) * ctas_per_sm(P->bn); /* CTA slots */
     size_t splits = 1, best = SIZE_MAX;
     for (size_t sp = 1; ctas < sm && sp <= kt / 2 && ctas * sp <= 4 * sm; sp++) {
         const size_t cost = (ctas * sp + sm - 1) / sm * ((kt + sp - 1) / sp);
