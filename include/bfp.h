@@ -900,8 +900,10 @@ bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
 /**
  * The same with x already quantized: d_x holds device planes of an m x k
  * tensor in x_fmt (planar, blocks along k; NVFP4's tensor scale on the
- * device). The workspace is used only when K is split (NULL allowed when
- * the workspace size minus x's planes is 0; passing the full size is safe).
+ * device). The workspace is used only when K is split, and with
+ * xq_kernel = 2 for that kernel's copy of x (NULL allowed when the workspace
+ * size minus x's planes is 0; passing the full size is safe; else 16-byte
+ * aligned).
  */
 bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
                                      const bfp_const_planes *d_x, size_t m, const void *d_bias,
