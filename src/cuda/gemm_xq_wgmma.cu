@@ -108,7 +108,7 @@ __global__ void xq_prep(const uint8_t *codes, const uint8_t *scales, const uint8
         const int t = (int)(u & 3), b = (int)((u >> 2) % bpr), row = (int)((u >> 2) / bpr);
         uint32_t lo, hi;
         float s = xq_prep_lane<XK>(codes, scales, meta, crb, bpr, row, b, t, k, vec != 0, lo, hi);
-        uint32_t *o = reinterpret_cast<uint32_t *>(out + (size_t)row * kp + b * 32);
+        uint32_t *o = reinterpret_cast<uint32_t *>(out + (size_t)row * kp + (size_t)b * 32);
         o[t] = lo;
         o[4 + t] = hi;
         if (t == 0)
