@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/gpu_xq_wgmma.sh - the quantized-x matmul's wgmma kernel (xq_kernel = 2,
 # src/cuda/gemm_xq_wgmma.cu) on an H200 in one call, under T_TOTAL seconds
-# (default 390) in all: build; test_cuda_matmul_xq on the wgmma kernel, quick
+# (default 380) in all: build; test_cuda_matmul_xq on the wgmma kernel, quick
 # set then full; compute-sanitizer memcheck on the quick set; the SASS check
 # (tools/dev/wgmma_operand_check.py); gpu_gemm_xq at 8192 x 8192, m = 1, 16,
 # 128, 4096, both kernels (us / wgmma_us), MX pairs. At most 8 files in $OUT.
@@ -22,7 +22,7 @@ SUM="$OUT/summary.txt"
 say() { echo "== $*" | tee -a "$SUM"; }
 # the limit for a step: its own, or what is left of T_TOTAL less a margin
 lim() {
-    local left=$((${T_TOTAL:-390} - ($(date +%s) - T0) - 10))
+    local left=$((${T_TOTAL:-380} - ($(date +%s) - T0) - 10))
     [ "$left" -lt "$1" ] && echo $((left > 5 ? left : 5)) || echo "$1"
 }
 step() { # name, rc: record the result
@@ -80,13 +80,13 @@ BFP_TEST_XQ_KERNEL=2 BFP_TEST_VERBOSE=1 timeout "$(lim "${T_FULL:-120}")" "$T" \
 step "test full (wgmma)" $?
 grep -E "FAIL|passed|skipped" "$OUT/test_full.log" | tail -12 | tee -a "$SUM"
 
-BFP_TEST_XQ_KERNEL=2 BFP_TEST_QUICK=1 timeout "$(lim "${T_MEMCHECK:-90}")" \
+BFP_TEST_XQ_KERNEL=2 BFP_TEST_QUICK=1 timeout "$(lim "${T_MEMCHECK:-80}")" \
     compute-sanitizer --tool memcheck --error-exitcode 3 "$T" >"$OUT/memcheck.log" 2>&1
 step "memcheck quick (wgmma)" $?
 grep -E "ERROR SUMMARY|passed|FAIL" "$OUT/memcheck.log" | tail -5 | tee -a "$SUM"
 
 GEMM_XQ_SHAPES=8192x8192 GEMM_XQ_PAIRS=mxfp4:mxfp8_e4m3,mxfp4:mxfp4,mxfp4+:mxfp4+ \
-    timeout "$(lim "${T_BENCH:-100}")" "$G" "$OUT/gpu_gemm_xq_wgmma.json" quick >"$OUT/bench.log" 2>&1
+    timeout "$(lim "${T_BENCH:-90}")" "$G" "$OUT/gpu_gemm_xq_wgmma.json" quick >"$OUT/bench.log" 2>&1
 step "bench 8192^2" $?
 tail -14 "$OUT/bench.log" | tee -a "$SUM"
 say "total $(($(date +%s) - T0)) s, status $status"
