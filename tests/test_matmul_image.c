@@ -130,12 +130,13 @@ static void test_tuning(void)
     const bfp_matmul_tuning good = {64, 64, 64, 32, 1, 1, 2}, good2 = {1, 1, 1, -1, 0, 0, 1};
     CHECK(bfp_matmul_tuning_check(&good) == BFP_OK && bfp_matmul_tuning_check(&good2) == BFP_OK,
           "range ends accepted");
-    const bfp_matmul_tuning bad[] = {{-1, 0, 0, 0, 0}, {65, 0, 0, 0, 0}, {0, -1, 0, 0, 0},
-                                     {0, 65, 0, 0, 0}, {0, 0, -1, 0, 0}, {0, 0, 65, 0, 0},
-                                     {0, 0, 0, -2, 0}, {0, 0, 0, 33, 0}, {0, 0, 0, 0, 2},
-                                     {0, 0, 0, 0, -1}, {INT_MAX, 0, 0, 0, 0},
-                                     {0, 0, 0, 0, 0, 2}, {0, 0, 0, 0, 0, -1},
-                                     {0, 0, 0, 0, 0, 0, 3}, {0, 0, 0, 0, 0, 0, -1}};
+    const bfp_matmul_tuning bad[] = {
+        {-1, 0, 0, 0, 0, 0, 0},      {65, 0, 0, 0, 0, 0, 0},  {0, -1, 0, 0, 0, 0, 0},
+        {0, 65, 0, 0, 0, 0, 0},      {0, 0, -1, 0, 0, 0, 0},  {0, 0, 65, 0, 0, 0, 0},
+        {0, 0, 0, -2, 0, 0, 0},      {0, 0, 0, 33, 0, 0, 0},  {0, 0, 0, 0, 2, 0, 0},
+        {0, 0, 0, 0, -1, 0, 0},      {INT_MAX, 0, 0, 0, 0, 0, 0},
+        {0, 0, 0, 0, 0, 2, 0},       {0, 0, 0, 0, 0, -1, 0},  {0, 0, 0, 0, 0, 0, 3},
+        {0, 0, 0, 0, 0, 0, -1}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(bfp_matmul_tuning_check(&bad[i]) == BFP_ERR_ARG, "tuning %zu out of range", i);
 }
