@@ -3,12 +3,13 @@
 # src/cuda/gemm_xq_wgmma.cu) on an H200 in one call, under T_TOTAL seconds
 # (default 380) in all: build; test_cuda_matmul_xq on the wgmma kernel, quick
 # set then full; compute-sanitizer memcheck on the quick set; the SASS check
-# (tools/dev/wgmma_operand_check.py); gpu_gemm_xq at 8192 x 8192, m = 1, 16,
+# (tools/dev/wgmma_operand_check.py); bench/gpu_xq_probe.cu (where each W
+# element lands); gpu_gemm_xq at 8192 x 8192, m = 1, 16,
 # 128, 4096, both kernels (us / wgmma_us), MX pairs. At most 8 files in $OUT.
 #
 #   OUT=/some/dir bash bench/gpu_xq_wgmma.sh     # OUT defaults to bench/out
 #
-# BIN=dir: test_cuda_matmul_xq and gpu_gemm_xq prebuilt in dir (no build).
+# BIN=dir: test_cuda_matmul_xq, gpu_gemm_xq (and gpu_xq_probe) prebuilt in dir.
 # Each step has its own limit (T_BUILD, T_QUICK, T_FULL, T_MEMCHECK, T_BENCH),
 # cut to what is left of T_TOTAL. Exit 0 only if every step passed.
 set -uo pipefail
@@ -33,19 +34,21 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv 2>&1 | head -2
 git log --oneline -1 2>/dev/null | tee -a "$SUM"
 
 if [ -n "${BIN:-}" ] && [ -x "$BIN/test_cuda_matmul_xq" ] && [ -x "$BIN/gpu_gemm_xq" ]; then
-    T=$BIN/test_cuda_matmul_xq G=$BIN/gpu_gemm_xq OBJ=""
+    T=$BIN/test_cuda_matmul_xq G=$BIN/gpu_gemm_xq P=$BIN/gpu_xq_probe OBJ=""
 else
     B=build-gpu
     timeout "$(lim "${T_BUILD:-200}")" bash -c "
         cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF -DBFP_MPI=OFF &&
         cmake --build $B --target test_cuda_matmul_xq bfp_cuda -j $(nproc) &&
         nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
-            bench/gpu_gemm_xq.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm_xq" \
+            bench/gpu_gemm_xq.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm_xq &&
+        nvcc -O2 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
+            bench/gpu_xq_probe.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_xq_probe" \
         >"$OUT/build.log" 2>&1
     rc=$?
     step build $rc
     [ $rc -ne 0 ] && { tail -20 "$OUT/build.log"; exit 1; }
-    T=$B/test_cuda_matmul_xq G=$B/gpu_gemm_xq
+    T=$B/test_cuda_matmul_xq G=$B/gpu_gemm_xq P=$B/gpu_xq_probe
     OBJ=$B/CMakeFiles/bfp_cuda.dir/src/cuda/gemm_xq_wgmma.cu.o
 fi
 
@@ -62,6 +65,15 @@ if [ -n "$OBJ" ] && command -v cuobjdump >/dev/null; then
         rm -f "$OUT/sass_check.txt.tmp"
     } >"$OUT/sass_check.txt" 2>&1
     tee -a "$SUM" <"$OUT/sass_check.txt"
+fi
+
+# where each weight element lands (one-hot W, identity x), both kernels: names
+# the wrong layout, if any, in a few lines
+if [ -x "$P" ]; then
+    timeout "$(lim 30)" "$P" >>"$SUM" 2>&1
+    rc=$?
+    step "probe" $rc
+    [ $rc -eq 124 ] && { say "probe timed out (a hang): stopping"; exit 1; }
 fi
 
 BFP_TEST_XQ_KERNEL=2 BFP_TEST_QUICK=1 BFP_TEST_VERBOSE=1 timeout "$(lim "${T_QUICK:-45}")" "$T" \
