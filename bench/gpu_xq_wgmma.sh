@@ -16,6 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/bench/out}
 mkdir -p "$OUT"
+export PATH="$PATH:/usr/local/cuda/bin" # nvcc, cuobjdump, compute-sanitizer
 T0=$(date +%s)
 status=0
 SUM="$OUT/summary.txt"
