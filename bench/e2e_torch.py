@@ -13,7 +13,9 @@ only with --force).
 
 bfp side: bfp.quantize_model(model, fmt, exclude=()) swaps every nn.Linear,
 lm_head included, for bfp.nn.Linear (torch.ops.bfp.matmul_packed, bf16
-activations); the embedding stays bf16 (a gather, not a matmul).
+activations); the embedding stays bf16 (a gather, not a matmul). A format
+written FMT:XFMT quantizes the activations too (x_format=XFMT, e.g.
+mxfp4:mxfp8_e4m3 for W4A8: torch.ops.bfp.matmul, bfp_cuda_matmul_xq).
 
     python bench/e2e_torch.py                      # on the H200, bfp built with CUDA
     python bench/e2e_torch.py --tiny --out /tmp/e.json   # CPU smoke test (toy sizes)
@@ -204,7 +206,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--tiny", action="store_true",
                     help="toy sizes on the CPU: a smoke test of the script, not a measurement")
     ap.add_argument("--formats", default="mxfp4,nvfp4,mxfp4+",
-                    help="bfp weight formats to compare with bf16 (comma-separated)")
+                    help="bfp weight formats to compare with bf16 (comma-separated; "
+                         "FMT:XFMT also quantizes the activations, e.g. mxfp4:mxfp8_e4m3)")
     ap.add_argument("--out", default=None,
                     help="results file (default bench/results/h200-e2e.json; --tiny: none)")
     ap.add_argument("--force", action="store_true", help="replace an existing --out file")
@@ -248,8 +251,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     fmts = [f.strip() for f in a.formats.split(",") if f.strip()]
     try:
         for f in fmts:
-            bfp.format_info(f)
-    except bfp.BfpError as exc:
+            w, _, xf = f.partition(":")
+            bfp.format_info(w)
+            bfp.torch_ops.x_format_name(xf or None)
+    except (bfp.BfpError, ValueError) as exc:
         print(f"e2e_torch: --formats: {exc}", file=sys.stderr)
         return 2
     if device == "cuda" and not (torch.cuda.is_available() and bfp.cuda_available()):
@@ -262,7 +267,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         t0 = time.perf_counter()
         model = build(cfg, device, a.seed)
         if name != "bf16":
-            bfp.quantize_model(model, name, exclude=())
+            w, _, xf = name.partition(":")
+            bfp.quantize_model(model, w, x_format=xf or None, exclude=())
         if device == "cuda":  # the peak of the run, not of building the bf16 model
             gc.collect()
             torch.cuda.empty_cache()
@@ -301,7 +307,7 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
            "compile": "torch.compile(fullgraph=True, mode='reduce-overhead')"
            if device == "cuda" else "torch.compile(fullgraph=True)",
            "bfp_side": "quantize_model(exclude=()): every nn.Linear incl. lm_head; "
-                       "embedding bf16; activations bf16",
+                       "embedding bf16; activations bf16 (FMT:XFMT: quantized to XFMT)",
            "runs": runs, "vs_bf16": ratios,
            "complete": all(f in runs for f in fmts)}
     text = json.dumps(res, indent=2) + "\n"

@@ -11,7 +11,7 @@
  * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
  * device copy's GB/s (read + write, measured first in the same run).
  * "path" is what BFP_MATMUL_AUTO picks; fused_us, dequant_cublas_us,
- * skinny_us, mid_us, wgmma_us and gemv_us time each path explicitly (-1: not
+ * skinny_us, wgmma_us and gemv_us time each path explicitly (-1: not
  * run); gemv_pdl_us is the GEMV path with tuning gemv_pdl = 1 (programmatic
  * dependent launch: each call's first W copies overlap the previous call).
  * The BFP_MATMUL_* variables set the matmul's tuning (tests/matmul_tuning_env.h;
@@ -277,13 +277,14 @@ int main(int argc, char **argv)
                 bfp_matmul_tuning tpdl = tuning;
                 tpdl.gemv_pdl = 1;
                 for (int pth = 0; pth < 8; pth++) {
-                    if ((pth == 2 && m < 16) || (pth == 3 && m > 32) || (pth >= 6 && m > 16) ||
-                        !path_wanted(pth)) {
+                    /* 4: the retired mid kernel */
+                    if (pth == 4 || (pth == 2 && m < 16) || (pth == 3 && m > 32) ||
+                        (pth >= 6 && m > 16) || !path_wanted(pth)) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
                     }
-                    /* the fused and mid kernels at large m */
-                    bool slow = (pth == 1 || pth == 4) && m >= 1024;
+                    /* the fused kernel at large m */
+                    bool slow = pth == 1 && m >= 1024;
                     /* the kernels' split-K sums need a zeroed workspace, and the
                      * dequantize path (AUTO at m > 32, and pth 2) leaves W there */
                     if (pth != 2)
@@ -298,27 +299,27 @@ int main(int argc, char **argv)
                     err[pth] = rel_err(y, yref, m * n);
                 }
                 static const char *const path_names[] = {"auto", "fused", "dequant+cublas",
-                                                         "skinny", "mid", "wgmma", "gemv"};
+                                                         "skinny", "(retired)", "wgmma", "gemv"};
                 const char *path = path_names[bfp_cuda_matmul_auto_path(W[0], m)];
                 double sp = cublas_us[mi] / us[0];
                 double tflops = 2.0 * m * n * k / us[0] * 1e-6;
                 double wgbps = (double)qbytes / us[0] * 1e-3;
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
-                       "skinny %.1f, mid %.1f, wgmma %.1f err %.1e, gemv %.1f pdl %.1f err %.1e)\n",
+                       "skinny %.1f, wgmma %.1f err %.1e, gemv %.1f pdl %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
-                       us[1], us[3], us[4], us[5], err[5], us[6], us[7], err[6]);
+                       us[1], us[3], us[5], err[5], us[6], us[7], err[6]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
                         "\"tflops\": %.2f, \"weight_gbps\": %.1f, \"weight_bytes\": %zu, "
                         "\"hbm_fraction\": %.4f, \"path\": \"%s\", "
                         "\"fused_us\": %.2f, \"dequant_cublas_us\": %.2f, \"skinny_us\": %.2f, "
-                        "\"mid_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e, "
+                        "\"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e, "
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
                         "\"gemv_pdl_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp, err[0],
                         tflops, wgbps, qbytes, wgbps / copy_gbps, path, us[1], isnan(us[2]) ? -1.0 : us[2],
-                        isnan(us[3]) ? -1.0 : us[3], isnan(us[4]) ? -1.0 : us[4],
+                        isnan(us[3]) ? -1.0 : us[3],
                         isnan(us[5]) ? -1.0 : us[5], err[5], isnan(us[6]) ? -1.0 : us[6],
                         isnan(us[7]) ? -1.0 : us[7], err[6], err[7]);
                 first = false;

@@ -12,7 +12,10 @@
 # (seconds; default what is left of 570 s since the start), NO_E2E=1. STEPS
 # (default "tests torch e2e"): which groups run after the build; "wgprof" adds
 # an ncu profile of the wgmma kernel (WGPROF_M rows of x, default 128; mxfp4,
-# 8192^2) to $OUT/wgprof.txt. cJSON, when the machine lacks it: carry .deb
+# 8192^2) to $OUT/wgprof.txt; "realmodel" runs bench/real_model_torch.py on
+# the GPU (SmolLM2 and MiniLM, REAL_FORMATS) against the CPU study's values in
+# bench/results/cpu-real-model-torch.json, into $OUT/h200-real-model.json,
+# once bench/carry_models.sh has brought the models. cJSON, when the machine lacks it: carry .deb
 # files and set DEBS=dir (dpkg -x into /).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,11 +69,20 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
             --section MemoryWorkloadAnalysis $B/gpu_gemm /tmp/wgprof.json quick
         cp "$L/wgprof.log" "$OUT/wgprof.txt"
     fi
+    if want realmodel; then # the models arrive first: bench/carry_models.sh
+        if exports=$(bash bench/carry_models.sh ready 2>>"$S"); then
+            eval "$exports"
+            step realmodel "${REAL_CAP:-300}" python3 bench/real_model_torch.py --device cuda \
+                --text "$BFP_EVAL_TEXT" --study bench/results/cpu-real-model-torch.json \
+                --formats "${REAL_FORMATS:-mxfp4,nvfp4,mxfp4+,nvfp4+,hif4}" \
+                --json-out "$OUT/h200-real-model.json"
+        fi
+    fi
     if want e2e && [ -z "${NO_E2E:-}" ]; then
         cap=${E2E_CAP:-$((570 - ($(date +%s) - T0)))} # the rest of a 10-minute call
         [ "$cap" -lt 60 ] && cap=60
         step e2e "$cap" python3 bench/e2e_torch.py --force \
-            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+}" --out "$OUT/h200-e2e.json"
+            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+,mxfp4:mxfp8_e4m3}" --out "$OUT/h200-e2e.json"
         grep -E "^(bf16|mx|nv|hif)" "$L/e2e.log" >>"$S"
     fi
 fi

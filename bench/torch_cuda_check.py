@@ -13,7 +13,14 @@ bfp built with CUDA.
   bound, with no allocation of a workspace inside the op;
 * state_dict on CUDA through torch.save / torch.load into a fresh module,
   and .to("cuda") of a module built on the CPU: the same packed bytes and
-  outputs within the bound.
+  outputs within the bound;
+* quantized activations (x_format, bfp_cuda_matmul_xq): for every kernel
+  pair, m = 1 .. 300, the CUDA op against the C reference
+  (bfp_matmul_ref_q of W's planes and x's bfp_quantize planes): relative
+  error < max(2e-3, bf16's own rounding of the reference + 1e-4), as
+  test_cuda_matmul_xq; a pair without a kernel equals the CPU op within two
+  bf16 roundings; bfp.nn.Linear modules with x_format (NVFP4's tensor scale
+  on the host) captured by torch.cuda.graph, replayed with new x.
 
 Exit 0 when all hold.
 
@@ -22,9 +29,11 @@ Exit 0 when all hold.
 import io
 import sys
 
+import numpy as np
 import torch
 
 import bfp
+import bfp._core as core
 import bfp.nn
 import bfp.torch_packed as tp
 
@@ -175,6 +184,85 @@ def state_and_moves(bad):
             w0.cpu(), mlp("nvfp4", "cpu")[0].dequantize()), bad)
 
 
+XQ_PAIRS = [("mxfp4", "mxfp8_e4m3"), ("mxfp4", "mxfp4"), ("mxfp4", "mxfp4+"),
+            ("mxfp4+", "mxfp8_e4m3"), ("mxfp4+", "mxfp4"), ("mxfp4+", "mxfp4+"),
+            ("nvfp4", "nvfp4"), ("nvfp4+", "nvfp4")]
+
+
+def ref_q(fmt, xf, planes, x, bias):
+    """bfp_matmul_ref_q (float64 sums) of W's planes and x's bfp_quantize planes"""
+    wi, xi = bfp.format_info(fmt), bfp.format_info(xf)
+    c, s, mt, ts = (p.cpu() for p in planes)
+    xc, xs, xm, xt = torch.ops.bfp.quantize(x.cpu(), xf)
+    m, k = x.shape
+    n = c.shape[0]
+    y = np.empty(m * n, dtype=np.float32)
+    core.matmul_ref_q(wi["id"], c.numpy(), s.numpy(), mt.numpy() if wi["meta_bytes"] else None,
+                      ts.numpy() if wi["has_tensor_scale"] else None, n, k, xi["id"],
+                      xc.numpy(), xs.numpy(), xm.numpy() if xi["meta_bytes"] else None,
+                      xt.numpy() if xi["has_tensor_scale"] else None, m,
+                      None if bias is None else bias.cpu().view(torch.int16).numpy(), y)
+    return torch.from_numpy(y).double().view(m, n)
+
+
+def quantized_x(bad):
+    g = torch.Generator().manual_seed(3)
+    n, k = 1000, 1056  # k: 33 blocks of 32, 66 of 16
+    for fmt, xf in XQ_PAIRS:
+        w = torch.randn(n, k, generator=g)
+        planes = [p.cuda() for p in torch.ops.bfp.quantize(w, fmt)]
+        bias = torch.randn(n, generator=g).bfloat16().cuda()
+        worst, ok = 0.0, bfp.torch_ops.xq_kernel(fmt, xf)
+        for m in (1, 16, 17, 128, 300):
+            x = (torch.randn(m, k, generator=g) * 3).bfloat16()
+            x[0, :32] *= 2.0 ** 40  # a block far from the others
+            y = torch.ops.bfp.matmul(x.cuda(), *planes, bias, fmt, n, k, xf)
+            ref = ref_q(fmt, xf, planes, x, bias)
+            rel = float((y.double().cpu() - ref).norm() / ref.norm())
+            rnd = float((ref.bfloat16().double() - ref).norm() / ref.norm())
+            ok &= rel < max(2e-3, rnd + 1e-4)
+            worst = max(worst, rel)
+        check(f"x_format {fmt} x {xf}: kernel within the bound of bfp_matmul_ref_q at "
+              f"m = 1..300 (worst rel {worst:.2e})", bool(ok), bad)
+    # a pair without a kernel: the decode path on the GPU == the CPU op
+    planes = torch.ops.bfp.quantize(torch.randn(64, 256, generator=g), "hif4")
+    x = torch.randn(9, 256, generator=g).bfloat16()
+    check("x_format hif4 x mxfp8_e4m3 (no kernel): CUDA == CPU within two bf16 roundings",
+          close(torch.ops.bfp.matmul(x.cuda(), *(p.cuda() for p in planes), None, "hif4",
+                                     64, 256, "mxfp8_e4m3"),
+                torch.ops.bfp.matmul(x, *planes, None, "hif4", 64, 256, "mxfp8_e4m3")), bad)
+    # modules with quantized x under a CUDA graph (NVFP4: the host tensor scale)
+    for fmt, xf in (("mxfp4", "mxfp8_e4m3"), ("nvfp4", "nvfp4")):
+        torch.manual_seed(4)
+        model = bfp.quantize_model(
+            torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(),
+                                torch.nn.Linear(1024, 256)).cuda().bfloat16(),
+            fmt, x_format=xf, exclude=())
+        with torch.no_grad():
+            static_x = torch.randn(8, 512, device="cuda", dtype=torch.bfloat16)
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(2):
+                    model(static_x)
+            torch.cuda.current_stream().wait_stream(s)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_y = model(static_x)
+            static_x.copy_(torch.randn(8, 512, device="cuda", dtype=torch.bfloat16))
+            graph.replay()
+            check(f"x_format {xf} modules ({fmt}) in torch.cuda.graph: replay with new x == "
+                  "eager within two bf16 roundings", close(static_y, model(static_x)), bad)
+            if fmt == "mxfp4":  # no tensor scale: no host input, so CUDA graphs apply
+                torch._dynamo.reset()
+                torch._dynamo.utils.counters.clear()
+                c = torch.compile(model, fullgraph=True, mode="reduce-overhead")
+                outs = [c(static_x).clone() for _ in range(4)]
+                skips = dict(torch._dynamo.utils.counters["inductor"]).get("cudagraph_skips", 0)
+                check(f"x_format {xf} reduce-overhead: no cudagraph skip ({skips}), == eager",
+                      skips == 0 and all(close(o, model(static_x)) for o in outs), bad)
+
+
 def memory():
     shapes = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096),
               (14336, 4096), (4096, 14336)]
@@ -192,6 +280,7 @@ def main() -> int:
     ops(bad, torch.Generator().manual_seed(0))
     graphs(bad)
     state_and_moves(bad)
+    quantized_x(bad)
     memory()
     print("FAILED" if bad[0] else "OK")
     return 1 if bad[0] else 0

@@ -729,8 +729,6 @@ typedef struct {
                          many CTAs per SM; 1..64, 0: 8 */
     int warps_per_sm; /* SKINNY: at most this many warps per SM take work;
                          1..64, 0: as many as fit */
-    int mid_splits;   /* MID: K split in this many parts (at most one per
-                         k tile); 1..64, 0: the planner's choice */
     int post_max_m;   /* SKINNY, MX+ / NVFP4+: the largest m at which the
                          block maxima are added after the mma; 1..32, -1:
                          never (the operands carry them at every m), 0: the
@@ -765,18 +763,15 @@ typedef enum {
     BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
     BFP_MATMUL_SKINNY = 3,   /* m <= 32 only: stream-K kernel fed by bulk copies;
                                 faster than FUSED on large weights (docs/gemm.md) */
-    BFP_MATMUL_MID = 4,      /* tensor-core kernel for medium m (meant for
-                                33..256, correct for any m; m in chunks of 128,
-                                64 when m <= 64): each warp 32 rows of W x 64 of
-                                x, x and W through a cp.async ring. Workspace:
-                                when K is split in s parts, s fp32 [m, n] slices
-                                + counters, else none. Not picked by AUTO
-                                (docs/gemm.md) */
+    /* 4 was the mid kernel (BFP_MATMUL_MID), retired: the wgmma kernel was
+       faster at every measured m; 4 is refused with BFP_ERR_ARG
+       (docs/gemm.md) */
     BFP_MATMUL_WGMMA = 5,    /* Hopper (sm_90) kernel: wgmma with W decoded in
                                 registers, x and W through a TMA ring; CTAs of
                                 128 rows of W x 64 or 128 rows of x (64 when
-                                m <= 64). Workspace as MID. BFP_ERR_UNSUPPORTED
-                                on other GPUs */
+                                m <= 64). Workspace: when K is split in s
+                                parts, s fp32 [m, n] slices + counters, else
+                                none. BFP_ERR_UNSUPPORTED on other GPUs */
     BFP_MATMUL_GEMV = 6      /* m <= 16 only (else BFP_ERR_SHAPE): persistent
                                 stream-K GEMV, CTAs of 64 rows of W by 8 k
                                 tiles through a TMA ring (docs/gemm.md).
@@ -832,7 +827,7 @@ bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
  * before its first use. One workspace may serve every path and every m (for
  * the largest size those need): the kernels at m <= 32 use its front, which
  * every call leaves zero; the dequantize path writes only after that front,
- * and the kernel paths at larger m (and MID, and a tuning that needs more
+ * and the kernel paths at larger m (and a tuning that needs more
  * than the default front) zero their own region first.
  * Concurrent calls on different streams are safe when each has its own
  * workspace and y. The dequantize + cuBLAS path uses a cuBLAS handle of the

@@ -2,7 +2,6 @@
  * the benchmarks and tests only (the library reads no environment):
  *   BFP_MATMUL_CTAS_PER_SM  -> ctas_per_sm
  *   BFP_MATMUL_WARPS_PER_SM -> warps_per_sm
- *   BFP_MATMUL_MID_SPLITS   -> mid_splits (0: the planner's)
  *   BFP_MATMUL_POST_MAX_M   -> post_max_m (0 here means never: -1 in the struct)
  *   BFP_MATMUL_WG_PIPE      -> wgmma_serial = 1 when 0, 0 when 1
  *   BFP_MATMUL_GEMV_PDL     -> gemv_pdl
@@ -50,9 +49,6 @@ static inline int matmul_tuning_from_env(bfp_matmul_tuning *t)
         return -1;
     any |= r;
     if ((r = tuning_env_int("BFP_MATMUL_WARPS_PER_SM", &t->warps_per_sm)) < 0)
-        return -1;
-    any |= r;
-    if ((r = tuning_env_int("BFP_MATMUL_MID_SPLITS", &t->mid_splits)) < 0)
         return -1;
     any |= r;
     if ((r = tuning_env_int("BFP_MATMUL_POST_MAX_M", &v)) < 0)

@@ -1,4 +1,4 @@
-/* test_cuda_matmul.c - the GPU matmul (fused, skinny, mid, wgmma and gemv kernels and
+/* test_cuda_matmul.c - the GPU matmul (fused, skinny, wgmma and gemv kernels and
  * the dequantize + cuBLAS path) against bfp_matmul_ref: every weight format, m in 1, 3, 16, 17, 128,
  * 300 and 4096, n and k that are not multiples of the tiles, random and
  * outlier-heavy data, bias, unaligned x; ||y - ref|| / ||ref|| < 5e-3, no NaN,
@@ -94,8 +94,8 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
     }
     if (wsb) {
         /* the fused path's split-K workspace must be zero again */
-        if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_MID ||
-            path == BFP_MATMUL_WGMMA || path == BFP_MATMUL_GEMV ||
+        if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_WGMMA ||
+            path == BFP_MATMUL_GEMV ||
             (path == BFP_MATMUL_AUTO &&
              bfp_cuda_matmul_auto_path(dw, m) != BFP_MATMUL_DEQUANT_CUBLAS)) {
             uint8_t *h = malloc(wsb);
@@ -389,7 +389,7 @@ static void shared_ws_case(bfp_format f)
         bfp_matmul_path path;
         size_t m;
     } seq[] = {{BFP_MATMUL_DEQUANT_CUBLAS, 64}, {BFP_MATMUL_FUSED, 1},  {BFP_MATMUL_SKINNY, 16},
-               {BFP_MATMUL_AUTO, 64},           {BFP_MATMUL_MID, 64},   {BFP_MATMUL_FUSED, 5},
+               {BFP_MATMUL_AUTO, 64},           {BFP_MATMUL_FUSED, 48}, {BFP_MATMUL_FUSED, 5},
                {BFP_MATMUL_DEQUANT_CUBLAS, 40}, {BFP_MATMUL_FUSED, 64}, {BFP_MATMUL_AUTO, 1},
                {BFP_MATMUL_SKINNY, 32},         {BFP_MATMUL_GEMV, 16},  {BFP_MATMUL_DEQUANT_CUBLAS, 33},
                {BFP_MATMUL_GEMV, 1},            {BFP_MATMUL_GEMV, 9}};
@@ -529,7 +529,7 @@ static void gemv_cases(bfp_format f, int quick)
  * default), against the reference; one workspace shared by every path too */
 static void tuned_cases(void)
 {
-    const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4, .mid_splits = 3,
+    const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4,
                                  .post_max_m = 8, .wgmma_serial = 1, .gemv_pdl = 1};
     const bfp_matmul_tuning *saved = tun;
     tun = &t;
@@ -538,7 +538,6 @@ static void tuned_cases(void)
         run_case(f, 3, 100, 2048, 1, 1, 0, BFP_MATMUL_FUSED);
         run_case(f, 1, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY);
         run_case(f, 8, 72, 4160, 1, 0, 1, BFP_MATMUL_SKINNY);
-        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);
         run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
         run_case(f, 2, 1001, 4168, 1, 1, 0, BFP_MATMUL_GEMV);
         run_case(f, 16, 300, 777, 1, 0, 1, BFP_MATMUL_GEMV);
@@ -592,7 +591,6 @@ int main(void)
                 run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 0), 0, BFP_MATMUL_SKINNY);
             if (m <= 16)
                 run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 0), 0, BFP_MATMUL_GEMV);
-            run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 1), 0, BFP_MATMUL_MID);
             run_case(f, m, n, k, (int)(si % 2), (int)(si % 3 != 2), 0, BFP_MATMUL_WGMMA);
         }
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_WGMMA);    /* unaligned x */
@@ -607,19 +605,14 @@ int main(void)
         run_case(f, 4, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY);  /* split bands, pad column */
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_FUSED);   /* unaligned x */
         run_case(f, 3, 40, 256, 2, 0, 0, BFP_MATMUL_FUSED);   /* huge weight rows */
-        run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_MID);     /* unaligned x */
-        run_case(f, 65, 72, 1000, 1, 1, 1, BFP_MATMUL_MID);   /* unaligned, wm 2, odd m */
-        run_case(f, 33, 40, 2048, 2, 0, 0, BFP_MATMUL_MID);   /* huge rows, split K */
         gemv_cases(f, quick);
         if (quick)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */
         run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);  /* AUTO's wgmma range */
         run_case(f, 600, 80, 320, 0, 0, 0, BFP_MATMUL_FUSED); /* several m chunks */
-        run_case(f, 600, 80, 320, 0, 1, 0, BFP_MATMUL_MID);   /* several m chunks */
-        run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_MID); /* odd m, split K, pad column */
+        run_case(f, 600, 80, 320, 0, 1, 0, BFP_MATMUL_WGMMA); /* several m chunks */
         nan_case(f, BFP_MATMUL_FUSED);
-        nan_case(f, BFP_MATMUL_MID);
         nan_case(f, BFP_MATMUL_WGMMA);
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_WGMMA);  /* 32 m chunks */
         run_case(f, 255, 300, 4160, 1, 1, 0, BFP_MATMUL_WGMMA); /* odd m, split K */

@@ -253,7 +253,7 @@ static void tuning_refused_case(void)
     CU(cudaMalloc(&dws, (size_t)64 << 20));
     CU(cudaMemset(dws, 0, (size_t)64 << 20));
     const bfp_matmul_tuning bad[] = {{.ctas_per_sm = 65}, {.warps_per_sm = -1},
-                                     {.mid_splits = 100}, {.post_max_m = -2},
+                                     {.post_max_m = -2},
                                      {.wgmma_serial = 2}, {.gemv_pdl = 2},
                                      {.xq_kernel = 3}};
     for (size_t i = 0; dw && i < sizeof bad / sizeof bad[0]; i++)
@@ -263,6 +263,13 @@ static void tuning_refused_case(void)
                       bfp_cuda_matmul_workspace_size_ex(dw, 4, (bfp_matmul_path)p, &bad[i]) == 0,
                   "tuning %zu, path %d: refused", i, p);
         }
+    /* 4 (the retired mid kernel) and paths past the last: no such path */
+    static const int no_path[] = {4, BFP_MATMUL_GEMV + 1, 99, -1};
+    for (size_t i = 0; dw && i < sizeof no_path / sizeof no_path[0]; i++)
+        CHECK(bfp_cuda_matmul_ex(dw, dx, 4, NULL, dy, dws, (size_t)64 << 20,
+                                 (bfp_matmul_path)no_path[i], NULL, NULL) == BFP_ERR_ARG &&
+                  bfp_cuda_matmul_workspace_size(dw, 4, (bfp_matmul_path)no_path[i]) == 0,
+              "path %d: refused, workspace 0", no_path[i]);
     CU(cudaFree(dx));
     CU(cudaFree(dy));
     CU(cudaFree(dws));

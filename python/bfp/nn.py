@@ -4,17 +4,19 @@ A :class:`Linear` holds its weight in buffers torch allocated, plus the
 format in ``_extra_state``, so ``state_dict()`` / ``load_state_dict()``,
 ``.to(device)`` and ``torch.save`` / ``torch.load`` carry it:
 
-* the matmul formats (mxfp4, mxfp4+, nvfp4, nvfp4+, hif4): ``packed``, the
-  packed weight (``uint8``, libbfp's image: header and prepacked arrays,
+* the matmul formats (mxfp4, mxfp4+, nvfp4, nvfp4+, hif4) with bf16
+  activations: ``packed``, the packed weight (``uint8``, libbfp's image: header and prepacked arrays,
   bfp.torch_packed), the same bytes on any device. The forward pass is
   ``torch.ops.bfp.matmul_packed``: ``bfp_cuda_matmul`` on CUDA with the
   device's shared workspace (made when the module is moved or loaded, never
   during a CUDA-graph capture), W decoded + torch's matmul on the CPU;
-* other formats: the planes (``codes``, ``scales``, ``meta``: uint8;
-  ``tensor_scale``: float32 [1]) and ``torch.ops.bfp.matmul``.
+* other formats, and quantized activations (``x_format`` a bfp format:
+  W4A8, W4A4): the planes (``codes``, ``scales``, ``meta``: uint8;
+  ``tensor_scale``: float32 [1]) and ``torch.ops.bfp.matmul``, which runs
+  ``bfp_cuda_matmul_xq`` on CUDA for the pairs with a kernel.
 
-Activations are bfloat16 (the C API's); the result is cast back to the
-input's dtype.
+Activations enter as bfloat16 (quantized to ``x_format`` by the matmul when
+it is not bf16); the result is cast back to the input's dtype.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 import torch
 
 from . import _api, _core, torch_packed
-from .torch_ops import X_FORMATS, plane_shapes
+from .torch_ops import plane_shapes, x_format_name, xq_kernel
 
 __all__ = ["Linear", "quantize_model", "DEFAULT_EXCLUDE"]
 
@@ -36,12 +38,7 @@ DEFAULT_EXCLUDE = (r"(^|\.)(lm_head|head|classifier|score)$",)
 
 
 def _x_format(x_format: Optional[str]) -> str:
-    xf = "bf16" if x_format is None else x_format
-    if xf not in X_FORMATS:
-        raise ValueError(f"x_format {x_format!r}: bfp.nn.Linear takes activations as "
-                         f"{', '.join(X_FORMATS)} (None means bf16); libbfp's matmul offers "
-                         "no other activation format yet")
-    return xf
+    return x_format_name(x_format)
 
 
 _PLANES = ("codes", "scales", "meta", "tensor_scale")
@@ -88,7 +85,12 @@ class Linear(torch.nn.Module):
         planes = [torch.zeros(shp[p], dtype=torch.uint8) for p in ("codes", "scales", "meta")]
         planes.append(torch.ones(1, dtype=torch.float32))
         self._workspace = torch.empty(0, dtype=torch.uint8)  # set by _prepare on CUDA
-        if _core.matmul_format_supported(info["id"]):
+        self._ts_host = torch.ones(1, dtype=torch.float32)  # tensor_scale's host copy
+        # decided here, not in forward, so torch.compile sees a constant: on
+        # CUDA the quantized-x kernel takes W's NVFP4 tensor scale on the host
+        self._ts_from_host = bool(info["has_tensor_scale"]) and xq_kernel(self.fmt,
+                                                                           self.x_format)
+        if _core.matmul_format_supported(info["id"]) and self.x_format == "bf16":
             pk = (torch.empty(torch_packed.packed_bytes(self.fmt, n, k), dtype=torch.uint8)
                   if _NO_INIT_WEIGHT[0] else _pack(planes, self.fmt, n, k))
             self.register_buffer("packed", pk.to(device))
@@ -109,7 +111,11 @@ class Linear(torch.nn.Module):
 
     def _prepare(self) -> None:
         """On CUDA: view the packed buffer and take the device's shared
-        workspace, sized for every m (outside any CUDA-graph capture)."""
+        workspace, sized for every m (outside any CUDA-graph capture). With
+        planes: a host copy of the tensor scale, which the quantized-x kernel
+        takes on the host."""
+        if self.tensor_scale is not None:
+            self._ts_host = self.tensor_scale.detach().to("cpu", torch.float32, copy=True)
         p = self.packed
         if p is None or p.device.type != "cuda":
             self._workspace = torch.empty(0, dtype=torch.uint8)
@@ -130,7 +136,9 @@ class Linear(torch.nn.Module):
         fmt:
             the weight format.
         x_format:
-            the activation format, ``None`` or ``"bf16"``.
+            the activation format: ``None`` or ``"bf16"`` (x as it is), or a
+            bfp format that x is quantized to before the product
+            (``"mxfp8_e4m3"``: W4A8, ``"mxfp4"``: W4A4, ...).
 
         Returns
         -------
@@ -139,7 +147,8 @@ class Linear(torch.nn.Module):
         Raises
         ------
         TypeError if ``linear`` is not an ``nn.Linear``; :class:`bfp.BfpError`
-        for an unknown format; ``ValueError`` for another ``x_format``.
+        for an unknown format; ``ValueError`` for an ``x_format`` that is
+        neither bf16 nor a bfp format.
         """
         if not isinstance(linear, torch.nn.Linear):
             raise TypeError(f"from_float takes a torch.nn.Linear, not {type(linear).__name__}")
@@ -180,7 +189,11 @@ class Linear(torch.nn.Module):
             y = torch_packed.linear(xb, self.packed, self._workspace, b, self.fmt,
                                     self.out_features, self.in_features, self.x_format)
         else:
-            y = torch.ops.bfp.matmul(xb, self.codes, self.scales, self.meta, self.tensor_scale,
+            ts = self.tensor_scale
+            # the quantized-x kernel takes W's tensor scale on the host: no sync
+            if self._ts_from_host and x.device.type == "cuda":
+                ts = self._ts_host
+            y = torch.ops.bfp.matmul(xb, self.codes, self.scales, self.meta, ts,
                                      b, self.fmt, self.out_features, self.in_features,
                                      self.x_format)
         return y.to(x.dtype)
@@ -196,7 +209,14 @@ class Linear(torch.nn.Module):
                 self.fmt or any(state.get(k) != mine[k] for k in ("in_features", "out_features")):
             raise ValueError(f"bfp.nn.Linear: the state dict holds {state!r}, this module is "
                              f"{mine!r}; build the module with the same format and shape")
-        self.x_format = _x_format(state.get("x_format"))
+        xf = _x_format(state.get("x_format"))
+        if (xf == "bf16") != (self.x_format == "bf16") and self.packed is not None:
+            raise ValueError(f"bfp.nn.Linear: the state dict's x_format {xf!r} needs the "
+                             f"weight as planes, this module (x_format {self.x_format!r}) "
+                             "holds it packed; build it with that x_format")
+        self.x_format = xf
+        self._ts_from_host = bool(_api._info(self.fmt)["has_tensor_scale"]) and \
+            xq_kernel(self.fmt, xf)
 
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str,
                               *args: Any, **kwargs: Any) -> None:
@@ -258,8 +278,8 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     fmt:
         the weight format (``"mxfp4"``, ``"nvfp4"``, ``"mxfp4+"``, ...).
     x_format:
-        the matmul's activation format; ``None`` or ``"bf16"`` (the only
-        one libbfp's matmul offers).
+        the matmul's activation format: ``None`` or ``"bf16"``, or a bfp
+        format x is quantized to (``"mxfp8_e4m3"``: W4A8, ``"mxfp4"``: W4A4).
     include:
         regexes (``re.search`` on the name; one string is one regex); when
         given, only matching layers are swapped.
@@ -276,7 +296,8 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     Raises
     ------
     :class:`bfp.BfpError` for an unknown format, ``ValueError`` for an
-    ``x_format`` other than bf16, before any layer is changed.
+    ``x_format`` that is neither bf16 nor a bfp format, before any layer is
+    changed.
     """
     inc = [include] if isinstance(include, str) else include
     exc = [exclude] if isinstance(exclude, str) else exclude

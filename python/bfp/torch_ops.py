@@ -10,9 +10,12 @@ none synchronizes the device.
   the library into torch-owned memory).
 * CUDA tensors go through libbfp's GPU kernels on the current stream
   (``bfp.cuda_available()`` must be True). This module's matmul takes W as
-  planes and decodes them (float32) for torch's matmul; the fast GPU matmul
-  (``bfp_cuda_matmul``) takes W packed: ``torch.ops.bfp.matmul_packed``
-  (bfp.torch_packed, registered with these), which bfp.nn.Linear uses.
+  planes: with bf16 activations it decodes them (float32) for torch's
+  matmul, the fast GPU matmul (``bfp_cuda_matmul``) taking W packed:
+  ``torch.ops.bfp.matmul_packed`` (bfp.torch_packed, registered with these),
+  which bfp.nn.Linear uses. With quantized activations (``x_format`` a bfp
+  format: W4A8, W4A4) it runs ``bfp_cuda_matmul_xq`` on W's planes for the
+  pairs that have a kernel (:func:`xq_kernel`).
 
 The planes come as 2-D ``uint8`` tensors, one row per row of the tensor with
 the blocked axis moved last: ``codes`` ``[rows, ceil(cols*elem_bits/8)]``,
@@ -31,11 +34,8 @@ import torch
 
 from . import _api, _core
 
-__all__ = ["quantize", "dequantize", "fake_quant", "matmul", "plane_shapes", "X_FORMATS"]
-
-# Activation formats of the matmul. The C API takes bf16 activations only;
-# others (W4A8, ...) are refused until it offers them.
-X_FORMATS = ("bf16",)
+__all__ = ["quantize", "dequantize", "fake_quant", "matmul", "plane_shapes", "x_format_name",
+           "xq_kernel"]
 
 _TORCH_DTYPES = {torch.float32: _core.DTYPE_F32, torch.bfloat16: _core.DTYPE_BF16,
                  torch.float16: _core.DTYPE_F16}
@@ -171,7 +171,8 @@ def _dequant_2d(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch
     has_meta, has_ts = bool(info["meta_bytes"]), bool(info["has_tensor_scale"])
     if codes.device.type == "cuda":
         _cuda_ready(codes)
-        c, s, m, t = (p.contiguous() for p in (codes, scales, meta, tensor_scale))
+        c, s, m, t = (p.contiguous() for p in (codes, scales, meta,
+                                               tensor_scale.to(codes.device)))
         with torch.cuda.device(codes.device):
             _core.cuda_dequantize(info["id"], c.data_ptr(), s.data_ptr(),
                                   m.data_ptr() if has_meta else 0,
@@ -251,15 +252,34 @@ fake_quant.register_autograd(_fake_quant_backward)
 # --------------------------------------------------------------------------
 # matmul: y = x @ W^T (+ bias)
 
+def x_format_name(x_format: Optional[str]) -> str:
+    """The activation format of the matmul: ``"bf16"`` (also for None: x as
+    it is) or the canonical name of the bfp format x is quantized to, along
+    k, before the product. ``ValueError`` for anything else."""
+    if x_format is None or x_format == "bf16":
+        return "bf16"
+    try:
+        return str(_api._info(x_format)["name"])
+    except (_api.BfpError, TypeError):
+        raise ValueError(f"x_format {x_format!r} is neither bf16 nor a bfp format name "
+                         "(bfp.formats() lists them)") from None
+
+
+def xq_kernel(fmt: str, x_format: str) -> bool:
+    """True when libbfp has a GPU kernel for W in ``fmt`` times x quantized
+    to ``x_format`` (``bfp_cuda_matmul_xq_supported``; False in a build
+    without CUDA). Other pairs run as quantize x, decode both, matmul."""
+    xf = x_format_name(x_format)
+    return xf != "bf16" and bool(_core.cuda_matmul_xq_supported(int(_api._info(fmt)["id"]),
+                                                                int(_api._info(xf)["id"])))
+
+
 def _check_matmul(x: torch.Tensor, bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
                   x_format: str) -> None:
-    if x_format not in X_FORMATS:
-        raise ValueError(f"x_format {x_format!r}: the bfp matmul takes activations as "
-                         f"{', '.join(X_FORMATS)} only (libbfp's matmul API offers no other "
-                         "activation format yet)")
+    x_format_name(x_format)
     if x.dtype != torch.bfloat16:
-        raise TypeError(f"x has dtype {x.dtype}: the bfp matmul with x_format='bf16' takes "
-                        "bfloat16 activations (cast with .to(torch.bfloat16))")
+        raise TypeError(f"x has dtype {x.dtype}: the bfp matmul takes bfloat16 activations "
+                        "(cast with .to(torch.bfloat16))")
     if x.dim() < 1 or x.shape[-1] != k:
         raise ValueError(f"x has shape {tuple(x.shape)}; its last dimension must be k={k}")
     if bias is not None and (bias.dtype != torch.bfloat16 or tuple(bias.shape) != (n,)):
@@ -274,9 +294,19 @@ def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: tor
     """``y = x @ W.T (+ bias)``: x bfloat16 ``[..., k]``, W the ``[n, k]``
     weight as planes (blocks along k), y bfloat16 ``[..., n]``.
 
-    W decoded by libbfp to float32 (exact; on CUDA by the GPU kernel), the
-    product and the bias in float32 by torch, rounded once to bfloat16. The
-    GPU matmul kernels take packed weights: ``torch.ops.bfp.matmul_packed``.
+    ``x_format="bf16"``: W decoded by libbfp to float32 (exact; on CUDA by
+    the GPU kernel), the product and the bias in float32 by torch, rounded
+    once to bfloat16. The bf16 GPU matmul kernels take packed weights:
+    ``torch.ops.bfp.matmul_packed``.
+
+    ``x_format`` a bfp format (``"mxfp8_e4m3"``: W4A8, ``"mxfp4"``: W4A4,
+    ...): x is quantized along k as ``bfp.quantize`` does (default options)
+    and both operands are multiplied as decoded (``bfp_matmul_ref_q``'s
+    product). On CUDA a pair with a kernel (:func:`xq_kernel`) runs
+    ``bfp_cuda_matmul_xq`` on W's planes, other pairs and the CPU decode
+    both operands to float32 for torch's matmul. W's NVFP4 tensor scale is
+    read on the host: keep ``tensor_scale`` on the CPU (bfp.nn.Linear does)
+    or the call synchronizes (and is refused under CUDA-graph capture).
     """
     _check_matmul(x, bias, fmt, n, k, x_format)
     _check_planes(fmt, codes, scales, meta, tensor_scale, n, k)
@@ -285,11 +315,61 @@ def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: tor
     if m == 0:
         return x.new_empty(list(lead) + [n])
     x2 = x.reshape(m, k).contiguous()
+    xf = x_format_name(x_format)
+    if xf != "bf16" and x.device.type == "cuda" and xq_kernel(fmt, xf):
+        y = _matmul_xq_cuda(x2, codes, scales, meta, tensor_scale, bias, fmt, n, k, xf)
+        return y.view(list(lead) + [n])
+    if xf == "bf16":
+        xd = x2.float()
+    else:
+        xc, xs, xm, xt = torch.ops.bfp.quantize(x2, xf)
+        xd = _dequant_2d(xf, xc, xs, xm, xt, m, k, torch.float32)
     wf = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.float32)
-    yf = x2.float() @ wf.t()
+    yf = xd @ wf.t()
     if bias is not None:
         yf = yf + bias.float()
     return yf.to(torch.bfloat16).view(list(lead) + [n])
+
+
+def _host_tensor_scale(tensor_scale: torch.Tensor) -> float:
+    if tensor_scale.device.type == "cpu":
+        return float(tensor_scale.reshape(()))
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError("bfp.matmul: W's tensor scale is on the GPU and a CUDA graph is "
+                           "being captured; pass tensor_scale as a CPU tensor (bfp.nn.Linear "
+                           "keeps a host copy)")
+    return float(tensor_scale.reshape(()).item())  # synchronizes
+
+
+def _matmul_xq_cuda(x2: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
+                    meta: torch.Tensor, tensor_scale: torch.Tensor,
+                    bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
+                    xf: str) -> torch.Tensor:
+    """bfp_cuda_matmul_xq: x2 bf16 [m, k] on the GPU, W's planes there too."""
+    _cuda_ready(x2)
+    winfo, xinfo = _api._info(fmt), _api._info(xf)
+    if codes.device != x2.device or (bias is not None and bias.device != x2.device):
+        raise ValueError(f"x is on {x2.device}, W's planes on {codes.device}"
+                         + ("" if bias is None else f", the bias on {bias.device}")
+                         + ": they must share a device")
+    ts = _host_tensor_scale(tensor_scale) if winfo["has_tensor_scale"] else 1.0
+    m = x2.shape[0]
+    c, s, mt = codes.contiguous(), scales.contiguous(), meta.contiguous()
+    mp = mt.data_ptr() if winfo["meta_bytes"] else 0
+    with torch.cuda.device(x2.device):
+        need = int(_core.cuda_matmul_xq_workspace_size(winfo["id"], n, k, c.data_ptr(),
+                                                       s.data_ptr(), mp, ts, xinfo["id"], m))
+        if need == 0:
+            raise ValueError(f"bfp.matmul: libbfp refused W ({fmt} {n}x{k}, tensor scale "
+                             f"{ts}) times x in {xf}")
+        ws = torch.empty(need, dtype=torch.uint8, device=x2.device)  # no zeroing needed
+        y = torch.empty((m, n), dtype=torch.bfloat16, device=x2.device)
+        b = bias.contiguous() if bias is not None else None
+        _core.cuda_matmul_xq(winfo["id"], n, k, c.data_ptr(), s.data_ptr(), mp, ts,
+                             xinfo["id"], x2.data_ptr(), m,
+                             b.data_ptr() if b is not None else 0, y.data_ptr(),
+                             ws.data_ptr(), need, _stream(x2))
+    return y
 
 
 @matmul.register_fake

@@ -30,7 +30,7 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 from . import _api, _core
-from .torch_ops import _check_matmul, _cuda_ready, _out_dtype, _stream
+from .torch_ops import _check_matmul, _cuda_ready, _out_dtype, _stream, x_format_name
 
 __all__ = ["pack", "packed_bytes", "workspace_bytes", "shared_workspace", "clear_views"]
 
@@ -172,6 +172,13 @@ def shared_workspace(device: torch.device, nbytes: int, user: Any = None) -> tor
 # --------------------------------------------------------------------------
 # ops
 
+def _bf16_only(x_format: str) -> None:
+    if x_format_name(x_format) != "bf16":
+        raise ValueError(f"x_format {x_format!r}: packed weights serve bf16 activations; "
+                         "quantized activations take W's planes (torch.ops.bfp.matmul, "
+                         "bfp.nn.Linear with x_format)")
+
+
 def _check_packed(packed: torch.Tensor, fmt: str, n: int, k: int) -> None:
     want = packed_bytes(fmt, n, k)
     if packed.dtype != torch.uint8 or packed.dim() != 1 or packed.numel() != want:
@@ -227,6 +234,7 @@ def matmul_packed(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor
     float32 by torch, rounded once to bfloat16; the workspace is not used.
     """
     _check_matmul(x, bias, fmt, n, k, x_format)
+    _bf16_only(x_format)
     _check_packed(packed, fmt, n, k)
     lead = x.shape[:-1]
     m = math.prod(lead)
@@ -263,6 +271,7 @@ def _(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor,
       bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
       x_format: str = "bf16") -> torch.Tensor:
     _check_matmul(x, bias, fmt, n, k, x_format)
+    _bf16_only(x_format)
     _check_packed(packed, fmt, n, k)
     return x.new_empty(list(x.shape[:-1]) + [n])
 

@@ -1,8 +1,8 @@
 /*
  * bfpmodule_matmul.c - the matmul entries of bfp._core (y = x . W^T + bias).
  *
- * matmul_ref: bfp_matmul_ref on host buffers (the exact oracle the torch
- * ops are tested against). The GPU entries take device pointers as integers
+ * matmul_ref, matmul_ref_q: bfp_matmul_ref(_q) on host buffers (the exact
+ * oracles the torch ops are tested against). The GPU entries take device pointers as integers
  * and a CUDA stream, as cuda_quantize does: the torch layer (bfp.torch_ops)
  * allocates x, y and the workspace with torch on the current stream; the
  * library never allocates or synchronizes in bfp_cuda_matmul. A weight is
@@ -97,6 +97,38 @@ static PyObject *py_matmul_ref(PyObject *self, PyObject *args)
     release(b, 7);
     if (st != BFP_OK)
         return bfpmod_raise(st, "matmul_ref");
+    Py_RETURN_NONE;
+}
+
+/* matmul_ref_q(w_fmt, codes, scales, meta, ts, n, k, x_fmt, x_codes, x_scales,
+ * x_meta, x_ts, m, bias_bf16, y_f32): bfp_matmul_ref_q, x as planes too */
+static PyObject *py_matmul_ref_q(PyObject *self, PyObject *args)
+{
+    int wf, xf;
+    PyObject *o[8], *bo, *yo;
+    Py_ssize_t n, k, m;
+    if (!PyArg_ParseTuple(args, "iOOOOnniOOOOnOO", &wf, &o[0], &o[1], &o[2], &o[3], &n, &k,
+                          &xf, &o[4], &o[5], &o[6], &o[7], &m, &bo, &yo))
+        return NULL;
+    if (n <= 0 || k <= 0 || m <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "matmul_ref_q: n, k and m must be positive");
+    Py_buffer b[10] = {{0}};
+    bfp_const_planes w, x;
+    if (get_planes((bfp_format)wf, o, (size_t)n, (size_t)k, b, &w) < 0 ||
+        get_planes((bfp_format)xf, o + 4, (size_t)m, (size_t)k, b + 4, &x) < 0 ||
+        get_buf(bo, &b[8], (size_t)n * 2, 0, 1, "bias") < 0 ||
+        get_buf(yo, &b[9], (size_t)m * (size_t)n * 4, 1, 0, "y") < 0) {
+        release(b, 10);
+        return NULL;
+    }
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_matmul_ref_q((bfp_format)wf, &w, (size_t)n, (size_t)k, (bfp_format)xf, &x,
+                          (size_t)m, b[8].obj ? b[8].buf : NULL, b[9].buf);
+    Py_END_ALLOW_THREADS
+    release(b, 10);
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "matmul_ref_q");
     Py_RETURN_NONE;
 }
 
@@ -319,10 +351,79 @@ static PyObject *py_cuda_matmul(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* W as device planes (bfp_cuda_planar_weight) from integers */
+static bfp_cuda_planar_weight planar_weight(int fmt, Py_ssize_t n, Py_ssize_t k,
+                                            unsigned long long codes, unsigned long long scales,
+                                            unsigned long long meta, double ts)
+{
+    bfp_cuda_planar_weight w = {(bfp_format)fmt,
+                                (size_t)n,
+                                (size_t)k,
+                                (const void *)(uintptr_t)codes,
+                                (const void *)(uintptr_t)scales,
+                                (const void *)(uintptr_t)meta,
+                                (float)ts};
+    return w;
+}
+
+/* cuda_matmul_xq_supported(w_fmt, x_fmt) -> bool (pure computation) */
+static PyObject *py_cuda_matmul_xq_supported(PyObject *self, PyObject *args)
+{
+    int wf, xf;
+    if (!PyArg_ParseTuple(args, "ii", &wf, &xf))
+        return NULL;
+    return PyBool_FromLong(bfp_cuda_matmul_xq_supported((bfp_format)wf, (bfp_format)xf));
+}
+
+/* cuda_matmul_xq_workspace_size(w_fmt, n, k, codes, scales, meta, w_ts, x_fmt, m) */
+static PyObject *py_cuda_matmul_xq_workspace_size(PyObject *self, PyObject *args)
+{
+    int wf, xf;
+    Py_ssize_t n, k, m;
+    unsigned long long c, s, mt;
+    double ts;
+    if (!PyArg_ParseTuple(args, "innKKKdin", &wf, &n, &k, &c, &s, &mt, &ts, &xf, &m))
+        return NULL;
+    if (n <= 0 || k <= 0 || m <= 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_matmul_xq_workspace_size: n, k, m positive");
+    bfp_cuda_planar_weight w = planar_weight(wf, n, k, c, s, mt, ts);
+    return PyLong_FromSize_t(bfp_cuda_matmul_xq_workspace_size(&w, (bfp_format)xf, (size_t)m,
+                                                               NULL));
+}
+
+/* cuda_matmul_xq(w_fmt, n, k, codes, scales, meta, w_ts, x_fmt, x_ptr, m, bias_ptr,
+ * y_ptr, ws_ptr, ws_bytes, stream): x bf16 quantized on the fly */
+static PyObject *py_cuda_matmul_xq(PyObject *self, PyObject *args)
+{
+    int wf, xf;
+    Py_ssize_t n, k, m, ws_bytes;
+    unsigned long long c, s, mt, x, bias, y, ws, stream;
+    double ts;
+    if (!PyArg_ParseTuple(args, "innKKKdiKnKKKnK", &wf, &n, &k, &c, &s, &mt, &ts, &xf, &x,
+                          &m, &bias, &y, &ws, &ws_bytes, &stream))
+        return NULL;
+    if (n <= 0 || k <= 0 || m <= 0 || ws_bytes < 0)
+        return bfpmod_raise(BFP_ERR_SHAPE, "cuda_matmul_xq: n, k, m positive, ws_bytes >= 0");
+    bfp_cuda_planar_weight w = planar_weight(wf, n, k, c, s, mt, ts);
+    bfp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = bfp_cuda_matmul_xq(&w, (bfp_format)xf, (const void *)(uintptr_t)x, (size_t)m,
+                            (const void *)(uintptr_t)bias, (void *)(uintptr_t)y,
+                            (void *)(uintptr_t)ws, (size_t)ws_bytes, NULL,
+                            (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != BFP_OK)
+        return bfpmod_raise(st, "cuda_matmul_xq");
+    Py_RETURN_NONE;
+}
+
 PyMethodDef bfpmod_matmul_methods[] = {
     {"matmul_ref", py_matmul_ref, METH_VARARGS,
      "matmul_ref(fmt, codes, scales, meta, ts, n, k, x_bf16, m, bias_bf16, y_f32): "
      "bfp_matmul_ref."},
+    {"matmul_ref_q", py_matmul_ref_q, METH_VARARGS,
+     "matmul_ref_q(w_fmt, codes, scales, meta, ts, n, k, x_fmt, x_codes, x_scales, x_meta, "
+     "x_ts, m, bias_bf16, y_f32): bfp_matmul_ref_q."},
     {"matmul_format_supported", py_matmul_format_supported, METH_O,
      "matmul_format_supported(fmt) -> bool: bfp_matmul_format_supported."},
     {"cuda_weight_upload", py_cuda_weight_upload, METH_VARARGS,
@@ -343,5 +444,12 @@ PyMethodDef bfpmod_matmul_methods[] = {
      "cuda_matmul_workspace_size(weight, m, path) -> bytes."},
     {"cuda_matmul", py_cuda_matmul, METH_VARARGS,
      "cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream)."},
+    {"cuda_matmul_xq_supported", py_cuda_matmul_xq_supported, METH_VARARGS,
+     "cuda_matmul_xq_supported(w_fmt, x_fmt) -> bool: a GPU kernel for this pair."},
+    {"cuda_matmul_xq_workspace_size", py_cuda_matmul_xq_workspace_size, METH_VARARGS,
+     "cuda_matmul_xq_workspace_size(w_fmt, n, k, codes, scales, meta, w_ts, x_fmt, m)."},
+    {"cuda_matmul_xq", py_cuda_matmul_xq, METH_VARARGS,
+     "cuda_matmul_xq(w_fmt, n, k, codes, scales, meta, w_ts, x_fmt, x_ptr, m, bias_ptr, "
+     "y_ptr, ws_ptr, ws_bytes, stream): bfp_cuda_matmul_xq."},
     {NULL, NULL, 0, NULL},
 };

@@ -160,7 +160,7 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)
     if (!t)
         return BFP_OK;
     int ok = t->ctas_per_sm >= 0 && t->ctas_per_sm <= 64 && t->warps_per_sm >= 0 &&
-             t->warps_per_sm <= 64 && t->mid_splits >= 0 && t->mid_splits <= 64 &&
+             t->warps_per_sm <= 64 &&
              t->post_max_m >= -1 && t->post_max_m <= 32 &&
              (t->wgmma_serial == 0 || t->wgmma_serial == 1) &&
              (t->gemv_pdl == 0 || t->gemv_pdl == 1) && t->xq_kernel >= 0 &&

@@ -241,17 +241,8 @@ GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m)
     return P;
 }
 
-/* The mid kernel's plan (gemm_mid.cu): wm warps along m (2 when m > 64),
- * CTAs of mid_w_tiles(wm) row tiles of W by 64 wm rows of x, and K split so
- * that the grid (one CTA per SM) fills the SMs in close to whole waves. */
-struct MidPlan {
-    int wm, mchunks, splits, tiles_per_split;
-    unsigned ctas_n;
-    size_t ws_bytes, ctr_offset;
-};
-
-constexpr size_t MID_MIN_SPLIT_TILES = 4; /* k tiles per split at least */
-constexpr int MID_MAX_SPLITS = 16;
+constexpr size_t MIN_SPLIT_TILES = 4; /* k tiles per split at least */
+constexpr int MAX_SPLITS = 16;
 
 /* K splits for a grid of ctas CTAs, one per SM: the count that fills the
  * last wave best, a larger one taken only for 3% more of it (every split
@@ -266,9 +257,9 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
         size_t c = ctas * s;
         return (double)c / (double)(((c + sms - 1) / sms) * sms);
     };
-    size_t smax = tiles_k / MID_MIN_SPLIT_TILES;
-    if (smax > (size_t)MID_MAX_SPLITS)
-        smax = MID_MAX_SPLITS;
+    size_t smax = tiles_k / MIN_SPLIT_TILES;
+    if (smax > (size_t)MAX_SPLITS)
+        smax = MAX_SPLITS;
     size_t best = 1;
     for (size_t s = 2; s <= smax; s++)
         if (fill(s) > fill(best) + 0.03)
@@ -276,35 +267,8 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
     return best;
 }
 
-bool mid_fits(size_t m)
-{
-    return (m + 63) / 64 <= 65535; /* grid.z */
-}
-
-MidPlan plan_mid(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
-{
-    MidPlan P;
-    P.wm = m > 64 ? 2 : 1;
-    size_t mc = (size_t)64 * P.wm;
-    P.mchunks = (int)((m + mc - 1) / mc);
-    size_t wt = (size_t)mid_w_tiles(P.wm);
-    P.ctas_n = (unsigned)((w->tiles_n + wt - 1) / wt);
-    size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
-    size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
-    const int force = t.mid_splits; /* 0: the planner's */
-    if (force)
-        best = (size_t)force < w->tiles_k ? (size_t)force : w->tiles_k;
-    P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
-    P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
-    /* workspace: one [m][n] fp32 slice per split, then the counters */
-    P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
-    P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
-    return P;
-}
-
 /* The wgmma kernel's plan: CTAs of WG_ROW_TILES row tiles of W by bn rows
- * of x (bn = 64 up to m = 64), K split like the mid kernel's (pick_splits:
- * one CTA per SM) */
+ * of x (bn = 64 up to m = 64), K split by pick_splits (one CTA per SM) */
 struct WgPlan {
     int bn, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
@@ -341,8 +305,8 @@ size_t deq_chunk_rows(const bfp_cuda_weight *w)
  * m <= FUSED_MAX_M under the default tuning. They rely on it being zero (each call leaves it zero
  * again), so the dequantize path, which writes W and cuBLAS's scratch into
  * the workspace, starts after it: AUTO may switch between decode-sized and
- * large m on one workspace. Kernel paths at larger m (and MID, and a tuning
- * that needs more than the front) zero their own region first
+ * large m on one workspace. Kernel paths at larger m (and a tuning that
+ * needs more than the front) zero their own region first
  * (zero_ws_first). */
 size_t small_ws_bytes(const bfp_cuda_weight *w)
 {
@@ -370,39 +334,35 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
         y[i] = bias[i % n];
 }
 
-enum Kernel { K_FUSED, K_SKINNY, K_MID, K_WGMMA, K_GEMV };
+enum Kernel { K_FUSED, K_SKINNY, K_WGMMA, K_GEMV };
 
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
                      void *y, void *ws, size_t ws_bytes, Kernel kern,
                      const bfp_matmul_tuning &t, cudaStream_t s)
 {
-    const bool skinny = kern == K_SKINNY, mid = kern == K_MID, wgk = kern == K_WGMMA;
+    const bool skinny = kern == K_SKINNY, wgk = kern == K_WGMMA;
     const bool gemv = kern == K_GEMV;
     FusedPlan P = {};
     SkinnyPlan S = {};
-    MidPlan M = {};
     WgPlan G = {};
     GemvPlan V = {};
     if (gemv)
         V = plan_gemv(w, m);
     else if (skinny)
         S = plan_skinny(w, m, t);
-    else if (mid)
-        M = plan_mid(w, m, t);
     else if (wgk)
         G = plan_wgmma(w, m);
     else
         P = plan_fused(w, m, t);
     const size_t need = gemv     ? V.ws_bytes
                         : skinny ? S.ws_bytes
-                        : mid    ? M.ws_bytes
                         : wgk    ? G.ws_bytes
                                  : P.ws_bytes;
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     /* beyond the front that every path keeps zero (small_ws_bytes), the
      * dequantize path may have left W: start from zeros */
-    const bool zero_ws_first = mid || wgk || m > FUSED_MAX_M || need > w->small_ws;
+    const bool zero_ws_first = wgk || m > FUSED_MAX_M || need > w->small_ws;
     if (need && zero_ws_first && cudaMemsetAsync(ws, 0, need, s) != cudaSuccess)
         return BFP_ERR_DEVICE;
     Params p;
@@ -415,7 +375,6 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.ws = static_cast<float *>(ws);
     const size_t ctr = gemv     ? V.ctr_offset
                        : skinny ? S.ctr_offset
-                       : mid  ? M.ctr_offset
                        : wgk  ? G.ctr_offset
                               : P.ctr_offset;
     p.counters = need ? reinterpret_cast<unsigned *>(static_cast<char *>(ws) + ctr) : nullptr;
@@ -436,14 +395,6 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.chunk_tiles = P.chunk_tiles;
     p.xs_ld = P.chunk_tiles * 64 + 8;
     p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
-    if (mid) {
-        p.tiles_per_split = M.tiles_per_split;
-        p.splits = M.splits;
-        p.chunk_tiles = 0; /* unused by the mid kernel */
-        p.xs_ld = 0;
-        dim3 grid(M.ctas_n, (unsigned)M.splits, (unsigned)M.mchunks);
-        return launch_mid(w->kind, p, M.wm, grid, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
-    }
     if (wgk) {
         p.wg_pipe = t.wgmma_serial ? 0 : 1;
         p.tiles_per_split = G.tiles_per_split;
@@ -759,11 +710,11 @@ size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
         return skinny_fits(w, m) ? plan_skinny(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_GEMV)
         return gemv_fits(w, m) ? plan_gemv(w, m).ws_bytes : 0;
-    if (path == BFP_MATMUL_MID)
-        return mid_fits(m) ? plan_mid(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_WGMMA)
         return wgmma_fits(m) ? plan_wgmma(w, m).ws_bytes : 0;
-    return path == BFP_MATMUL_FUSED ? plan_fused(w, m, t).ws_bytes : deq_ws_bytes(w);
+    if (path == BFP_MATMUL_FUSED)
+        return plan_fused(w, m, t).ws_bytes;
+    return path == BFP_MATMUL_DEQUANT_CUBLAS ? deq_ws_bytes(w) : 0; /* 0: no such path */
 }
 
 size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,
@@ -828,10 +779,6 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
     if (path == BFP_MATMUL_GEMV)
         return gemv_fits(w, m)
                    ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_GEMV, t, s)
-                   : BFP_ERR_SHAPE;
-    if (path == BFP_MATMUL_MID)
-        return mid_fits(m)
-                   ? run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_MID, t, s)
                    : BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_WGMMA) {
         if (!w->wgmma_ok)

@@ -1,5 +1,5 @@
 /* gemm_internal.h - between the matmul host code (gemm.cu) and the kernels'
- * launchers (gemm_fused.cu, gemm_skinny.cu, gemm_mid.cu). */
+ * launchers (gemm_fused.cu, gemm_skinny.cu, gemm_wgmma.cu, gemm_gemv.cu). */
 #pragma once
 #include "gemm_fused.cuh"
 
@@ -32,8 +32,8 @@ cudaError_t launch_fused(int fmt_kind, const Params &p, int nt, dim3 grid, cudaS
  * x; a unit is skinny_rows(nt) row tiles of W by one k tile. */
 constexpr int skinny_rows(int nt) { return nt == 4 ? 2 : 4; }
 /* bytes per tile of the scale record and of the MX+ / NVFP4+ correction
- * record (0: none) of format kind f, as prepacked (the skinny and mid
- * kernels' stages, the skinny kernel's tensor maps) */
+ * record (0: none) of format kind f, as prepacked (the skinny, wgmma and
+ * GEMV kernels' stages and tensor maps) */
 constexpr int tile_scale_bytes(int f) { return BFP_MM_SCALE_REC(f); }
 constexpr int tile_corr_bytes(int f) { return BFP_MM_CORR_REC(f); }
 /* The TMA tensor maps the skinny kernel copies a unit with (gemm.cu makes
@@ -51,14 +51,6 @@ int skinny_resident_warps(int fmt_kind, int nt);
  * (0: the measured default, -1: never) */
 cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps, int nt,
                           int post_max_m, cudaStream_t s);
-
-/* The mid kernel (gemm_mid.cu): CTAs of MID_WARPS warps, each warp MID_R
- * row tiles of W by 64 rows of x; wm = 1 or 2 warps along m, so a CTA takes
- * mid_w_tiles(wm) row tiles of W and 64 wm rows of x. */
-constexpr int MID_WARPS = 8, MID_R = 2;
-constexpr int mid_w_tiles(int wm) { return MID_WARPS / wm * MID_R; }
-/* grid: (CTA columns, p.splits, m chunks of 64 wm rows) */
-cudaError_t launch_mid(int fmt_kind, const Params &p, int wm, dim3 grid, cudaStream_t s);
 
 /* The Hopper kernel (gemm_wgmma.cu, sm_90a): CTAs of one producer and two
  * consumer warpgroups, WG_ROW_TILES row tiles of W (128 rows) by bn = 64 or

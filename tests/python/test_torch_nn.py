@@ -155,6 +155,43 @@ def test_quantize_model_default_include_exclude():
         bfp.quantize_model(_lm(), "fp3")
 
 
+@pytest.mark.parametrize("fmt,xf", [("mxfp4", "mxfp8_e4m3"), ("mxfp4+", "mxfp4+"),
+                                    ("nvfp4", "nvfp4"), ("hif4", "mxfp6_e2m3")])
+def test_quantized_activations_planes_state_dict_and_compile(fmt, xf):
+    ids = torch.randint(0, 100, (2, 10), generator=torch.Generator().manual_seed(5))
+    m = bfp.quantize_model(_lm(0), fmt, x_format=xf)
+    lin = m.layers[0].q_proj
+    assert isinstance(lin, bfp.nn.Linear) and lin.x_format == xf and lin.packed is None
+    # the module's product is the op's on its planes, x quantized
+    x = torch.randn(3, 64)
+    with torch.no_grad():
+        want = torch.ops.bfp.matmul(x.bfloat16(), lin.codes, lin.scales, lin.meta,
+                                    lin.tensor_scale, None, fmt, 64, 64, xf).float()
+        assert torch.equal(lin(x), want)
+        # the same weight with bf16 activations gives another product
+        bf = bfp.nn.Linear.from_float(_lm(0).layers[0].q_proj, fmt)
+        assert not torch.equal(lin(x), bf(x))
+        ref, eager = _lm(0)(ids), m(ids)
+        assert 0 < float((eager - ref).norm() / ref.norm()) < 0.5
+        torch.testing.assert_close(torch.compile(m, fullgraph=True)(ids), eager)
+    sd = m.state_dict()
+    assert sd["layers.0.q_proj.codes"].dtype == torch.uint8
+    assert sd["layers.0.q_proj._extra_state"]["x_format"] == xf
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    buf.seek(0)
+    fresh = bfp.quantize_model(_lm(3), fmt, x_format=xf)
+    fresh.load_state_dict(torch.load(buf, weights_only=True))
+    with torch.no_grad():
+        assert torch.equal(fresh(ids), eager)
+    # a packed (bf16-x) module cannot take it: its weight is held another way
+    if bfp.format_info(fmt)["id"] in [bfp.format_info(f)["id"] for f in
+                                      ("mxfp4", "mxfp4+", "nvfp4", "nvfp4+", "hif4")]:
+        packed = bfp.quantize_model(_lm(0), fmt)
+        with pytest.raises((ValueError, RuntimeError), match="packed|Missing key"):
+            packed.load_state_dict(sd)
+
+
 def test_quantized_model_is_close_to_float_and_compiles_to_the_same_output():
     ids = torch.randint(0, 100, (2, 12), generator=torch.Generator().manual_seed(3))
     ref = _lm()(ids)

@@ -135,6 +135,66 @@ def test_matmul_within_bound_of_float64_and_matmul_ref(fmt, with_bias):
                 .all())
 
 
+# (W, x) pairs: those with a GPU kernel (bfp_cuda_matmul_xq_supported) and two
+# without one (the decode path)
+XQ_PAIRS = [("mxfp4", "mxfp8_e4m3"), ("mxfp4", "mxfp4"), ("mxfp4+", "mxfp4+"),
+            ("mxfp4+", "mxfp8_e4m3"), ("nvfp4", "nvfp4"), ("nvfp4+", "nvfp4"),
+            ("hif4", "mxfp8_e4m3"), ("mxfp6_e2m3", "nvfp4+")]
+
+
+@pytest.mark.parametrize("fmt,xf", XQ_PAIRS)
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_matmul_quantized_x_within_bound_of_matmul_ref_q(fmt, xf, with_bias):
+    n, k, m = 40, 160, 7  # k: 5 blocks of 32, 10 of 16; a partial last block for neither
+    _, (codes, scales, meta, ts) = _planes(fmt, n, k)
+    x = _x((m, k), torch.bfloat16, seed=8)
+    x[2, 40:72] = 0.0                  # an all-zero block
+    x[3, :32] *= 2.0 ** 60             # a block far above the others
+    x[4, 32:64] *= 2.0 ** -60          # and one far below
+    bias = _x((n,), torch.bfloat16, seed=9) if with_bias else None
+    y = torch.ops.bfp.matmul(x, codes, scales, meta, ts, bias, fmt, n, k, xf)
+    assert y.dtype == torch.bfloat16 and tuple(y.shape) == (m, n)
+    # x's planes are bfp.quantize's (default options), bit for bit
+    xc, xs, xm, xt = torch.ops.bfp.quantize(x, xf)
+    q = bfp.quantize(x.float().numpy(), xf)
+    assert np.array_equal(xc.numpy().ravel(), q.codes.ravel())
+    assert np.array_equal(xs.numpy().ravel(), q.scales.ravel())
+    # the C reference of both planes (float64 sums, one rounding to float32)
+    winfo, xinfo = bfp.format_info(fmt), bfp.format_info(xf)
+    yref = np.empty(m * n, dtype=np.float32)
+    core.matmul_ref_q(winfo["id"], codes.numpy(), scales.numpy(),
+                      meta.numpy() if winfo["meta_bytes"] else None,
+                      ts.numpy() if winfo["has_tensor_scale"] else None, n, k,
+                      xinfo["id"], xc.numpy(), xs.numpy(),
+                      xm.numpy() if xinfo["meta_bytes"] else None,
+                      xt.numpy() if xinfo["has_tensor_scale"] else None, m,
+                      None if bias is None else bias.view(torch.int16).numpy(), yref)
+    ref = torch.from_numpy(yref).double().view(m, n)
+    xd = torch.ops.bfp.dequantize(xc, xs, xm, xt, xf, [m, k], -1, torch.float32)
+    wd = torch.ops.bfp.dequantize(codes, scales, meta, ts, fmt, [n, k], -1, torch.float32)
+    bound = _matmul_bound(xd, wd, bias, ref) + 2.0 ** -24 * ref.abs()
+    err = (y.double() - ref).abs()
+    assert bool((err <= bound).all()), float((err - bound).max())
+    # the quantized x matters: the bf16-x product differs
+    yb = torch.ops.bfp.matmul(x, codes, scales, meta, ts, bias, fmt, n, k, "bf16")
+    assert not torch.equal(y, yb)
+
+
+def test_x_format_names_and_kernel_pairs():
+    assert bfp.torch_ops.x_format_name(None) == "bf16"
+    assert bfp.torch_ops.x_format_name("MXFP4+") == "mxfp4+"
+    with pytest.raises(ValueError, match="x_format 'fp8' is neither bf16 nor"):
+        bfp.torch_ops.x_format_name("fp8")
+    # the kernel pairs are the C library's (no kernel in a build without CUDA)
+    cuda_build = core.cuda_matmul_xq_supported(bfp.format_info("mxfp4")["id"],
+                                               bfp.format_info("mxfp8_e4m3")["id"])
+    for fmt, xf in XQ_PAIRS:
+        want = cuda_build and (fmt, xf) not in (("hif4", "mxfp8_e4m3"),
+                                                ("mxfp6_e2m3", "nvfp4+"))
+        assert bfp.torch_ops.xq_kernel(fmt, xf) == want, (fmt, xf)
+    assert not bfp.torch_ops.xq_kernel("mxfp4", "bf16")
+
+
 def test_matmul_refuses_what_the_c_api_lacks():
     n, k = 16, 64
     _, (codes, scales, meta, ts) = _planes("mxfp4", n, k)
@@ -165,6 +225,9 @@ def test_opcheck_every_op():
         for b in (None, bias):
             torch.library.opcheck(torch.ops.bfp.matmul.default,
                                   (xb, wc, ws, wm, wt, b, fmt, 24, 64, "bf16"))
+            torch.library.opcheck(torch.ops.bfp.matmul.default,
+                                  (xb, wc, ws, wm, wt, b, fmt, 24, 64,
+                                   "nvfp4" if fmt.startswith("nv") else "mxfp8_e4m3"))
     torch.library.opcheck(torch.ops.bfp.quantize.default, (x.bfloat16(), "mxfp4", 0))
 
 
