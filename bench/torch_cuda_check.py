@@ -115,6 +115,29 @@ def mlp(fmt, device, seed=1):
     return bfp.quantize_model(m, fmt, exclude=())
 
 
+def compiled(model, x):
+    """4 calls of torch.compile(mode="reduce-overhead") and its cudagraph skips"""
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    c = torch.compile(model, fullgraph=True, mode="reduce-overhead")
+    outs = [c(x).clone() for _ in range(4)]
+    return outs, dict(torch._dynamo.utils.counters["inductor"]).get("cudagraph_skips", 0)
+
+
+def captured(model, static_x):
+    """torch.cuda.graph of one call (warmed up on a side stream): (graph, output)"""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = model(static_x)
+    return graph, static_y
+
+
 def graphs(bad):
     model = mlp("mxfp4+", "cuda")
     ws_before = [id(lin._workspace) for lin in (model[0], model[2])]
@@ -122,24 +145,12 @@ def graphs(bad):
         for m in (8, 600):
             x = torch.randn(m, 512, device="cuda", dtype=torch.bfloat16)
             eager = model(x)
-            torch._dynamo.reset()
-            torch._dynamo.utils.counters.clear()
-            c = torch.compile(model, fullgraph=True, mode="reduce-overhead")
-            outs = [c(x).clone() for _ in range(4)]
-            skips = dict(torch._dynamo.utils.counters["inductor"]).get("cudagraph_skips", 0)
+            outs, skips = compiled(model, x)
             check(f"reduce-overhead m={m}: no cudagraph skip ({skips}), == eager within bound",
                   skips == 0 and all(close(o, eager) for o in outs), bad)
-            # a manual capture: warm up on a side stream, capture, replay
+            # a manual capture, replayed with new x
             static_x = x.clone()
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(2):
-                    model(static_x)
-            torch.cuda.current_stream().wait_stream(s)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_y = model(static_x)
+            graph, static_y = captured(model, static_x)
             static_x.copy_(torch.randn(m, 512, device="cuda", dtype=torch.bfloat16))
             graph.replay()
             check(f"torch.cuda.graph m={m}: replay with new x == eager within bound",
@@ -240,25 +251,13 @@ def quantized_x(bad):
             fmt, x_format=xf, exclude=())
         with torch.no_grad():
             static_x = torch.randn(8, 512, device="cuda", dtype=torch.bfloat16)
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(2):
-                    model(static_x)
-            torch.cuda.current_stream().wait_stream(s)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_y = model(static_x)
+            graph, static_y = captured(model, static_x)
             static_x.copy_(torch.randn(8, 512, device="cuda", dtype=torch.bfloat16))
             graph.replay()
             check(f"x_format {xf} modules ({fmt}) in torch.cuda.graph: replay with new x == "
                   "eager within two bf16 roundings", close(static_y, model(static_x)), bad)
             if fmt == "mxfp4":  # no tensor scale: no host input, so CUDA graphs apply
-                torch._dynamo.reset()
-                torch._dynamo.utils.counters.clear()
-                c = torch.compile(model, fullgraph=True, mode="reduce-overhead")
-                outs = [c(static_x).clone() for _ in range(4)]
-                skips = dict(torch._dynamo.utils.counters["inductor"]).get("cudagraph_skips", 0)
+                outs, skips = compiled(model, static_x)
                 check(f"x_format {xf} reduce-overhead: no cudagraph skip ({skips}), == eager",
                       skips == 0 and all(close(o, model(static_x)) for o in outs), bad)
 

@@ -144,13 +144,14 @@ XQ_PAIRS = [("mxfp4", "mxfp8_e4m3"), ("mxfp4", "mxfp4"), ("mxfp4+", "mxfp4+"),
 
 @pytest.mark.parametrize("fmt,xf", XQ_PAIRS)
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_matmul_quantized_x_within_bound_of_matmul_ref_q(fmt, xf, with_bias):
-    n, k, m = 40, 160, 7  # k: 5 blocks of 32, 10 of 16; a partial last block for neither
+@pytest.mark.parametrize("n,k", [(40, 160), (33, 100)])  # k = 100: a partial last block
+def test_matmul_quantized_x_within_bound_of_matmul_ref_q(fmt, xf, with_bias, n, k):
+    m = 7
     _, (codes, scales, meta, ts) = _planes(fmt, n, k)
     x = _x((m, k), torch.bfloat16, seed=8)
-    x[2, 40:72] = 0.0                  # an all-zero block
+    x[2, 32:64] = 0.0                  # an all-zero block
     x[3, :32] *= 2.0 ** 60             # a block far above the others
-    x[4, 32:64] *= 2.0 ** -60          # and one far below
+    x[4, 64:96] *= 2.0 ** -60          # and one far below
     bias = _x((n,), torch.bfloat16, seed=9) if with_bias else None
     y = torch.ops.bfp.matmul(x, codes, scales, meta, ts, bias, fmt, n, k, xf)
     assert y.dtype == torch.bfloat16 and tuple(y.shape) == (m, n)
@@ -178,6 +179,16 @@ def test_matmul_quantized_x_within_bound_of_matmul_ref_q(fmt, xf, with_bias):
     # the quantized x matters: the bf16-x product differs
     yb = torch.ops.bfp.matmul(x, codes, scales, meta, ts, bias, fmt, n, k, "bf16")
     assert not torch.equal(y, yb)
+
+
+@pytest.mark.parametrize("fmt,xf", XQ_PAIRS[:5])
+def test_matmul_quantized_x_nan_block_gives_nan_row(fmt, xf):
+    n, k = 24, 96
+    _, (codes, scales, meta, ts) = _planes(fmt, n, k)
+    x = _x((4, k), torch.bfloat16, seed=3)
+    x[1, 40] = float("nan")
+    y = torch.ops.bfp.matmul(x, codes, scales, meta, ts, None, fmt, n, k, xf)
+    assert bool(y[1].isnan().all()) and not bool(y[[0, 2, 3]].isnan().any())
 
 
 def test_x_format_names_and_kernel_pairs():
