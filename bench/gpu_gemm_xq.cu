@@ -11,7 +11,9 @@
  * graph of 20 calls (each call the next weight), per call. rel_err =
  * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of the dequantized x and W.
  * GEMM_XQ_PAIRS=mxfp4:mxfp8_e4m3,..., GEMM_XQ_SHAPES=8192x28672,... and
- * GEMM_XQ_MS=1,16 limit the pairs, shapes and m. */
+ * GEMM_XQ_MS=1,16 limit the pairs, shapes and m. The MX pairs on Hopper are
+ * timed on the wgmma kernel too (tuning xq_kernel = 2): wgmma_us (x quantized
+ * on the fly, as us), wgmma_prequant_us, wgmma_rel_err; -1 where not run. */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -23,6 +25,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,6 +104,14 @@ static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
     return sqrt(num / den);
 }
 
+/* v for the JSON: NaN (a NaN in y) as null */
+static std::string json_num(double v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%.3e", v);
+    return isnan(v) ? "null" : b;
+}
+
 struct DevPlanes {
     bfp_plane_sizes sz;
     uint8_t *c = nullptr, *s = nullptr, *m = nullptr;
@@ -160,8 +171,11 @@ int main(int argc, char **argv)
     const size_t ms[] = {1, 16, 128, 4096};
     int nshapes = quick ? 1 : 3;
     bool first = true;
-    printf("%-8s %-11s %5s %6s %6s %9s %9s %9s %10s %8s\n", "W", "x", "M", "N", "K", "us",
-           "planes_us", "bf16_us", "rel_err", "TFLOP/s");
+    printf("%-8s %-11s %5s %6s %6s %9s %9s %9s %10s %8s %9s %10s\n", "W", "x", "M", "N", "K",
+           "us", "planes_us", "bf16_us", "rel_err", "TFLOP/s", "wgmma_us", "wg_rel_err");
+    const bool hopper = prop.major == 9 && prop.minor == 0;
+    bfp_matmul_tuning wgt = {};
+    wgt.xq_kernel = 2;
     for (int si = 0; si < nshapes; si++) {
         size_t n = shapes[si][0], k = shapes[si][1], mmax = 4096;
         char sname[32];
@@ -239,7 +253,10 @@ int main(int argc, char **argv)
                 snprintf(mname, sizeof mname, "%zu", m);
                 if (!in_env_list("GEMM_XQ_MS", mname))
                     continue;
+                const bool wg = hopper && wfm != BFP_NVFP4 && wfm != BFP_NVFP4_PLUS;
                 size_t wsb = bfp_cuda_matmul_xq_workspace_size(&W[0], xfm, m, NULL);
+                size_t wsb2 = wg ? bfp_cuda_matmul_xq_workspace_size(&W[0], xfm, m, &wgt) : 0;
+                wsb = std::max(wsb, wsb2);
                 void *ws;
                 CU(cudaMalloc(&ws, wsb));
                 /* x's planes once, for the pre-quantized call and the reference */
@@ -263,18 +280,34 @@ int main(int argc, char **argv)
                 });
                 CU(cudaStreamSynchronize(st));
                 double perr = rel_err(y, yref, m * n);
+                double wus = -1, wpus = -1, werr = -1;
+                if (wg) {
+                    CU(cudaMemsetAsync(y, 0xFF, m * n * 2, st)); /* NaN: nothing left over */
+                    wus = graph_us(st, [&](int i) {
+                        BFP(bfp_cuda_matmul_xq(&W[i % rot], xfm, x, m, NULL, y, ws, wsb, &wgt,
+                                               st));
+                    });
+                    CU(cudaStreamSynchronize(st));
+                    werr = rel_err(y, yref, m * n);
+                    wpus = graph_us(st, [&](int i) {
+                        BFP(bfp_cuda_matmul_xq_planes(&W[i % rot], xfm, &xcp, m, NULL, y, ws,
+                                                      wsb, &wgt, st));
+                    });
+                    CU(cudaStreamSynchronize(st));
+                }
                 double tflops = 2.0 * m * n * k / us * 1e-6;
-                printf("%-8s %-11s %5zu %6zu %6zu %9.1f %9.1f %9.1f %10.2e %8.1f\n", wn, xn, m,
-                       n, k, us, pus, cublas_us[mi], err, tflops);
+                printf("%-8s %-11s %5zu %6zu %6zu %9.1f %9.1f %9.1f %10.2e %8.1f %9.1f %10.2e\n",
+                       wn, xn, m, n, k, us, pus, cublas_us[mi], err, tflops, wus, werr);
                 fflush(stdout);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"x_format\": \"%s\", \"M\": %zu, \"N\": %zu, "
                         "\"K\": %zu, \"us\": %.2f, \"prequant_us\": %.2f, "
                         "\"cublas_bf16_direct_us\": %.2f, \"rel_err\": %.3e, "
                         "\"prequant_rel_err\": %.3e, \"tflops\": %.2f, \"weight_bytes\": %zu, "
-                        "\"path\": \"xq_mma_sync\"}",
+                        "\"path\": \"xq_mma_sync\", \"wgmma_us\": %.2f, "
+                        "\"wgmma_prequant_us\": %.2f, \"wgmma_rel_err\": %s}",
                         first ? "" : ",\n", wn, xn, m, n, k, us, pus, cublas_us[mi], err, perr,
-                        tflops, qbytes);
+                        tflops, qbytes, wus, wpus, json_num(werr).c_str());
                 first = false;
                 fflush(fp); /* a run cut short keeps what it measured */
                 xq.release();

@@ -2,7 +2,9 @@
 # bench/gpu_xq.sh - the quantized-x matmul (W4A8 / W4A4, src/cuda/gemm_xq.cu)
 # on a GPU machine in one command: test_cuda_matmul_xq, compute-sanitizer
 # memcheck and racecheck on its quick set, bench/gpu_gemm_xq.cu and its peers
-# (bench/peer_gemm_fp8_torch.py) into $OUT/h200-gemm-fp8.json.
+# (bench/peer_gemm_fp8_torch.py) into $OUT/h200-gemm-fp8.json. On Hopper the
+# test and the benchmark also run the wgmma kernel (xq_kernel = 2, MX pairs:
+# wgmma_us in the JSON); bench/gpu_xq_wgmma.sh is its own shorter check.
 #
 #   bash bench/gpu_xq.sh              # OUT defaults to bench/out
 #

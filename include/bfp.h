@@ -745,6 +745,11 @@ typedef struct {
                          each: 2 (CTAs of 128 rows), 3 (192 rows, registers
                          moved from the producer warpgroup by setmaxnreg);
                          0: 2 (default) */
+    int xq_kernel;    /* bfp_cuda_matmul_xq(_planes): 0: the default (the
+                         mma.sync kernel), 1: the mma.sync kernel, 2: the
+                         Hopper wgmma kernel (MX pairs only, sm_90;
+                         BFP_ERR_UNSUPPORTED otherwise; not yet run on a GPU,
+                         docs/gemm.md) */
 } bfp_matmul_tuning;
 
 /**
@@ -844,7 +849,8 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
 
 /* ---- Matmul with a quantized x (W4A8, W4A4) ------------------------------
  * y = x . W^T (+ bias) with x quantized to an activation format along k, on
- * the FP8 tensor cores (mma.sync e4m3, sm_89 and later; docs/gemm.md,
+ * the FP8 tensor cores (mma.sync e4m3, sm_89 and later, or with
+ * bfp_matmul_tuning.xq_kernel = 2 wgmma on sm_90; docs/gemm.md,
  * "Quantized activations"). Pairs: W mxfp4 or mxfp4+ with x mxfp8_e4m3
  * (W4A8), mxfp4 or mxfp4+ (W4A4); W nvfp4 or nvfp4+ with x nvfp4. The
  * reference is bfp_matmul_ref_q of W's planes and bfp_quantize(x)'s. */
@@ -876,11 +882,12 @@ size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *w, bfp_fo
  * planes) into the workspace (256-byte aligned, at least
  * bfp_cuda_matmul_xq_workspace_size() bytes; no zeroing needed), then
  * multiplied. d_bias bf16 [n] or NULL, d_y bf16 [m, n]. tuning: NULL or a
- * valid struct (no field applies yet). Same stream rules as
+ * valid struct (xq_kernel picks the kernel). Same stream rules as
  * bfp_cuda_matmul_ex; no allocation, no synchronization.
  * @return BFP_OK; BFP_ERR_ARG (NULL pointer, small or misaligned workspace,
  *         invalid tuning); BFP_ERR_FORMAT (unknown x format);
- *         BFP_ERR_UNSUPPORTED (pair without a kernel, build without CUDA);
+ *         BFP_ERR_UNSUPPORTED (pair without a kernel, xq_kernel = 2 with a
+ *         pair or GPU it does not serve, build without CUDA);
  *         BFP_ERR_SHAPE; BFP_ERR_DEVICE
  */
 bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
@@ -892,8 +899,10 @@ bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
 /**
  * The same with x already quantized: d_x holds device planes of an m x k
  * tensor in x_fmt (planar, blocks along k; NVFP4's tensor scale on the
- * device). The workspace is used only when K is split (NULL allowed when
- * the workspace size minus x's planes is 0; passing the full size is safe).
+ * device). The workspace is used only when K is split, and with
+ * xq_kernel = 2 for that kernel's copy of x (NULL allowed when the workspace
+ * size minus x's planes is 0; passing the full size is safe; else 16-byte
+ * aligned).
  */
 bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format x_fmt,
                                      const bfp_const_planes *d_x, size_t m, const void *d_bias,

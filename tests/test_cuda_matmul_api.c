@@ -255,7 +255,8 @@ static void tuning_refused_case(void)
     const bfp_matmul_tuning bad[] = {{.ctas_per_sm = 65}, {.warps_per_sm = -1},
                                      {.post_max_m = -2},
                                      {.wgmma_serial = 2}, {.gemv_pdl = 2},
-                                     {.wgmma_consumers = 1}, {.wgmma_consumers = 4}};
+                                     {.wgmma_consumers = 1}, {.wgmma_consumers = 4},
+                                     {.xq_kernel = 3}};
     for (size_t i = 0; dw && i < sizeof bad / sizeof bad[0]; i++)
         for (int p = 0; p <= BFP_MATMUL_GEMV; p++) {
             CHECK(bfp_cuda_matmul_ex(dw, dx, 4, NULL, dy, dws, (size_t)64 << 20,

@@ -9,7 +9,10 @@
  * and column, every output written (y poisoned first). The x planes the call
  * leaves in the workspace equal bfp_quantize's bit for bit. Unsupported
  * pairs and short workspaces are refused. Without a GPU it prints
- * "skipped: no GPU" and passes. BFP_TEST_QUICK=1: a few shapes (memcheck). */
+ * "skipped: no GPU" and passes. BFP_TEST_QUICK=1: a few shapes (memcheck).
+ * Each case runs on the default kernel (tuning NULL: mma.sync) and, for the
+ * MX pairs on Hopper, on the wgmma kernel (tuning xq_kernel = 2), same
+ * bounds; BFP_TEST_XQ_KERNEL=1 or 2: only that one. */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -93,10 +96,16 @@ static double value(size_t r, size_t c, int salt)
 
 static size_t al256(size_t v) { return (v + 255) & ~(size_t)255; }
 
+/* kern: 1 = the default (tuning NULL), 2 = xq_kernel 2 (wgmma) */
 static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k, int bias_on,
-                     int planes_api)
+                     int planes_api, int kern)
 {
-    const char *wn = bfp_format_get(wf)->name, *xn = bfp_format_get(xf)->name;
+    bfp_matmul_tuning tw = {0};
+    tw.xq_kernel = 2;
+    const bfp_matmul_tuning *tu = kern == 2 ? &tw : NULL;
+    const char *xn = bfp_format_get(xf)->name;
+    char wn[32]; /* W's format with the kernel */
+    snprintf(wn, sizeof wn, "[k%d] %s", kern, bfp_format_get(wf)->name);
     int wnan = n > 3 ? (int)(n / 2) : -1, xnan = m > 3 ? (int)(m / 3) : -1;
     float *w = malloc(n * k * sizeof *w);
     uint16_t *x = malloc(m * k * 2), *bias = malloc(n * 2), *y = malloc(m * n * 2);
@@ -127,7 +136,7 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
 
     bfp_cuda_planar_weight dwp = dw_make(wf, &qw, n, k), *dw = &dwp;
     bfp_status st;
-    size_t wsb = bfp_cuda_matmul_xq_workspace_size(dw, xf, m, NULL);
+    size_t wsb = bfp_cuda_matmul_xq_workspace_size(dw, xf, m, tu);
     CHECK(wsb > 0, "workspace size %s x %s", wn, xn);
     void *dx, *dy, *dbias, *dws;
     CU(cudaMalloc(&dx, m * k * 2));
@@ -151,9 +160,9 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
         CU(cudaMemcpy(dxm, qx.meta, qx.sz.meta + 1, cudaMemcpyHostToDevice));
         CU(cudaMemcpy(dts, &qx.ts, 4, cudaMemcpyHostToDevice));
         bfp_const_planes dq = {dxc, dxs, dxm, dts};
-        st = bfp_cuda_matmul_xq_planes(dw, xf, &dq, m, db, dy, dws, wsb, NULL, NULL);
+        st = bfp_cuda_matmul_xq_planes(dw, xf, &dq, m, db, dy, dws, wsb, tu, NULL);
     } else {
-        st = bfp_cuda_matmul_xq(dw, xf, dx, m, db, dy, dws, wsb, NULL, NULL);
+        st = bfp_cuda_matmul_xq(dw, xf, dx, m, db, dy, dws, wsb, tu, NULL);
     }
     CHECK(st == BFP_OK, "%s x %s m %zu: %s", wn, xn, m, bfp_status_str(st));
     CU(cudaDeviceSynchronize());
@@ -228,6 +237,16 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
     free(w), free(x), free(bias), free(y), free(ref);
 }
 
+/* the device runs sm_90a code (the wgmma kernel) */
+static int hopper(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    CU(cudaGetDevice(&dev));
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    return major == 9 && minor == 0;
+}
+
 static void refusals(void)
 {
     float w[64 * 64];
@@ -265,6 +284,35 @@ static void refusals(void)
     bad.ctas_per_sm = -1;
     CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws, wsb, &bad, NULL) ==
               BFP_ERR_ARG, "invalid tuning");
+    bfp_matmul_tuning bad_k = {0};
+    bad_k.xq_kernel = 3;
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws, wsb, &bad_k, NULL) ==
+                  BFP_ERR_ARG &&
+              bfp_cuda_matmul_xq_workspace_size(dw, BFP_MXFP8_E4M3, 64, &bad_k) == 0,
+          "xq_kernel 3 refused");
+    /* the wgmma kernel: MX pairs on Hopper only */
+    bfp_matmul_tuning wg = {0};
+    wg.xq_kernel = 2;
+    bfp_status want = hopper() ? BFP_OK : BFP_ERR_UNSUPPORTED;
+    size_t wsb2 = bfp_cuda_matmul_xq_workspace_size(dw, BFP_MXFP8_E4M3, 64, &wg);
+    void *dws2 = NULL;
+    CU(cudaMalloc(&dws2, wsb2 ? wsb2 : 256));
+    CHECK(bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws2, wsb2, &wg, NULL) == want,
+          "xq_kernel 2: %s", want == BFP_OK ? "runs on Hopper" : "refused off Hopper");
+    CHECK(want != BFP_OK || bfp_cuda_matmul_xq(dw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dws2,
+                                               wsb2 - 1, &wg, NULL) == BFP_ERR_ARG,
+          "xq_kernel 2: short workspace");
+    CU(cudaDeviceSynchronize());
+    CU(cudaFree(dws2));
+    hq qn;
+    hq_make(BFP_NVFP4, BFP_DTYPE_F32, w, 64, 64, &qn);
+    bfp_cuda_planar_weight dnp = dw_make(BFP_NVFP4, &qn, 64, 64);
+    CHECK(bfp_cuda_matmul_xq(&dnp, BFP_NVFP4, dx, 64, NULL, dy, dws, wsb, &wg, NULL) ==
+                  BFP_ERR_UNSUPPORTED &&
+              bfp_cuda_matmul_xq_workspace_size(&dnp, BFP_NVFP4, 64, &wg) == 0,
+          "xq_kernel 2: nvfp4 refused");
+    dw_free(&dnp);
+    hq_free(&qn);
     CU(cudaFree(dx));
     CU(cudaFree(dy));
     CU(cudaFree(dws));
@@ -274,6 +322,7 @@ static void refusals(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed by a time limit keeps its lines */
     if (!bfp_cuda_available()) {
         printf("test_cuda_matmul_xq: skipped: no GPU\n");
         return 0;
@@ -290,13 +339,24 @@ int main(void)
     const char *q = getenv("BFP_TEST_QUICK");
     int quick = q && *q && *q != '0';
     size_t nshapes = quick ? 3 : sizeof shapes / sizeof shapes[0];
-    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
-        for (size_t s = 0; s < nshapes; s++) {
-            size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-            run_case(pairs[p][0], pairs[p][1], m, n, k, (int)(s % 2), 0);
-            if (s % 3 == 1)
-                run_case(pairs[p][0], pairs[p][1], m, n, k, 1, 1);
+    const char *ke = getenv("BFP_TEST_XQ_KERNEL");
+    int only = ke && *ke ? atoi(ke) : 0, wg = hopper();
+    if (only == 2 && !wg)
+        printf("test_cuda_matmul_xq: BFP_TEST_XQ_KERNEL=2 but not Hopper: no wgmma runs\n");
+    for (int kern = 1; kern <= 2; kern++) {
+        if ((only && kern != only) || (kern == 2 && !wg))
+            continue;
+        for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+            if (kern == 2 && pairs[p][0] != BFP_MXFP4 && pairs[p][0] != BFP_MXFP4_PLUS)
+                continue;
+            for (size_t s = 0; s < nshapes; s++) {
+                size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                run_case(pairs[p][0], pairs[p][1], m, n, k, (int)(s % 2), 0, kern);
+                if (s % 3 == 1)
+                    run_case(pairs[p][0], pairs[p][1], m, n, k, 1, 1, kern);
+            }
         }
+    }
     refusals();
     return check_summary("test_cuda_matmul_xq");
 }

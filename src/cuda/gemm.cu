@@ -538,6 +538,20 @@ bool planes_ok(bfp_format fmt, const bfp_const_planes *w)
 
 } // namespace
 
+bool bfpgemm::encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *base,
+                        uint64_t cols, uint64_t rows, uint64_t row_bytes, uint32_t box_cols,
+                        uint32_t box_rows, CUtensorMapSwizzle swizzle)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    const cuuint64_t dim[2] = {cols, rows};
+    const cuuint64_t stride[1] = {row_bytes};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    const cuuint32_t estride[2] = {1, 1};
+    return enc && enc(map, dt, 2, const_cast<void *>(base), dim, stride, box, estride,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 extern "C" {
 
 bfp_status bfp_cuda_weight_pack(bfp_format fmt, const bfp_const_planes *w, size_t n, size_t k,

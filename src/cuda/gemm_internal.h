@@ -81,6 +81,13 @@ int gemv_resident_ctas(int fmt_kind, int nt);
 cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
                         int nt, unsigned grid, int pdl, cudaStream_t s);
 
+/* A TMA map of a 2-D tensor [rows][cols] of dt at base (rows row_bytes
+ * apart, a multiple of 16) with boxes {box_cols, box_rows}; elements past
+ * the tensor read as zeros. false when the driver or the map refuses. */
+bool encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *base, uint64_t cols,
+               uint64_t rows, uint64_t row_bytes, uint32_t box_cols, uint32_t box_rows,
+               CUtensorMapSwizzle swizzle);
+
 /* Row tiles tile0 .. tile0 + row_tiles - 1 of a prepacked weight decoded to
  * rows [row_tiles * 16 (fewer past n)][k] at out: bf16 without NVFP4's
  * tensor scale, or (f32) float divided by ts as bfp_matmul_unpack does

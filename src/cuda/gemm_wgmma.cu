@@ -70,15 +70,6 @@ __device__ __forceinline__ void named_sync(int id, int n)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
 
-/* wgmma descriptor of a K-major, 128-byte swizzled B tile at shared address
- * a (rows of 128 bytes, 8-row atoms 1024 bytes apart); a k16 step j of the
- * 64-column tile starts 32 j bytes in */
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t a)
-{
-    return (uint64_t)((a >> 4) & 0x3FFFu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 |
-           (uint64_t)1 << 62;
-}
-
 /* Tile scheduler: the CTA's first W row tile, first x row and K range */
 struct WgSched {
     int nt0, m0, kt0, nkt, split;
@@ -138,13 +129,6 @@ __device__ void produce(const Params &p, const WgmmaMaps &mp, const WgSched &sc,
         if (S::CRB)
             tma_3d(sb + S::CORR, mp.corr, 0, kt, sc.nt0, fb);
     }
-}
-
-__device__ __forceinline__ void keep_live(const uint32_t (&a)[4][4])
-{
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        asm volatile("" ::"r"(a[j][0]), "r"(a[j][1]), "r"(a[j][2]), "r"(a[j][3]) : "memory");
 }
 
 /* Weight traits: the A fragments of this warp's row tile u in stage st */
@@ -244,8 +228,6 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
     if (ctid == 0)
         *ctr = 0u;
 }
-
-__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
 /* k tile i's four wgmma (one group) on A fragments a, x of stage base xb */
 template <int BN>

@@ -60,6 +60,25 @@ __device__ __forceinline__ void wgmma_commit()
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+
+/* wgmma descriptor of a K-major, 128-byte swizzled B tile at shared address
+ * a (rows of 128 bytes, 8-row atoms 1024 bytes apart); step j of the tile
+ * (k16 of bf16, k32 of 8-bit types) starts 32 j bytes in: + 2 j */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t a)
+{
+    return (uint64_t)((a >> 4) & 0x3FFFu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 |
+           (uint64_t)1 << 62;
+}
+
+/* a use of the A fragments after the wait that ends their wgmma: keeps the
+ * compiler from reusing their registers while the wgmma may still read them */
+__device__ __forceinline__ void keep_live(const uint32_t (&a)[4][4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        asm volatile("" ::"r"(a[j][0]), "r"(a[j][1]), "r"(a[j][2]), "r"(a[j][3]) : "memory");
+}
 
 /* keeps the compiler from moving accumulator uses across the async wgmma */
 template <int N>

@@ -13,9 +13,13 @@
  * times a zero partial would give NaN).
  * The mma's k slots are permuted the same way in A and B (lane t's slots
  * 4t..4t+3 and 16+4t..16+4t+3 hold block elements 8t..8t+7), so each lane
- * reads 8 contiguous elements of a row: one 32-bit word of 4-bit codes. */
+ * reads 8 contiguous elements of a row: one 32-bit word of 4-bit codes.
+ * bfp_matmul_tuning.xq_kernel = 2 runs the Hopper kernel instead
+ * (gemm_xq_wgmma.cu, MX pairs); this file keeps the API, x's quantization
+ * and the K split's sums for both. */
 #include "bfp.h"
 #include "gemm_xq.h"
+#include "gemm_xq_decode.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -24,6 +28,8 @@
 #include <stdint.h>
 
 namespace {
+
+using namespace bfpgemm::xq;
 
 enum { WK_MX = 0, WK_MXP = 1, WK_NV = 2, WK_NVP = 3 };
 enum { XK_E4M3 = 0, XK_MX4 = 1, XK_MX4P = 2, XK_NV = 3 };
@@ -43,59 +49,6 @@ struct Args {
     float *part;                  /* K split: fp32 [m, n] sums, zeroed, or NULL */
 };
 
-/* 4 E2M1 codes (low 16 bits, element i in nibble i) -> 4 E4M3 bytes */
-__device__ __forceinline__ uint32_t e2m1x4_e4m3(uint32_t v)
-{
-    uint32_t mag = __byte_perm(0x3C383000u, 0x4C484440u, v & 0x7777u);
-    uint32_t spread = __byte_perm(v, v >> 4, 0x5140u); /* nibble i in byte i */
-    return mag | ((spread << 4) & 0x80808080u);
-}
-
-/* the block max of an MX+ / NVFP4+ block: sign + E0M3 at exponent 2 */
-__device__ __forceinline__ uint32_t bm_e4m3(uint32_t c) { return ((c & 8u) << 4) | 0x48u | (c & 7u); }
-
-__device__ __forceinline__ void put_byte(uint32_t &r, int pos, uint32_t b)
-{
-    r = (r & ~(0xFFu << (8 * pos))) | (b << (8 * pos));
-}
-
-__device__ __forceinline__ float e8m0_f(uint32_t e)
-{
-    return e == 0xFFu ? __int_as_float(0x7FC00000) : e == 0 ? __int_as_float(0x00400000)
-                                                             : __int_as_float((int)(e << 23));
-}
-
-/* UE4M3 block scale; 0x7F and sign-bit bytes decode as NaN (reference) */
-__device__ __forceinline__ float ue4m3_f(uint32_t b)
-{
-    if (b >= 0x7Fu)
-        return __int_as_float(0x7FC00000);
-    uint32_t e = b >> 3, m = b & 7u;
-    return e ? __int_as_float((int)(((e + 120u) << 23) | (m << 20))) : (float)m * 0x1p-9f;
-}
-
-/* c (0..8) 4-bit codes from element e0 of a row, as one word; missing ones 0 */
-__device__ __forceinline__ uint32_t load4(const uint8_t *row, int e0, int c, bool vec)
-{
-    if (vec && c == 8)
-        return __ldg(reinterpret_cast<const uint32_t *>(row + e0 / 2));
-    uint32_t v = 0;
-    for (int j = 0; j < (c + 1) / 2; j++)
-        v |= (uint32_t)__ldg(row + e0 / 2 + j) << (8 * j);
-    return c < 8 ? v & ((1u << (4 * c)) - 1u) : v;
-}
-
-/* the same for c (0..8) 8-bit codes, as two words */
-__device__ __forceinline__ uint2 load8(const uint8_t *row, int e0, int c, bool vec)
-{
-    if (vec && c == 8)
-        return __ldg(reinterpret_cast<const uint2 *>(row + e0));
-    uint32_t w[2] = {0, 0};
-    for (int j = 0; j < c; j++)
-        w[j >> 2] |= (uint32_t)__ldg(row + e0 + j) << (8 * (j & 3));
-    return make_uint2(w[0], w[1]);
-}
-
 __device__ __forceinline__ void mma_k32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                         uint32_t b1)
 {
@@ -111,56 +64,6 @@ __device__ __forceinline__ void mma_k16(float (&d)[4], uint32_t a0, uint32_t a1,
                  "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
                  : "r"(a0), "r"(a1), "r"(b0), "f"(0.0f));
-}
-
-/* A block of an MX (32) or MX+ 4-bit row for lane t: elements 8t..8t+7 as
- * E4M3 words lo (8t..8t+3) and hi; its scale. */
-template <bool PLUS>
-__device__ __forceinline__ float mx4_block(const uint8_t *codes, const uint8_t *scales,
-                                           const uint8_t *meta, size_t crb, int bpr, int row,
-                                           int b, int t, int k, bool vec, uint32_t &lo,
-                                           uint32_t &hi)
-{
-    int e0 = b * 32 + 8 * t;
-    int c = min(max(k - e0, 0), 8);
-    uint32_t v = load4(codes + (size_t)row * crb, e0, c, vec);
-    lo = e2m1x4_e4m3(v);
-    hi = e2m1x4_e4m3(v >> 16);
-    uint32_t s = __ldg(scales + (size_t)row * bpr + b);
-    if (PLUS) {
-        uint32_t i = __ldg(meta + (size_t)row * bpr + b) & 31u;
-        if (s != 0 && s != 0xFFu && (int)(i >> 3) == t) { /* not flushed, not NaN */
-            uint32_t bm = bm_e4m3((v >> (4 * (i & 7u))) & 15u);
-            if (i & 4u)
-                put_byte(hi, (int)(i & 3u), bm);
-            else
-                put_byte(lo, (int)(i & 3u), bm);
-        }
-    }
-    return e8m0_f(s);
-}
-
-/* A block of an NVFP4 (16) or NVFP4+ row for lane t: elements 4t..4t+3 */
-template <bool PLUS>
-__device__ __forceinline__ float nv_block(const uint8_t *codes, const uint8_t *scales,
-                                          const uint8_t *meta, size_t crb, int bpr, int row,
-                                          int b, int t, int k, uint32_t &r)
-{
-    int e0 = b * 16 + 4 * t;
-    int c = min(max(k - e0, 0), 4);
-    const uint8_t *p = codes + (size_t)row * crb + e0 / 2;
-    uint32_t v = c > 0 ? __ldg(p) : 0u;
-    if (c > 2)
-        v |= (uint32_t)__ldg(p + 1) << 8;
-    v &= (1u << (4 * c)) - 1u;
-    r = e2m1x4_e4m3(v);
-    uint32_t s = __ldg(scales + (size_t)row * bpr + b);
-    if (PLUS) {
-        uint32_t i = __ldg(meta + (size_t)row * bpr + b) & 15u;
-        if (s > 0x02u && s < 0x7Fu && (int)(i >> 2) == t)
-            put_byte(r, (int)(i & 3u), bm_e4m3((v >> (4 * (i & 3u))) & 15u));
-    }
-    return ue4m3_f(s);
 }
 
 /* grid (W row bands of WARPS * RT * 16, x row chunks of 8 NT, K splits) */
@@ -321,8 +224,11 @@ struct Plan {
     int nt, splits, bps;
     dim3 grid;
     size_t q_bytes;    /* x's planes (front of the workspace) */
-    size_t part_bytes; /* K split sums, after them */
+    size_t prep_bytes; /* the wgmma kernel's copy of x, after them (else 0) */
+    size_t part_bytes; /* K split sums, after that */
     bfp_plane_sizes xs;
+    int wgmma;         /* xq_kernel = 2: the plan is wg's */
+    bfpgemm::XqWgPlan wg;
 };
 
 int sm_count()
@@ -354,8 +260,32 @@ bool make_plan(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, size_t m, int s
     P->splits = (int)((bpr + P->bps - 1) / P->bps);
     P->grid = dim3((unsigned)gx, (unsigned)gy, (unsigned)P->splits);
     P->q_bytes = al256(P->xs.codes) + al256(P->xs.scales) + al256(P->xs.meta) + 256;
+    P->prep_bytes = 0;
+    P->part_bytes = P->splits > 1 ? m * w.n * sizeof(float) : 0;
+    P->wgmma = 0;
+    return true;
+}
+
+/* the wgmma kernel's plan in P (its x planes as make_plan's) */
+bool make_plan_wgmma(const bfpgemm::WeightPlanar &w, size_t m, int sms, Plan *P)
+{
+    if (!bfpgemm::xq_wgmma_plan(w, m, sms, &P->wg))
+        return false;
+    P->wgmma = 1;
+    P->splits = P->wg.splits;
+    P->prep_bytes = al256(P->wg.prep_bytes);
     P->part_bytes = P->splits > 1 ? m * w.n * sizeof(float) : 0;
     return true;
+}
+
+/* the current device runs sm_90a code (wgmma) */
+bool hopper()
+{
+    int dev = 0, major = 0, minor = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+           major == 9 && minor == 0;
 }
 
 template <int WK, int XK>
@@ -387,11 +317,12 @@ cudaError_t launch(int wk, int xk, int nt, dim3 grid, const Args &a, cudaStream_
 
 bool aligned(const void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
-/* the product from x's planes (device) into y; ws holds at least the
- * K split's sums at offset part_off */
+/* the product from x's planes (device) into y; ws: P.prep_bytes (the wgmma
+ * kernel's copy of x), then the K split's sums */
 bfp_status run(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, const bfp_const_planes &xq,
-               size_t m, const Plan &P, const void *bias, void *y, char *part, cudaStream_t s)
+               size_t m, const Plan &P, const void *bias, void *y, char *ws, cudaStream_t s)
 {
+    char *part = ws + P.prep_bytes;
     int wk = w_kind(w.fmt), xk = x_kind(wk, x_fmt);
     Args a;
     a.wc = w.codes, a.wsc = w.scales, a.wm = w.meta;
@@ -408,7 +339,10 @@ bfp_status run(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, const bfp_const
     a.part = P.splits > 1 ? reinterpret_cast<float *>(part) : nullptr;
     if (a.part && cudaMemsetAsync(a.part, 0, P.part_bytes, s) != cudaSuccess)
         return BFP_ERR_DEVICE;
-    if (launch(wk, xk, P.nt, P.grid, a, s) != cudaSuccess)
+    cudaError_t e = P.wgmma ? bfpgemm::xq_wgmma_run(w, x_fmt, xq, P.xs.code_row_bytes, m, P.wg,
+                                                    bias, y, ws, a.part, s)
+                            : launch(wk, xk, P.nt, P.grid, a, s);
+    if (e != cudaSuccess)
         return BFP_ERR_DEVICE;
     if (a.part) {
         size_t total = m * w.n;
@@ -449,6 +383,12 @@ bfp_status prepare(const bfp_cuda_planar_weight *wv, bfp_format x_fmt, size_t m,
         return BFP_ERR_SHAPE;
     if (!make_plan(*w, x_fmt, m, sm_count(), P))
         return BFP_ERR_SHAPE;
+    if (tuning && tuning->xq_kernel == 2) {
+        if (!bfpgemm::xq_wgmma_pair(w->fmt, x_fmt) || !hopper())
+            return BFP_ERR_UNSUPPORTED;
+        if (!make_plan_wgmma(*w, m, sm_count(), P))
+            return BFP_ERR_SHAPE;
+    }
     return BFP_OK;
 }
 
@@ -468,7 +408,7 @@ size_t bfp_cuda_matmul_xq_workspace_size(const bfp_cuda_planar_weight *wv, bfp_f
     Plan P;
     if (prepare(wv, x_fmt, m, tuning, &w, &P) != BFP_OK)
         return 0;
-    return P.q_bytes + P.part_bytes;
+    return P.q_bytes + P.prep_bytes + P.part_bytes;
 }
 
 bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *wv, bfp_format x_fmt,
@@ -484,7 +424,8 @@ bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *wv, bfp_forma
     const bfp_format_info *f = bfp_format_get(x_fmt);
     if (!d_x || !d_x->codes || !d_x->scales || (f->meta_bytes && !d_x->meta) ||
         (f->has_tensor_scale && !d_x->tensor_scale) || !d_y ||
-        (P.part_bytes && (!d_ws || ws_bytes < P.part_bytes || !aligned(d_ws, 16))))
+        (P.prep_bytes + P.part_bytes &&
+         (!d_ws || ws_bytes < P.prep_bytes + P.part_bytes || !aligned(d_ws, 16))))
         return BFP_ERR_ARG;
     return run(w, x_fmt, *d_x, m, P, d_bias, d_y, static_cast<char *>(d_ws),
                static_cast<cudaStream_t>(stream));
@@ -500,7 +441,8 @@ bfp_status bfp_cuda_matmul_xq(const bfp_cuda_planar_weight *wv, bfp_format x_fmt
     bfp_status st = prepare(wv, x_fmt, m, tuning, &w, &P);
     if (st != BFP_OK)
         return st;
-    if (!d_x_bf16 || !d_y || !d_ws || ws_bytes < P.q_bytes + P.part_bytes || !aligned(d_ws, 256))
+    if (!d_x_bf16 || !d_y || !d_ws || ws_bytes < P.q_bytes + P.prep_bytes + P.part_bytes ||
+        !aligned(d_ws, 256))
         return BFP_ERR_ARG;
     char *b = static_cast<char *>(d_ws);
     bfp_planes q;
