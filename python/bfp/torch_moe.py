@@ -17,6 +17,11 @@ bfloat16 ``[E, n]`` or None. y is bfloat16 ``[T, n]``.
   once into a torch-owned buffer (outside CUDA-graph capture). The offsets
   are not checked on the device (that would synchronize): broken ones give
   an unspecified y, never an access outside x, y and the workspace.
+* ``x_format`` a bfp format (W4A8, W4A4, as ``torch.ops.bfp.matmul``): x
+  ``[T, k]`` is quantized as one tensor (``bfp.quantize``, default options),
+  then each expert's rows multiply its W, both decoded, in float32. There is
+  no grouped GPU kernel for quantized x yet: on CUDA this path reads the
+  offsets on the host (a synchronization, refused during CUDA-graph capture).
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import _api, _core
-from .torch_ops import _cuda_ready, _dequant_2d, _stream, plane_shapes
+from .torch_ops import _cuda_ready, _dequant_2d, _stream, plane_shapes, x_format_name
 
 
 def _capturing() -> bool:
@@ -50,7 +55,8 @@ def clear_cuda_grouped_weights() -> None:
 
 def _check(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
            ts: torch.Tensor, offsets: torch.Tensor, bias: Optional[torch.Tensor], fmt: str,
-           n: int, k: int) -> int:
+           n: int, k: int, x_format: str = "bf16") -> int:
+    x_format_name(x_format)
     if x.dtype != torch.bfloat16 or x.dim() != 2 or x.shape[1] != k:
         raise ValueError(f"x must be bfloat16 [T, {k}], not {x.dtype} {tuple(x.shape)}")
     if offsets.dtype != torch.int32 or offsets.dim() != 1 or offsets.numel() < 2:
@@ -116,15 +122,24 @@ def _workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
 @torch.library.custom_op("bfp::grouped_matmul", mutates_args=())
 def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
                    meta: torch.Tensor, tensor_scale: torch.Tensor, offsets: torch.Tensor,
-                   bias: Optional[torch.Tensor], fmt: str, n: int, k: int) -> torch.Tensor:
+                   bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
+                   x_format: str = "bf16") -> torch.Tensor:
     """Grouped (MoE) ``y = x @ W_e.T (+ bias[e])`` per expert; see the module."""
-    e_count = _check(x, codes, scales, meta, tensor_scale, offsets, bias, fmt, n, k)
+    e_count = _check(x, codes, scales, meta, tensor_scale, offsets, bias, fmt, n, k, x_format)
     t_rows = x.shape[0]
     y = torch.empty((t_rows, n), dtype=torch.bfloat16, device=x.device)
     if t_rows == 0:
         return y
     info = _api._info(fmt)
-    if x.device.type == "cuda" and _core.matmul_format_supported(info["id"]):
+    xf = x_format_name(x_format)
+    xd: Optional[torch.Tensor] = None  # x as the product sees it, quantized x decoded
+    if xf != "bf16":
+        if _capturing():
+            raise RuntimeError("bfp.grouped_matmul: quantized x reads the offsets on the host; "
+                               "it cannot run inside a CUDA-graph capture")
+        xc, xs, xm, xt = torch.ops.bfp.quantize(x, xf)
+        xd = _dequant_2d(xf, xc, xs, xm, xt, t_rows, k, torch.float32)
+    elif x.device.type == "cuda" and _core.matmul_format_supported(info["id"]):
         _cuda_ready(x)
         with torch.cuda.device(x.device):
             w = _gweight(fmt, codes, scales, meta, tensor_scale, e_count, n, k, x.device)
@@ -144,9 +159,9 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
         a, b = off[e], off[e + 1]
         if a == b:
             continue
-        dt = torch.float32 if x.device.type == "cpu" else torch.bfloat16
+        dt = torch.float32 if x.device.type == "cpu" or xd is not None else torch.bfloat16
         wd = _dequant_2d(fmt, c3[e], s3[e], m3[e], tensor_scale[e:e + 1].contiguous(), n, k, dt)
-        yf = x[a:b].to(dt) @ wd.t()
+        yf = (x[a:b].to(dt) if xd is None else xd[a:b]) @ wd.t()
         if bias is not None:
             yf = yf + bias[e].to(dt)
         y[a:b] = yf.to(torch.bfloat16)
@@ -156,6 +171,6 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
 @grouped_matmul.register_fake
 def _(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
       tensor_scale: torch.Tensor, offsets: torch.Tensor, bias: Optional[torch.Tensor], fmt: str,
-      n: int, k: int) -> torch.Tensor:
-    _check(x, codes, scales, meta, tensor_scale, offsets, bias, fmt, n, k)
+      n: int, k: int, x_format: str = "bf16") -> torch.Tensor:
+    _check(x, codes, scales, meta, tensor_scale, offsets, bias, fmt, n, k, x_format)
     return x.new_empty((x.shape[0], n))

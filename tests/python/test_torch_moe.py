@@ -65,6 +65,44 @@ def test_cpu_against_reference(fmt, kind):
     assert ((y.double() - ref).abs() <= tol).all()
 
 
+@pytest.mark.parametrize("fmt,xf", [("mxfp4", "mxfp8_e4m3"), ("mxfp4+", "mxfp4+"),
+                                    ("nvfp4", "nvfp4"), ("hif4", "mxfp6_e2m3")])
+def test_quantized_x_is_matmul_ref_q_per_expert(fmt, xf):
+    """x quantized as one [T, k] tensor, each expert's rows against its W:
+    bfp_matmul_ref_q of those rows' planes, within one bf16 rounding and
+    float32 sums"""
+    import bfp._core as core
+    e_count, n, k, t = 5, 24, 100, 29  # k = 100: a partial last block
+    rng = np.random.default_rng(12)
+    codes, scales, meta, ts, _ = experts(fmt, e_count, n, k, seed=8)
+    off = routing("odd", e_count, t, rng)  # empty experts too
+    x = torch.randn(t, k).to(torch.bfloat16)
+    bias = torch.randn(e_count, n).to(torch.bfloat16)
+    y = torch.ops.bfp.grouped_matmul(x, codes, scales, meta, ts, off, bias, fmt, n, k, xf)
+    xc, xs, xm, xt = torch.ops.bfp.quantize(x, xf)
+    xd = torch.ops.bfp.dequantize(xc, xs, xm, xt, xf, [t, k], -1, torch.float32).double()
+    wi, xi = bfp.format_info(fmt), bfp.format_info(xf)
+    c3, s3, m3 = (p.reshape(e_count, n, -1) for p in (codes, scales, meta))
+    for e in range(e_count):
+        a, b = int(off[e]), int(off[e + 1])
+        if a == b:
+            continue
+        ref = np.empty((b - a) * n, dtype=np.float32)
+        core.matmul_ref_q(wi["id"], c3[e].numpy(), s3[e].numpy(),
+                          m3[e].numpy() if wi["meta_bytes"] else None,
+                          ts[e:e + 1].numpy() if wi["has_tensor_scale"] else None, n, k,
+                          xi["id"], xc[a:b].numpy(), xs[a:b].numpy(),
+                          xm[a:b].numpy() if xi["meta_bytes"] else None,
+                          xt.numpy() if xi["has_tensor_scale"] else None, b - a,
+                          bias[e].view(torch.int16).numpy(), ref)
+        r = torch.from_numpy(ref).double().view(b - a, n)
+        wd = torch.ops.bfp.dequantize(c3[e], s3[e], m3[e], ts[e:e + 1], fmt, [n, k], -1,
+                                      torch.float32).double()
+        mag = xd[a:b].abs() @ wd.abs().t() + bias[e].double().abs()
+        tol = 2.0 ** -8 * r.abs() + (k + 2) * 2.0 ** -24 * mag * 2
+        assert bool(((y[a:b].double() - r).abs() <= tol).all()), e
+
+
 def test_one_row_and_no_rows():
     codes, scales, meta, ts, w = experts("mxfp4", 3, 16, 64, seed=4)
     x = torch.randn(1, 64).to(torch.bfloat16)
@@ -98,6 +136,9 @@ def test_errors():
     with pytest.raises(ValueError, match="bias"):
         op(x, codes, scales, meta, ts, torch.tensor([0, 1, 2, 4], dtype=torch.int32),
            torch.zeros(3, 15, dtype=torch.bfloat16), "mxfp4", 16, 64)
+    with pytest.raises(ValueError, match="x_format 'fp8'"):
+        op(x, codes, scales, meta, ts, torch.tensor([0, 1, 2, 4], dtype=torch.int32), None,
+           "mxfp4", 16, 64, "fp8")
 
 
 def test_fake_impl_opcheck():
@@ -105,9 +146,10 @@ def test_fake_impl_opcheck():
     x = torch.randn(5, 64).to(torch.bfloat16)
     off = torch.tensor([0, 2, 2, 5], dtype=torch.int32)
     bias = torch.randn(3, 16).to(torch.bfloat16)
-    torch.library.opcheck(torch.ops.bfp.grouped_matmul.default,
-                          (x, codes, scales, meta, ts, off, bias, "nvfp4", 16, 64),
-                          test_utils=("test_schema", "test_faketensor"))
+    for xf in ("bf16", "nvfp4"):
+        torch.library.opcheck(torch.ops.bfp.grouped_matmul.default,
+                              (x, codes, scales, meta, ts, off, bias, "nvfp4", 16, 64, xf),
+                              test_utils=("test_schema", "test_faketensor"))
 
 
 @pytest.mark.skipif(not (torch.cuda.is_available() and bfp.cuda_available()),
