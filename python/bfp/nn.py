@@ -5,8 +5,8 @@ format in ``_extra_state``, so ``state_dict()`` / ``load_state_dict()``,
 ``.to(device)`` and ``torch.save`` / ``torch.load`` carry it:
 
 * the matmul formats (mxfp4, mxfp4+, nvfp4, nvfp4+, hif4) with bf16
-  activations: ``packed``, the packed weight (``uint8``, libbfp's image: header and prepacked arrays,
-  bfp.torch_packed), the same bytes on any device. The forward pass is
+  activations: ``packed``, the packed weight (``uint8``, libbfp's image:
+  header and prepacked arrays, bfp.torch_packed), the same bytes on any device. The forward pass is
   ``torch.ops.bfp.matmul_packed``: ``bfp_cuda_matmul`` on CUDA with the
   device's shared workspace (made when the module is moved or loaded, never
   during a CUDA-graph capture), W decoded + torch's matmul on the CPU;
@@ -35,10 +35,6 @@ __all__ = ["Linear", "quantize_model", "DEFAULT_EXCLUDE"]
 # (often tied to the embedding) and classifiers. Embeddings and norms are not
 # nn.Linear, so they are never swapped.
 DEFAULT_EXCLUDE = (r"(^|\.)(lm_head|head|classifier|score)$",)
-
-
-def _x_format(x_format: Optional[str]) -> str:
-    return x_format_name(x_format)
 
 
 _PLANES = ("codes", "scales", "meta", "tensor_scale")
@@ -79,17 +75,13 @@ class Linear(torch.nn.Module):
         info = _api._info(fmt)
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.fmt = str(info["name"])
-        self.x_format = _x_format(x_format)
+        self._set_x_format(x_format_name(x_format))
         n, k = self.out_features, self.in_features
         shp = plane_shapes(self.fmt, n, k)
         planes = [torch.zeros(shp[p], dtype=torch.uint8) for p in ("codes", "scales", "meta")]
         planes.append(torch.ones(1, dtype=torch.float32))
         self._workspace = torch.empty(0, dtype=torch.uint8)  # set by _prepare on CUDA
         self._ts_host = torch.ones(1, dtype=torch.float32)  # tensor_scale's host copy
-        # decided here, not in forward, so torch.compile sees a constant: on
-        # CUDA the quantized-x kernel takes W's NVFP4 tensor scale on the host
-        self._ts_from_host = bool(info["has_tensor_scale"]) and xq_kernel(self.fmt,
-                                                                           self.x_format)
         if _core.matmul_format_supported(info["id"]) and self.x_format == "bf16":
             pk = (torch.empty(torch_packed.packed_bytes(self.fmt, n, k), dtype=torch.uint8)
                   if _NO_INIT_WEIGHT[0] else _pack(planes, self.fmt, n, k))
@@ -108,6 +100,13 @@ class Linear(torch.nn.Module):
             self.register_parameter("bias", None)
         if not _NO_INIT_WEIGHT[0]:
             self._prepare()
+
+    def _set_x_format(self, xf: str) -> None:
+        self.x_format = xf
+        # decided here, not in forward, so torch.compile sees a constant: on
+        # CUDA the quantized-x kernel takes W's NVFP4 tensor scale on the host
+        self._ts_from_host = bool(_api._info(self.fmt)["has_tensor_scale"]) and \
+            xq_kernel(self.fmt, xf)
 
     def _prepare(self) -> None:
         """On CUDA: view the packed buffer and take the device's shared
@@ -209,14 +208,12 @@ class Linear(torch.nn.Module):
                 self.fmt or any(state.get(k) != mine[k] for k in ("in_features", "out_features")):
             raise ValueError(f"bfp.nn.Linear: the state dict holds {state!r}, this module is "
                              f"{mine!r}; build the module with the same format and shape")
-        xf = _x_format(state.get("x_format"))
+        xf = x_format_name(state.get("x_format"))
         if (xf == "bf16") != (self.x_format == "bf16") and self.packed is not None:
             raise ValueError(f"bfp.nn.Linear: the state dict's x_format {xf!r} needs the "
                              f"weight as planes, this module (x_format {self.x_format!r}) "
                              "holds it packed; build it with that x_format")
-        self.x_format = xf
-        self._ts_from_host = bool(_api._info(self.fmt)["has_tensor_scale"]) and \
-            xq_kernel(self.fmt, xf)
+        self._set_x_format(xf)
 
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str,
                               *args: Any, **kwargs: Any) -> None:
@@ -302,7 +299,7 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     inc = [include] if isinstance(include, str) else include
     exc = [exclude] if isinstance(exclude, str) else exclude
     _api._info(fmt)
-    _x_format(x_format)
+    x_format_name(x_format)
     swaps: List[Any] = []
     for name, mod in model.named_modules():
         if type(mod) is not torch.nn.Linear or not name:

@@ -137,8 +137,7 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
         if _capturing():
             raise RuntimeError("bfp.grouped_matmul: quantized x reads the offsets on the host; "
                                "it cannot run inside a CUDA-graph capture")
-        xc, xs, xm, xt = torch.ops.bfp.quantize(x, xf)
-        xd = _dequant_2d(xf, xc, xs, xm, xt, t_rows, k, torch.float32)
+        xd = torch.ops.bfp.fake_quant(x.float(), xf)
     elif x.device.type == "cuda" and _core.matmul_format_supported(info["id"]):
         _cuda_ready(x)
         with torch.cuda.device(x.device):

@@ -319,11 +319,8 @@ def matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, meta: tor
     if xf != "bf16" and x.device.type == "cuda" and xq_kernel(fmt, xf):
         y = _matmul_xq_cuda(x2, codes, scales, meta, tensor_scale, bias, fmt, n, k, xf)
         return y.view(list(lead) + [n])
-    if xf == "bf16":
-        xd = x2.float()
-    else:
-        xc, xs, xm, xt = torch.ops.bfp.quantize(x2, xf)
-        xd = _dequant_2d(xf, xc, xs, xm, xt, m, k, torch.float32)
+    # quantized x: its decoded values (fake_quant: quantize + decode, float32)
+    xd = x2.float() if xf == "bf16" else torch.ops.bfp.fake_quant(x2.float(), xf)
     wf = _dequant_2d(fmt, codes, scales, meta, tensor_scale, n, k, torch.float32)
     yf = xd @ wf.t()
     if bias is not None:

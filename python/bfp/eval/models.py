@@ -76,9 +76,13 @@ class Quant:
             return self._a_cache[1]
         if self.record is not None and name not in self.record:
             self.record[name] = x.copy()
-        xq = self.cast(x, self.afmt)
+        xq = self.act_cast(x)
         self._a_cache = (x, xq)
         return xq
+
+    def act_cast(self, x: np.ndarray) -> np.ndarray:
+        """An input activation as the matmul sees it."""
+        return self.cast(x, self.afmt)
 
     def linear(self, name: str, x: np.ndarray, w: np.ndarray,
                b: Optional[np.ndarray] = None) -> np.ndarray:
