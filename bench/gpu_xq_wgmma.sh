@@ -9,7 +9,8 @@
 #
 #   OUT=/some/dir bash bench/gpu_xq_wgmma.sh     # OUT defaults to bench/out
 #
-# BIN=dir: test_cuda_matmul_xq, gpu_gemm_xq (and gpu_xq_probe) prebuilt in dir.
+# BIN=dir: test_cuda_matmul_xq, gpu_gemm_xq (and gpu_xq_probe) prebuilt in dir;
+# REUSE=dir: an existing Release build tree (bench/h200_check.sh's build-h200).
 # Each step has its own limit (T_BUILD, T_QUICK, T_FULL, T_MEMCHECK, T_BENCH),
 # cut to what is left of T_TOTAL. Exit 0 only if every step passed.
 set -uo pipefail
@@ -37,9 +38,11 @@ git log --oneline -1 2>/dev/null | tee -a "$SUM"
 if [ -n "${BIN:-}" ] && [ -x "$BIN/test_cuda_matmul_xq" ] && [ -x "$BIN/gpu_gemm_xq" ]; then
     T=$BIN/test_cuda_matmul_xq G=$BIN/gpu_gemm_xq P=$BIN/gpu_xq_probe OBJ=""
 else
-    B=build-gpu
-    timeout "$(lim "${T_BUILD:-200}")" bash -c "
-        cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF -DBFP_MPI=OFF &&
+    # REUSE=dir: a Release build tree that already holds the libraries and the test
+    B=${REUSE:-build-gpu}
+    cfg="cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF -DBFP_MPI=OFF &&"
+    [ -n "${REUSE:-}" ] && cfg=""
+    timeout "$(lim "${T_BUILD:-200}")" bash -c "$cfg
         cmake --build $B --target test_cuda_matmul_xq bfp_cuda -j $(nproc) &&
         nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
             bench/gpu_gemm_xq.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm_xq &&
