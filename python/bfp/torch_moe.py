@@ -19,9 +19,16 @@ bfloat16 ``[E, n]`` or None. y is bfloat16 ``[T, n]``.
   an unspecified y, never an access outside x, y and the workspace.
 * ``x_format`` a bfp format (W4A8, W4A4, as ``torch.ops.bfp.matmul``): x
   ``[T, k]`` is quantized as one tensor (``bfp.quantize``, default options),
-  then each expert's rows multiply its W, both decoded, in float32. There is
-  no grouped GPU kernel for quantized x yet: on CUDA this path reads the
-  offsets on the host (a synchronization, refused during CUDA-graph capture).
+  then each expert's rows multiply its W, both decoded. On CUDA, for an
+  x format without a tensor scale (MX, MX+, MX++, HiF4: a code of at most 8
+  significant bits times a power of two), x's decoded values are exact in
+  bfloat16, so x is quantized, decoded to bfloat16 and run through the same
+  grouped kernel as bf16 x (one launch, no host read, CUDA-graph safe; there
+  is no grouped FP8 kernel). The one exception is a decoded magnitude below
+  bfloat16's smallest subnormal (2^-133), which rounds. Otherwise (the CPU,
+  NVFP4 x, whose float32 tensor scale makes its values unrepresentable in
+  bfloat16) each expert's rows multiply its W in float32, the offsets read on
+  the host (a synchronization, refused during CUDA-graph capture).
 """
 from __future__ import annotations
 
@@ -33,11 +40,19 @@ from . import _api, _core
 from .torch_ops import _cuda_ready, _dequant_2d, _stream, plane_shapes, x_format_name
 
 
+def decodes_to_bf16(x_format: str) -> bool:
+    """Whether every decoded value of ``x_format`` is a bfloat16 value (but
+    below 2^-133): formats without a float32 tensor scale, whose values are a
+    code of at most 8 significant bits times a power of two
+    (tests/python/test_torch_moe.py checks it for every format)."""
+    return not _api._info(x_format)["has_tensor_scale"]
+
+
 def _capturing() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
-__all__ = ["grouped_matmul", "clear_cuda_grouped_weights"]
+__all__ = ["grouped_matmul", "clear_cuda_grouped_weights", "decodes_to_bf16"]
 
 # (device, planes' pointers and versions, fmt, E, n, k) -> (buffer, view capsule)
 _GWEIGHTS: Dict[Tuple[Any, ...], Tuple[torch.Tensor, Any]] = {}
@@ -133,12 +148,15 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
     info = _api._info(fmt)
     xf = x_format_name(x_format)
     xd: Optional[torch.Tensor] = None  # x as the product sees it, quantized x decoded
-    if xf != "bf16":
+    gpu = x.device.type == "cuda" and _core.matmul_format_supported(info["id"])
+    if xf != "bf16" and gpu and decodes_to_bf16(xf):
+        x = torch.ops.bfp.fake_quant(x.float(), xf).to(torch.bfloat16)  # exact: see the module
+    elif xf != "bf16":
         if _capturing():
-            raise RuntimeError("bfp.grouped_matmul: quantized x reads the offsets on the host; "
+            raise RuntimeError(f"bfp.grouped_matmul: x in {xf} reads the offsets on the host; "
                                "it cannot run inside a CUDA-graph capture")
         xd = torch.ops.bfp.fake_quant(x.float(), xf)
-    elif x.device.type == "cuda" and _core.matmul_format_supported(info["id"]):
+    if xd is None and gpu:
         _cuda_ready(x)
         with torch.cuda.device(x.device):
             w = _gweight(fmt, codes, scales, meta, tensor_scale, e_count, n, k, x.device)

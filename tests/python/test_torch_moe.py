@@ -170,3 +170,47 @@ def test_cuda_against_cpu(fmt):
         if a < b:
             num = (yc[a:b].double() - y[a:b].double()).norm()
             assert num <= 5e-3 * y[a:b].double().norm()
+
+
+def test_decodes_to_bf16_holds_for_every_format():
+    """the rule the CUDA quantized-x path rests on: every format it names has
+    decoded values that bfloat16 holds exactly (here over 2^-90..2^90 block
+    scales, outliers, zeros), and the formats it leaves out really do not"""
+    from bfp.torch_moe import decodes_to_bf16
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(96, 256, generator=g) * torch.exp2(torch.randint(-90, 90, (96, 1),
+                                                                      generator=g).float())
+    x[1, 3] *= 1e4
+    x[2, :64] = 0.0
+    for info in bfp.formats():
+        d = torch.ops.bfp.fake_quant(x, info["name"])
+        exact = torch.equal(d.to(torch.bfloat16).float(), d)
+        assert exact == decodes_to_bf16(info["name"]), info["name"]
+
+
+@pytest.mark.skipif(not (torch.cuda.is_available() and bfp.cuda_available()),
+                    reason="skipped: no GPU (or libbfp without CUDA)")
+@pytest.mark.parametrize("fmt,xf", [("mxfp4", "mxfp8_e4m3"), ("mxfp4+", "mxfp4+"),
+                                    ("hif4", "mxfp6_e2m3"), ("nvfp4", "mxfp4"),
+                                    ("mxfp4", "nvfp4")])
+def test_cuda_quantized_x_against_cpu(fmt, xf):
+    """quantized x on the GPU (bf16-exact x formats: the grouped kernel; NVFP4
+    x: the host path) against the CPU path, and captured in a CUDA graph"""
+    from bfp.torch_moe import decodes_to_bf16
+    e_count, n, k, t = 6, 72, 160, 41
+    rng = np.random.default_rng(13)
+    codes, scales, meta, ts, _ = experts(fmt, e_count, n, k, seed=9)
+    off = routing("skewed", e_count, t, rng)
+    x = torch.randn(t, k).to(torch.bfloat16)
+    bias = torch.randn(e_count, n).to(torch.bfloat16)
+    y = torch.ops.bfp.grouped_matmul(x, codes, scales, meta, ts, off, bias, fmt, n, k, xf)
+    d = [p.cuda() for p in (x, codes, scales, meta, ts, off, bias)]
+    yc = torch.ops.bfp.grouped_matmul(*d, fmt, n, k, xf).cpu()
+    assert (yc.double() - y.double()).norm() <= 5e-3 * y.double().norm()
+    if decodes_to_bf16(xf):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            yg = torch.ops.bfp.grouped_matmul(*d, fmt, n, k, xf)
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(yg.cpu(), yc)
