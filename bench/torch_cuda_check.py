@@ -26,6 +26,7 @@ Exit 0 when all hold.
 
     PYTHONPATH=build/python python bench/torch_cuda_check.py
 """
+import copy
 import io
 import sys
 
@@ -256,6 +257,10 @@ def quantized_x(bad):
             graph.replay()
             check(f"x_format {xf} modules ({fmt}) in torch.cuda.graph: replay with new x == "
                   "eager within two bf16 roundings", close(static_y, model(static_x)), bad)
+            on_cpu = copy.deepcopy(model).cpu()  # mxfp4: packed, x decoded to bf16 first
+            check(f"x_format {xf} modules ({fmt}): CUDA == CPU within two bf16 roundings "
+                  f"(W {'packed' if model[0].packed is not None else 'as planes'})",
+                  close(model(static_x), on_cpu(static_x.cpu())), bad)
             if fmt == "mxfp4":  # no tensor scale: no host input, so CUDA graphs apply
                 outs, skips = compiled(model, static_x)
                 check(f"x_format {xf} reduce-overhead: no cudagraph skip ({skips}), == eager",

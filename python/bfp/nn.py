@@ -5,13 +5,15 @@ format in ``_extra_state``, so ``state_dict()`` / ``load_state_dict()``,
 ``.to(device)`` and ``torch.save`` / ``torch.load`` carry it:
 
 * the matmul formats (mxfp4, mxfp4+, nvfp4, nvfp4+, hif4) with bf16
-  activations: ``packed``, the packed weight (``uint8``, libbfp's image:
+  activations, or with an ``x_format`` whose decoded values bf16 holds
+  exactly (MX, MX+, MX++, HiF4: x is quantized and decoded to bf16 first, so
+  W4A8 and W4A4 run the bf16-x kernels; bfp.torch_moe.decodes_to_bf16): ``packed``, the packed weight (``uint8``, libbfp's image:
   header and prepacked arrays, bfp.torch_packed), the same bytes on any device. The forward pass is
   ``torch.ops.bfp.matmul_packed``: ``bfp_cuda_matmul`` on CUDA with the
   device's shared workspace (made when the module is moved or loaded, never
   during a CUDA-graph capture), W decoded + torch's matmul on the CPU;
-* other formats, and quantized activations (``x_format`` a bfp format:
-  W4A8, W4A4): the planes (``codes``, ``scales``, ``meta``: uint8;
+* other formats, and NVFP4 activations (whose float32 tensor scale bf16
+  cannot hold): the planes (``codes``, ``scales``, ``meta``: uint8;
   ``tensor_scale``: float32 [1]) and ``torch.ops.bfp.matmul``, which runs
   ``bfp_cuda_matmul_xq`` on CUDA for the pairs with a kernel.
 
@@ -27,6 +29,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 import torch
 
 from . import _api, _core, torch_packed
+from .torch_moe import decodes_to_bf16
 from .torch_ops import plane_shapes, x_format_name, xq_kernel
 
 __all__ = ["Linear", "quantize_model", "DEFAULT_EXCLUDE"]
@@ -39,6 +42,13 @@ DEFAULT_EXCLUDE = (r"(^|\.)(lm_head|head|classifier|score)$",)
 
 _PLANES = ("codes", "scales", "meta", "tensor_scale")
 _NO_INIT_WEIGHT = [False]  # from_float fills the buffers itself
+
+
+def _packs(fmt: str, xf: str) -> bool:
+    """Whether a Linear of fmt with activations xf holds a packed weight: the
+    bf16-x GPU matmul serves it (x decoded to bf16 first when xf is not bf16)."""
+    return bool(_core.matmul_format_supported(_api._info(fmt)["id"])) and \
+        (xf == "bf16" or decodes_to_bf16(xf))
 
 
 def _pack(planes: List[torch.Tensor], fmt: str, n: int, k: int) -> torch.Tensor:
@@ -82,7 +92,7 @@ class Linear(torch.nn.Module):
         planes.append(torch.ones(1, dtype=torch.float32))
         self._workspace = torch.empty(0, dtype=torch.uint8)  # set by _prepare on CUDA
         self._ts_host = torch.ones(1, dtype=torch.float32)  # tensor_scale's host copy
-        if _core.matmul_format_supported(info["id"]) and self.x_format == "bf16":
+        if _packs(self.fmt, self.x_format):
             pk = (torch.empty(torch_packed.packed_bytes(self.fmt, n, k), dtype=torch.uint8)
                   if _NO_INIT_WEIGHT[0] else _pack(planes, self.fmt, n, k))
             self.register_buffer("packed", pk.to(device))
@@ -185,8 +195,12 @@ class Linear(torch.nn.Module):
         xb = x.to(torch.bfloat16)
         y: torch.Tensor
         if self.packed is not None:
+            # bf16 in and out (exact: its values are bf16 values); a .float() first
+            # would be dropped by inductor, which elides bf16 -> float32 round trips
+            if self.x_format != "bf16":
+                xb = torch.ops.bfp.fake_quant(xb, self.x_format)
             y = torch_packed.linear(xb, self.packed, self._workspace, b, self.fmt,
-                                    self.out_features, self.in_features, self.x_format)
+                                    self.out_features, self.in_features)
         else:
             ts = self.tensor_scale
             # the quantized-x kernel takes W's tensor scale on the host: no sync
@@ -209,10 +223,11 @@ class Linear(torch.nn.Module):
             raise ValueError(f"bfp.nn.Linear: the state dict holds {state!r}, this module is "
                              f"{mine!r}; build the module with the same format and shape")
         xf = x_format_name(state.get("x_format"))
-        if (xf == "bf16") != (self.x_format == "bf16") and self.packed is not None:
+        if _packs(self.fmt, xf) != (self.packed is not None):
+            held = ("packed", "as planes") if self.packed is not None else ("as planes", "packed")
             raise ValueError(f"bfp.nn.Linear: the state dict's x_format {xf!r} needs the "
-                             f"weight as planes, this module (x_format {self.x_format!r}) "
-                             "holds it packed; build it with that x_format")
+                             f"weight {held[1]}, this module (x_format {self.x_format!r}) "
+                             f"holds it {held[0]}; build it with that x_format")
         self._set_x_format(xf)
 
     def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str,

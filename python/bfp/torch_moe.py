@@ -150,7 +150,7 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
     xd: Optional[torch.Tensor] = None  # x as the product sees it, quantized x decoded
     gpu = x.device.type == "cuda" and _core.matmul_format_supported(info["id"])
     if xf != "bf16" and gpu and decodes_to_bf16(xf):
-        x = torch.ops.bfp.fake_quant(x.float(), xf).to(torch.bfloat16)  # exact: see the module
+        x = torch.ops.bfp.fake_quant(x, xf)  # bf16 in and out, exact: see the module
     elif xf != "bf16":
         if _capturing():
             raise RuntimeError(f"bfp.grouped_matmul: x in {xf} reads the offsets on the host; "

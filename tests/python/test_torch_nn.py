@@ -157,16 +157,23 @@ def test_quantize_model_default_include_exclude():
 
 @pytest.mark.parametrize("fmt,xf", [("mxfp4", "mxfp8_e4m3"), ("mxfp4+", "mxfp4+"),
                                     ("nvfp4", "nvfp4"), ("hif4", "mxfp6_e2m3")])
-def test_quantized_activations_planes_state_dict_and_compile(fmt, xf):
+def test_quantized_activations_state_dict_and_compile(fmt, xf):
+    """x formats that decode to bf16 exactly keep W packed (x decoded to bf16,
+    then the bf16-x matmul); NVFP4 x keeps the planes (torch.ops.bfp.matmul).
+    Either way the product is the op's on W's planes with x quantized."""
+    from bfp.torch_moe import decodes_to_bf16
     ids = torch.randint(0, 100, (2, 10), generator=torch.Generator().manual_seed(5))
     m = bfp.quantize_model(_lm(0), fmt, x_format=xf)
     lin = m.layers[0].q_proj
-    assert isinstance(lin, bfp.nn.Linear) and lin.x_format == xf and lin.packed is None
-    # the module's product is the op's on its planes, x quantized
+    packs = decodes_to_bf16(xf)
+    assert isinstance(lin, bfp.nn.Linear) and lin.x_format == xf
+    assert (lin.packed is not None) == packs and (lin.codes is None) == packs
     x = torch.randn(3, 64)
     with torch.no_grad():
-        want = torch.ops.bfp.matmul(x.bfloat16(), lin.codes, lin.scales, lin.meta,
-                                    lin.tensor_scale, None, fmt, 64, 64, xf).float()
+        w = _lm(0).layers[0].q_proj.weight.detach()
+        codes, scales, meta, ts = torch.ops.bfp.quantize(w, fmt)
+        want = torch.ops.bfp.matmul(x.bfloat16(), codes, scales, meta, ts, None, fmt, 64, 64,
+                                    xf).float()
         assert torch.equal(lin(x), want)
         # the same weight with bf16 activations gives another product
         bf = bfp.nn.Linear.from_float(_lm(0).layers[0].q_proj, fmt)
@@ -175,7 +182,7 @@ def test_quantized_activations_planes_state_dict_and_compile(fmt, xf):
         assert 0 < float((eager - ref).norm() / ref.norm()) < 0.5
         torch.testing.assert_close(torch.compile(m, fullgraph=True)(ids), eager)
     sd = m.state_dict()
-    assert sd["layers.0.q_proj.codes"].dtype == torch.uint8
+    assert sd["layers.0.q_proj." + ("packed" if packs else "codes")].dtype == torch.uint8
     assert sd["layers.0.q_proj._extra_state"]["x_format"] == xf
     buf = io.BytesIO()
     torch.save(sd, buf)
@@ -184,12 +191,16 @@ def test_quantized_activations_planes_state_dict_and_compile(fmt, xf):
     fresh.load_state_dict(torch.load(buf, weights_only=True))
     with torch.no_grad():
         assert torch.equal(fresh(ids), eager)
-    # a packed (bf16-x) module cannot take it: its weight is held another way
-    if bfp.format_info(fmt)["id"] in [bfp.format_info(f)["id"] for f in
-                                      ("mxfp4", "mxfp4+", "nvfp4", "nvfp4+", "hif4")]:
-        packed = bfp.quantize_model(_lm(0), fmt)
+    # a bf16-x module holds W packed: it takes the packed kind (and its
+    # x_format), not the planes
+    bf16x = bfp.quantize_model(_lm(0), fmt)
+    if packs:
+        bf16x.load_state_dict(sd)
+        with torch.no_grad():
+            assert bf16x.layers[0].q_proj.x_format == xf and torch.equal(bf16x(ids), eager)
+    else:
         with pytest.raises((ValueError, RuntimeError), match="packed|Missing key"):
-            packed.load_state_dict(sd)
+            bf16x.load_state_dict(sd)
 
 
 def test_quantized_model_is_close_to_float_and_compiles_to_the_same_output():
