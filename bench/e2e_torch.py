@@ -333,6 +333,7 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
            "torch": torch.__version__, "bfp": bfp.library_version(),
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "command": "python3 " + " ".join(sys.argv),
+           "code": os.environ.get("BFP_CODE", ""),  # the commit (bench/h200_check.sh passes it)
            "compile": "each decoder layer torch.compile(fullgraph=True) (one graph per shape, "
                       "reused by every layer); on CUDA each decode step and the prefill are "
                       "one CUDA graph (torch.cuda.graph), replayed",

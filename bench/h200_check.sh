@@ -24,7 +24,7 @@ L=$OUT/logs
 mkdir -p "$L"
 B=build-h200
 S=$OUT/summary.txt
-BFP_CODE=${BFP_CODE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+export BFP_CODE=${BFP_CODE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 T0=$(date +%s)
 echo "# h200_check at $BFP_CODE, $(date -u +'%Y-%m-%d %H:%M UTC')" >"$S"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$S" 2>&1

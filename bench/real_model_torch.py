@@ -208,6 +208,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     out: Dict[str, Any] = {
         "study_from": a.study, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(["python3", "bench/real_model_torch.py"] + list(argv or sys.argv[1:])),
+        "code": os.environ.get("BFP_CODE", ""),  # the commit (bench/h200_check.sh passes it)
         "device": a.device, "gpu": torch.cuda.get_device_name() if a.device != "cpu" else None,
         "torch": torch.__version__, "bound": BOUND, "x_format": a.x_format,
         "study_bf16_x": a.study_bf16_x, "smollm2": [], "minilm": []}
