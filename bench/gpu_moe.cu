@@ -3,7 +3,9 @@
  * shapes, gate+up fused (n = 5760, k = 2880) and down (2880 x 2880), top-4
  * routing of T tokens (4T rows), T = 1 .. 4096, uniform and skewed, mxfp4
  * and mxfp4+: bfp_cuda_grouped_matmul against a loop of per-expert
- * bfp_cuda_matmul calls (AUTO path, counts known on the host). Each timing
+ * bfp_cuda_matmul calls (AUTO path, counts known on the host), and the
+ * grouped call on the Hopper wgmma kernel (tuning grouped_kernel = 2,
+ * wgmma_us; -1 where it is refused). Each timing
  * is a CUDA graph of 20 calls, each call with its own routing (so other
  * experts, not L2's), replayed 7 times, median. Writes the routes too
  * (bench/moe_torch.py times torch's bf16 grouped GEMM on the same ones).
@@ -137,6 +139,17 @@ static double copy_bw(cudaStream_t s) /* bytes read + written per second by a D2
     CU(cudaFree(a));
     CU(cudaFree(b));
     return 2.0 * (double)bytes / (t[REPS / 2] * 1e-3);
+}
+
+/* ||a - b|| / ||b|| of two bf16 outputs */
+static double rel_diff(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+        const double u = bfp_bf16_to_f32(a[i]), v = bfp_bf16_to_f32(b[i]);
+        num += (u - v) * (u - v), den += v * v;
+    }
+    return den > 0 ? sqrt(num / den) : NAN;
 }
 
 int main(int argc, char **argv)
@@ -284,31 +297,44 @@ int main(int argc, char **argv)
                         std::vector<uint16_t> y1((size_t)rows * n), y2((size_t)rows * n);
                         CU(cudaMemcpy(y1.data(), dy, y1.size() * 2, cudaMemcpyDeviceToHost));
                         CU(cudaMemcpy(y2.data(), dy2, y2.size() * 2, cudaMemcpyDeviceToHost));
-                        double num = 0, den = 0;
-                        for (size_t i = 0; i < y1.size(); i++) {
-                            double a = bfp_bf16_to_f32(y1[i]), b = bfp_bf16_to_f32(y2[i]);
-                            num += (a - b) * (a - b), den += b * b;
+                        const double rel = rel_diff(y1, y2);
+                        /* the wgmma kernel, where this GPU has it */
+                        const bfp_matmul_tuning wgt = {.grouped_kernel = 2};
+                        const int32_t *last_off = (int32_t *)doff + (CALLS - 1) * (E + 1);
+                        double w_us = -1, w_rel = NAN;
+                        if (bfp_cuda_grouped_matmul(gw, dx, rows, last_off, NULL, dy, NULL, 0,
+                                                    &wgt, s) == BFP_OK) {
+                            w_us = graph_us(s, [&] {
+                                for (int c = 0; c < CALLS; c++)
+                                    BFP(bfp_cuda_grouped_matmul(
+                                        gw, dx, rows, (int32_t *)doff + c * (E + 1), NULL, dy,
+                                        NULL, 0, &wgt, s));
+                            });
+                            CU(cudaStreamSynchronize(s));
+                            CU(cudaMemcpy(y1.data(), dy, y1.size() * 2, cudaMemcpyDeviceToHost));
+                            w_rel = rel_diff(y1, y2);
                         }
-                        const double rel = den > 0 ? sqrt(num / den) : NAN;
                         const double frac = used / (g_us * 1e-6) / bw;
-                        printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  loop %9.1f us  "
-                               "(%.2fx)  used %.1f MB  %.0f%% of copy bw  rel %.1e\n",
+                        printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  wgmma %9.1f us  "
+                               "loop %9.1f us  used %.1f MB  %.0f%% of copy bw  rel %.1e / "
+                               "%.1e\n",
                                models[mi].name, projs[pi].name, bfp_format_get(fmt)->name, T,
-                               di ? "skewed" : "uniform", g_us, l_us, l_us / g_us, used / 1e6,
-                               100 * frac, rel);
+                               di ? "skewed" : "uniform", g_us, w_us, l_us, used / 1e6,
+                               100 * frac, rel, w_rel);
                         fflush(stdout);
                         fprintf(fo,
                                 "%s{\"model\": \"%s\", \"proj\": \"%s\", \"n\": %d, \"k\": %d, "
                                 "\"experts\": %d, \"format\": \"%s\", \"tokens\": %d, "
                                 "\"rows\": %d, \"routing\": \"%s\", \"grouped_us\": %.2f, "
-                                "\"loop_us\": %.2f, \"bytes_used\": %.0f, "
+                                "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"bytes_used\": %.0f, "
                                 "\"active_experts_max\": %d, \"roofline_frac_copy_bw\": %.4f, "
                                 "\"roofline_frac_4800GBps\": %.4f, "
-                                "\"rel_diff_grouped_vs_loop\": %.3e}",
+                                "\"rel_diff_grouped_vs_loop\": %.3e, "
+                                "\"rel_diff_wgmma_vs_loop\": %.3e}",
                                 first ? "" : ",\n", models[mi].name, projs[pi].name, n, k, E,
                                 bfp_format_get(fmt)->name, T, rows, di ? "skewed" : "uniform",
-                                g_us, l_us, used, active_max, frac,
-                                used / (g_us * 1e-6) / 4.8e12, rel);
+                                g_us, l_us, w_us, used, active_max, frac,
+                                used / (g_us * 1e-6) / 4.8e12, rel, std::isnan(w_rel) ? -1.0 : w_rel);
                         first = false;
                         if (gws)
                             CU(cudaFree(gws));

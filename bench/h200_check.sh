@@ -15,7 +15,9 @@
 # 8192^2) to $OUT/wgprof.txt; "realmodel" runs bench/real_model_torch.py on
 # the GPU (SmolLM2 and MiniLM, REAL_FORMATS) against the CPU study's values in
 # bench/results/cpu-real-model-torch.json, into $OUT/h200-real-model.json,
-# once bench/carry_models.sh has brought the models. cJSON, when the machine lacks it: carry .deb
+# once bench/carry_models.sh has brought the models; "moe" runs
+# bench/moe_gpu.sh on this build (sanitizers on test_cuda_grouped's quick set,
+# bench/gpu_moe.cu and its torch peer) into $OUT/h200-moe.json. cJSON, when the machine lacks it: carry .deb
 # files and set DEBS=dir (dpkg -x into /).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +70,13 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
             --section WarpStateStats --section SchedulerStats --section InstructionStats \
             --section MemoryWorkloadAnalysis $B/gpu_gemm /tmp/wgprof.json quick
         cp "$L/wgprof.log" "$OUT/wgprof.txt"
+    fi
+    if want moe; then
+        step moe_build 120 nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude \
+            -Itests -Ibench bench/gpu_moe.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_moe
+        step moe "${MOE_CAP:-420}" env MOE_BIN=$B OUT="$L/moe" bash bench/moe_gpu.sh
+        cp "$L/moe/h200-moe.json" "$OUT/" 2>/dev/null
+        grep -E "^== " "$L/moe/moe.log" >>"$S"
     fi
     if want realmodel; then # the models arrive first: bench/carry_models.sh
         if exports=$(bash bench/carry_models.sh ready 2>>"$S"); then

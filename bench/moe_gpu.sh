@@ -20,7 +20,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&
 
 B=${MOE_BIN:-}
 if [ -n "$B" ]; then
-    "$B/test_cuda_grouped" >"$OUT/test.log" 2>&1
+    timeout 200 "$B/test_cuda_grouped" >"$OUT/test.log" 2>&1
     if ! grep -q " passed, " "$OUT/test.log"; then
         say "prebuilt binaries do not run here:"
         tail -3 "$OUT/test.log" | tee -a "$LOG"
@@ -35,7 +35,7 @@ if [ -z "$B" ]; then
       nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
           bench/gpu_moe.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_moe; } \
         >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log" | tee -a "$LOG"; exit 1; }
-    $B/test_cuda_grouped >"$OUT/test.log" 2>&1
+    timeout 200 $B/test_cuda_grouped >"$OUT/test.log" 2>&1
 fi
 say "test_cuda_grouped: $(tail -1 "$OUT/test.log")"
 grep FAIL "$OUT/test.log" | head -20 | tee -a "$LOG"

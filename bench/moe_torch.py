@@ -100,6 +100,8 @@ def main():
         r["torch_bf16_us"] = round(p, 2) if p else None
         r["speedup_vs_torch"] = round(p / r["grouped_us"], 3) if p else None
         r["speedup_vs_loop"] = round(r["loop_us"] / r["grouped_us"], 3)
+        wg = r.get("wgmma_us", -1)
+        r["speedup_wgmma_vs_torch"] = round(p / wg, 3) if p and wg > 0 else None
     code = os.environ.get("BFP_CODE") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = {

@@ -750,6 +750,11 @@ typedef struct {
                          Hopper wgmma kernel (MX pairs only, sm_90;
                          BFP_ERR_UNSUPPORTED otherwise; not yet run on a GPU,
                          docs/gemm.md) */
+    int grouped_kernel; /* bfp_cuda_grouped_matmul (bfp_grouped.h): 0: the
+                         default (the mma.sync unit kernel), 1: the mma.sync
+                         unit kernel, 2: the Hopper wgmma kernel (sm_90;
+                         BFP_ERR_UNSUPPORTED otherwise; not yet run on a
+                         GPU, docs/gemm.md) */
 } bfp_matmul_tuning;
 
 /**

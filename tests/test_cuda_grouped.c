@@ -4,7 +4,9 @@
  * counts, shapes off the tiles, bias; ||y - ref|| / ||ref|| < 5e-3 over
  * each expert's rows, no NaN, y poisoned with NaN before each call; a
  * second call on the used workspace; argument checks (wrong buffer, short
- * workspace, NULLs). Without a GPU: the checks that need none, then
+ * workspace, NULLs). On Hopper every case runs twice: the default
+ * kernel and the wgmma one (tuning grouped_kernel = 2); elsewhere the
+ * wgmma kernel must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
  * sanitizer runs). */
 #include "bfp_grouped.h"
@@ -24,6 +26,8 @@
 #include <string.h>
 
 static prng rng = {0x6e23};
+/* the kernel under test: NULL (the default) or grouped_kernel = 2 */
+static const bfp_matmul_tuning *tune;
 
 static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
                      int with_bias)
@@ -64,12 +68,12 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
           "pack");
     bfp_cuda_grouped_weight *w = NULL;
     CHECK(bfp_cuda_grouped_weight_view(fmt, e_count, n, k, dbuf, bytes, &w) == BFP_OK, "view");
-    size_t wsb = bfp_cuda_grouped_matmul_workspace_size(w, t_rows, NULL);
+    size_t wsb = bfp_cuda_grouped_matmul_workspace_size(w, t_rows, tune);
     if (wsb)
         CU(cudaMalloc(&dws, wsb));
     for (int call = 0; call < 2; call++) {
         CU(cudaMemset(dy, 0xFF, t_rows * n * 2)); /* NaN: an unwritten row fails */
-        bfp_status st = bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb, NULL,
+        bfp_status st = bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb, tune,
                                                 NULL);
         CU(cudaDeviceSynchronize());
         CHECK(st == BFP_OK, "%s call: %d", fn, st);
@@ -83,9 +87,10 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
                 num += d * d, den += (double)ref[i] * ref[i];
             }
             double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-            CHECK(rel < 5e-3, "%s E=%zu %zux%zu T=%zu %s bias=%d call %d expert %zu (%d rows): "
-                  "rel err %.3g",
-                  fn, e_count, n, k, t_rows, route_names[kind], with_bias, call, e,
+            CHECK(rel < 5e-3, "%s kernel %d E=%zu %zux%zu T=%zu %s bias=%d call %d expert %zu "
+                  "(%d rows): rel err %.3g",
+                  fn, tune ? tune->grouped_kernel : 0, e_count, n, k, t_rows, route_names[kind],
+                  with_bias, call, e,
                   off[e + 1] - off[e], rel);
         }
         CHECK(nan == 0, "%s E=%zu %zux%zu T=%zu %s: %d NaN outputs", fn, e_count, n, k, t_rows,
@@ -147,6 +152,57 @@ static void view_checks(void)
     gexperts_free(&g);
 }
 
+/* every format over the routing kinds and shapes with the kernel in tune */
+static void run_cases(int quick)
+{
+    static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
+                                      BFP_HIF4};
+    for (int f = 0; f < 5; f++) {
+        for (int kind = 0; kind < ROUTE_KINDS; kind++)
+            gpu_case(fmts[f], 8, 80, 200, 37, kind, kind & 1);
+        gpu_case(fmts[f], 1, 17, 65, 1, ROUTE_RANDOM, 1);    /* one expert, one row */
+        gpu_case(fmts[f], 9, 33, 64, 1, ROUTE_LAST_ONLY, 0); /* one token, last expert */
+        gpu_case(fmts[f], 5, 48, 130, 3, ROUTE_RANDOM, 0);   /* odd counts, K split */
+        gpu_case(fmts[f], 3, 136, 72, 150, ROUTE_SKEWED, 0); /* wgmma: 2 columns, bn 64 */
+        if (quick)
+            continue;
+        gpu_case(fmts[f], 16, 256, 512, 301, ROUTE_SKEWED, 1);  /* NT = 4 */
+        gpu_case(fmts[f], 4, 256, 512, 600, ROUTE_ONE_EXPERT, 0); /* NT = 16, split K; bn 128 */
+        gpu_case(fmts[f], 32, 96, 320, 2000, ROUTE_RANDOM, 1);  /* NT = 16, many chunks */
+        gpu_case(fmts[f], 12, 64, 2880, 9, ROUTE_HALF_EMPTY, 0); /* gpt-oss k, deep K split */
+        gpu_case(fmts[f], 6, 200, 2880, 1100, ROUTE_RANDOM, 1); /* bn 128, m tiles per expert */
+    }
+}
+
+/* off Hopper the wgmma kernel is refused, not run */
+static void wgmma_refused(const bfp_matmul_tuning *wg)
+{
+    gexperts g;
+    if (!gexperts_make(&g, BFP_MXFP4, 2, 32, 64, &rng)) {
+        CHECK(0, "make experts");
+        return;
+    }
+    size_t bytes;
+    bfp_cuda_grouped_weight_packed_size(BFP_MXFP4, 2, 32, 64, &bytes);
+    void *dbuf, *dx, *dy, *doff;
+    const int32_t off[3] = {0, 1, 2};
+    CU(cudaMalloc(&dbuf, bytes));
+    CU(cudaMalloc(&dx, 2 * 64 * 2));
+    CU(cudaMalloc(&dy, 2 * 32 * 2));
+    CU(cudaMalloc(&doff, sizeof off));
+    CU(cudaMemcpy(doff, off, sizeof off, cudaMemcpyHostToDevice));
+    CHECK(bfp_cuda_grouped_weight_pack(BFP_MXFP4, g.w, 2, 32, 64, dbuf, bytes, NULL) == BFP_OK,
+          "pack");
+    bfp_cuda_grouped_weight *w = NULL;
+    CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 2, 32, 64, dbuf, bytes, &w) == BFP_OK, "view");
+    CHECK(bfp_cuda_grouped_matmul(w, dx, 2, doff, NULL, dy, NULL, 0, wg, NULL) ==
+              BFP_ERR_UNSUPPORTED,
+          "grouped_kernel 2 off sm_90: BFP_ERR_UNSUPPORTED");
+    bfp_cuda_grouped_weight_free(w);
+    cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff);
+    gexperts_free(&g);
+}
+
 int main(void)
 {
     if (!bfp_cuda_available()) {
@@ -160,22 +216,19 @@ int main(void)
     }
     const char *q = getenv("BFP_TEST_QUICK");
     const int quick = q && *q == '1';
-    static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
-                                      BFP_HIF4};
     view_checks();
-    for (int f = 0; f < 5; f++) {
-        for (int kind = 0; kind < ROUTE_KINDS; kind++)
-            gpu_case(fmts[f], 8, 80, 200, 37, kind, kind & 1);
-        gpu_case(fmts[f], 1, 17, 65, 1, ROUTE_RANDOM, 1);    /* one expert, one row */
-        gpu_case(fmts[f], 9, 33, 64, 1, ROUTE_LAST_ONLY, 0); /* one token, last expert */
-        gpu_case(fmts[f], 5, 48, 130, 3, ROUTE_RANDOM, 0);   /* odd counts, K split */
-        if (quick)
-            continue;
-        gpu_case(fmts[f], 16, 256, 512, 301, ROUTE_SKEWED, 1);  /* NT = 4 */
-        gpu_case(fmts[f], 4, 256, 512, 600, ROUTE_ONE_EXPERT, 0); /* NT = 16, split K */
-        gpu_case(fmts[f], 32, 96, 320, 2000, ROUTE_RANDOM, 1);  /* NT = 16, many chunks */
-        gpu_case(fmts[f], 12, 64, 2880, 9, ROUTE_HALF_EMPTY, 0); /* gpt-oss k, deep K split */
+    int dev = 0, major = 0, minor = 0;
+    CU(cudaGetDevice(&dev));
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    const int hopper = major == 9 && minor == 0;
+    static const bfp_matmul_tuning wgmma = {.grouped_kernel = 2};
+    for (int pass = 0; pass < 1 + hopper; pass++) {
+        tune = pass ? &wgmma : NULL;
+        run_cases(quick);
     }
+    if (!hopper)
+        wgmma_refused(&wgmma);
     return check_summary("test_cuda_grouped");
 }
 

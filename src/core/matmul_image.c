@@ -165,6 +165,7 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)
              (t->wgmma_serial == 0 || t->wgmma_serial == 1) &&
              (t->gemv_pdl == 0 || t->gemv_pdl == 1) &&
              (t->wgmma_consumers == 0 || t->wgmma_consumers == 2 || t->wgmma_consumers == 3) &&
-             t->xq_kernel >= 0 && t->xq_kernel <= 2;
+             t->xq_kernel >= 0 && t->xq_kernel <= 2 && t->grouped_kernel >= 0 &&
+             t->grouped_kernel <= 2;
     return ok ? BFP_OK : BFP_ERR_ARG;
 }

@@ -552,6 +552,21 @@ bool bfpgemm::encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *ba
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+bool bfpgemm::encode_expert_records(CUtensorMap *map, const void *base, size_t rec,
+                                    size_t tiles_n, size_t tiles_k, size_t experts,
+                                    size_t expert_stride, int r)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    const cuuint64_t dim[4] = {rec / 8, tiles_k, tiles_n, experts};
+    const cuuint64_t stride[3] = {rec, rec * tiles_k, expert_stride}; /* bytes, dims 1..3 */
+    const cuuint32_t box[4] = {(cuuint32_t)(rec / 8), 1, (cuuint32_t)r, 1};
+    const cuuint32_t estride[4] = {1, 1, 1, 1};
+    return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 4, const_cast<void *>(base), dim,
+                      stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                      CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 extern "C" {
 
 bfp_status bfp_cuda_weight_pack(bfp_format fmt, const bfp_const_planes *w, size_t n, size_t k,

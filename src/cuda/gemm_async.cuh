@@ -1,6 +1,6 @@
 /* gemm_async.cuh - mbarrier and TMA tensor-copy wrappers (PTX ISA 8.0, sm_90)
  * shared by the matmul kernels that stage operands with the copy engine
- * (gemm_skinny.cu, gemm_wgmma.cu). */
+ * (gemm_skinny.cu, gemm_wgmma.cu, gemm_grouped_wgmma.cu). */
 #ifndef BFP_GEMM_ASYNC_CUH
 #define BFP_GEMM_ASYNC_CUH
 
@@ -53,6 +53,17 @@ __device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap &map, int
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
                  "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
+/* tma_3d with a fourth coordinate c3 (the expert of a grouped weight) */
+__device__ __forceinline__ void tma_4d(uint32_t dst, const CUtensorMap &map, int c0, int c1,
+                                       int c2, int c3, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                 "r"(bar)
                  : "memory");
 }
 

@@ -10,15 +10,6 @@ namespace bfpgemm {
 
 namespace {
 
-/* this expert's rows [a, b), clamped into [0, t_rows) whatever the offsets */
-__device__ __forceinline__ void expert_rows(const GroupedParams &p, int e, int *a, int *b)
-{
-    int lo = __ldg(p.offsets + e), hi = __ldg(p.offsets + e + 1);
-    lo = min(max(lo, 0), p.t_rows);
-    hi = min(max(hi, lo), p.t_rows);
-    *a = lo, *b = hi;
-}
-
 /* tiles kt .. kt+3 of row tile nt of one expert (those below kt_end) */
 template <int F>
 __device__ __forceinline__ void g_load(const uint4 *codes, const uint8_t *scales,
@@ -48,16 +39,6 @@ __device__ __forceinline__ void g_load(const uint4 *codes, const uint8_t *scales
     }
 }
 
-__device__ __forceinline__ __nv_bfloat16 g_finish(const GroupedParams &p, float v, int e, int n,
-                                                 float ts)
-{
-    if (p.use_ts)
-        v = __fdiv_rn(v, ts);
-    if (p.bias)
-        v += __bfloat162float(p.bias[(size_t)e * p.n + n]);
-    return __float2bfloat16_rn(v);
-}
-
 } // namespace
 
 template <int F, int NT>
@@ -74,47 +55,13 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
     const long long per_chunk = (long long)p.cols * p.splits;
     const long long cap = (long long)p.max_tiles * p.splits;
 
-    /* units per expert, prefix summed by warp 0: lane l takes a run of experts */
-    if (warp == 0) {
-        const int per = (p.e_count + 31) / 32, e0 = lane * per;
-        const int e1 = min(e0 + per, p.e_count);
-        long long mine = 0;
-        for (int e = e0; e < e1; e++) {
-            int a, b;
-            expert_rows(p, e, &a, &b);
-            mine += (long long)((b - a + MC - 1) / MC) * per_chunk;
-        }
-        long long incl = mine;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            long long v = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-            if (lane >= d)
-                incl += v;
-        }
-        long long run = incl - mine;
-        for (int e = e0; e < e1; e++) {
-            int a, b;
-            expert_rows(p, e, &a, &b);
-            upre[e] = (int)min(run, cap);
-            run += (long long)((b - a + MC - 1) / MC) * per_chunk;
-        }
-        if (lane == 31)
-            upre[p.e_count] = (int)min(incl, cap);
-    }
+    if (warp == 0) /* units per expert, prefix summed */
+        count_units(p, MC, per_chunk, cap, upre, lane);
     __syncthreads();
     const int total = upre[p.e_count];
 
     for (int u = blockIdx.x; u < total; u += gridDim.x) {
-        /* the expert: the last e with upre[e] <= u (empty experts share it) */
-        int lo = 0, hi = p.e_count;
-        while (hi - lo > 1) {
-            const int mid = (lo + hi) >> 1;
-            if (upre[mid] <= u)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        const int e = lo;
+        const int e = expert_of(upre, p.e_count, u);
         int ra, rb;
         expert_rows(p, e, &ra, &rb);
         const int chunks = (rb - ra + MC - 1) / MC;

@@ -11,6 +11,7 @@
 #pragma once
 #include "gemm_fused.cuh"
 
+#include <cuda.h> /* CUtensorMap */
 #include <cuda_runtime.h>
 
 namespace bfpgemm {
@@ -39,5 +40,86 @@ struct GroupedParams {
 
 cudaError_t launch_grouped(int fmt_kind, const GroupedParams &p, int nt, int sms,
                            cudaStream_t s);
+
+/* The Hopper grouped kernel (gemm_grouped_wgmma.cu, sm_90a): persistent CTAs
+ * of the dense wgmma kernel's shape (a producer warpgroup, 2 consumer
+ * warpgroups: 128 rows of W by bn = 64 or 128 rows of one expert's x), a
+ * tile = (m tile of an expert, CTA column of p.cols), whole K, no split.
+ * Maps: codes, scales and corr of all experts as 4-D tensors {record / 8,
+ * tiles_k, tiles_n, e_count} (the expert stride p.stride) with boxes of 8
+ * row tiles by one k tile; x {k, t_rows} with box {64, bn} (unused when
+ * p.x_vec is 0). grid: CTAs (at most one per SM is resident). */
+struct GroupedWgMaps {
+    CUtensorMap codes, scales, corr, x;
+};
+cudaError_t launch_grouped_wgmma(int fmt_kind, const GroupedParams &p, const GroupedWgMaps &mp,
+                                 int bn, unsigned grid, cudaStream_t s);
+
+/* this expert's rows [a, b), clamped into [0, t_rows) whatever the offsets */
+__device__ __forceinline__ void expert_rows(const GroupedParams &p, int e, int *a, int *b)
+{
+    int lo = __ldg(p.offsets + e), hi = __ldg(p.offsets + e + 1);
+    lo = min(max(lo, 0), p.t_rows);
+    hi = min(max(hi, lo), p.t_rows);
+    *a = lo, *b = hi;
+}
+
+/* upre[e] = units before expert e, upre[e_count] = all units (each capped
+ * at cap); an expert has ceil(rows / rows_per) * mult units (none when
+ * empty). Warp 0's 32 lanes: lane l takes a run of experts, then a
+ * shuffle scan. The caller syncs after. */
+__device__ __forceinline__ void count_units(const GroupedParams &p, int rows_per, long long mult,
+                                            long long cap, int *upre, int lane)
+{
+    const int per = (p.e_count + 31) / 32, e0 = lane * per;
+    const int e1 = min(e0 + per, p.e_count);
+    long long mine = 0;
+    for (int e = e0; e < e1; e++) {
+        int a, b;
+        expert_rows(p, e, &a, &b);
+        mine += (long long)((b - a + rows_per - 1) / rows_per) * mult;
+    }
+    long long incl = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        long long v = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+        if (lane >= d)
+            incl += v;
+    }
+    long long run = incl - mine;
+    for (int e = e0; e < e1; e++) {
+        int a, b;
+        expert_rows(p, e, &a, &b);
+        upre[e] = (int)min(run, cap);
+        run += (long long)((b - a + rows_per - 1) / rows_per) * mult;
+    }
+    if (lane == 31)
+        upre[p.e_count] = (int)min(incl, cap);
+}
+
+/* the expert of unit u: the last e with upre[e] <= u (empty experts share it) */
+__device__ __forceinline__ int expert_of(const int *upre, int e_count, int u)
+{
+    int lo = 0, hi = e_count;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (upre[mid] <= u)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* an output: the expert's tensor scale, its bias, bf16 */
+__device__ __forceinline__ __nv_bfloat16 g_finish(const GroupedParams &p, float v, int e, int n,
+                                                 float ts)
+{
+    if (p.use_ts)
+        v = __fdiv_rn(v, ts);
+    if (p.bias)
+        v += __bfloat162float(p.bias[(size_t)e * p.n + n]);
+    return __float2bfloat16_rn(v);
+}
 
 } // namespace bfpgemm

@@ -1,9 +1,11 @@
 /* gemm_grouped_api.cu - the grouped (MoE) matmul's host side (bfp_grouped.h):
- * device pack, view of a grouped buffer, the plan (rows per chunk, K
- * splits) from T alone, and the call. docs/gemm.md, "Grouped (MoE) matmul". */
+ * device pack, view of a grouped buffer, the plans (rows per chunk, K
+ * splits; or the wgmma kernel's rows per tile and grid) from T alone, and
+ * the call. docs/gemm.md, "Grouped (MoE) matmul". */
 #include "bfp_grouped.h"
 #include "format_defs.h"
 #include "gemm_grouped.cuh"
+#include "gemm_internal.h"
 #include "matmul_image.h"
 
 #include <climits>
@@ -20,6 +22,8 @@ struct bfp_cuda_grouped_weight {
     size_t e_count, n, k, stride, tiles_n, tiles_k;
     bfp_wimg_layout L;
     int sms;
+    bool wg_ok;        /* sm_90 and the maps below made */
+    GroupedWgMaps wg;  /* W's maps of the wgmma kernel (x's set per call) */
 };
 
 namespace {
@@ -79,6 +83,93 @@ GroupedPlan plan_grouped(const bfp_cuda_grouped_weight *w, size_t t_rows,
 
 const bfp_matmul_tuning G_DEFAULTS = {};
 
+/* the wgmma kernel's maps of W (8 row tiles by one k tile of an expert) */
+bool encode_grouped_maps(bfp_cuda_grouped_weight *h)
+{
+    const size_t scb = (size_t)tile_scale_bytes(h->kind), crb = (size_t)tile_corr_bytes(h->kind);
+    const int r = wg_row_tiles(2);
+    return h->stride % 16 == 0 &&
+           encode_expert_records(&h->wg.codes, h->buf + h->L.codes, 512, h->tiles_n, h->tiles_k,
+                                 h->e_count, h->stride, r) &&
+           encode_expert_records(&h->wg.scales, h->buf + h->L.scales, scb, h->tiles_n,
+                                 h->tiles_k, h->e_count, h->stride, r) &&
+           (!crb || encode_expert_records(&h->wg.corr, h->buf + h->L.corr, crb, h->tiles_n,
+                                          h->tiles_k, h->e_count, h->stride, r));
+}
+
+/* The wgmma kernel: bn rows of an expert's x per tile (64 when an active
+ * expert has at most 64 rows on average), CTA columns of 128 rows of W, and
+ * a grid of one CTA per SM, or fewer when the tiles are fewer (at most
+ * ceil(T / bn) + min(E, T) m tiles, each expert's last one partial). */
+struct GroupedWgPlan {
+    int bn, cols;
+    unsigned grid;
+};
+
+GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows)
+{
+    GroupedWgPlan P;
+    const size_t active = t_rows < w->e_count ? t_rows : w->e_count;
+    const size_t mean = (t_rows + active - 1) / active;
+    P.bn = mean <= 64 ? 64 : 128;
+    const size_t rt = (size_t)wg_row_tiles(2);
+    P.cols = (int)((w->tiles_n + rt - 1) / rt);
+    const size_t tiles = ((t_rows + P.bn - 1) / P.bn + active) * (size_t)P.cols;
+    P.grid = (unsigned)(tiles < (size_t)w->sms ? tiles : (size_t)w->sms);
+    return P;
+}
+
+bool wants_wgmma(const bfp_matmul_tuning *tu) { return tu && tu->grouped_kernel == 2; }
+
+} // namespace
+
+namespace {
+
+/* the parameters both kernels read */
+GroupedParams grouped_params(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
+                             const int32_t *d_offsets, const void *d_bias, void *d_y)
+{
+    GroupedParams p{};
+    p.base = w->buf;
+    p.stride = w->stride;
+    p.off_codes = w->L.codes;
+    p.off_scales = w->L.scales;
+    p.off_corr = w->L.ps.corr ? w->L.corr : 0;
+    p.x = static_cast<const __nv_bfloat16 *>(d_x);
+    p.offsets = d_offsets;
+    p.bias = static_cast<const __nv_bfloat16 *>(d_bias);
+    p.y = static_cast<__nv_bfloat16 *>(d_y);
+    p.e_count = (int)w->e_count;
+    p.n = (int)w->n;
+    p.k = (int)w->k;
+    p.t_rows = (int)t_rows;
+    p.tiles_n = (int)w->tiles_n;
+    p.tiles_k = (int)w->tiles_k;
+    p.x_vec = (uintptr_t)d_x % 16 == 0 && w->k % 8 == 0;
+    p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
+    return p;
+}
+
+bfp_status run_grouped_wgmma(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
+                             const int32_t *d_offsets, const void *d_bias, void *d_y,
+                             cudaStream_t s)
+{
+    if (!w->wg_ok)
+        return BFP_ERR_UNSUPPORTED;
+    if (t_rows > INT32_MAX || t_rows > SIZE_MAX / 4 / w->n)
+        return BFP_ERR_SHAPE;
+    const GroupedWgPlan P = plan_grouped_wgmma(w, t_rows);
+    GroupedParams p = grouped_params(w, d_x, t_rows, d_offsets, d_bias, d_y);
+    p.cols = P.cols;
+    GroupedWgMaps maps = w->wg;
+    if (p.x_vec && !encode_2d(&maps.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d_x, w->k, t_rows,
+                              w->k * 2, 64, (uint32_t)P.bn, CU_TENSOR_MAP_SWIZZLE_128B))
+        return BFP_ERR_DEVICE;
+    return launch_grouped_wgmma(w->kind, p, maps, P.bn, P.grid, s) == cudaSuccess
+               ? BFP_OK
+               : BFP_ERR_DEVICE;
+}
+
 } // namespace
 
 bfp_status bfp_cuda_grouped_weight_pack(bfp_format fmt, const bfp_const_planes *w,
@@ -130,10 +221,14 @@ bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n
         st = bfp_wimg_header_read(hdr + e * BFP_WIMG_ALIGN, fmt, n, k, one, &fold, &ts);
     }
     free(hdr);
-    int dev = 0;
-    if (st == BFP_OK && (cudaGetDevice(&dev) != cudaSuccess ||
-                         cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) !=
-                             cudaSuccess))
+    int dev = 0, cc_major = 0, cc_minor = 0;
+    if (st == BFP_OK &&
+        (cudaGetDevice(&dev) != cudaSuccess ||
+         cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+         cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev) !=
+             cudaSuccess ||
+         cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev) !=
+             cudaSuccess))
         st = BFP_ERR_DEVICE;
     if (st == BFP_OK)
         st = bfp_wimg_layout_get(fmt, n, k, &h->L);
@@ -147,6 +242,8 @@ bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n
     h->e_count = e_count, h->n = n, h->k = k, h->stride = one;
     h->tiles_n = (n + 15) / 16;
     h->tiles_k = (k + 63) / 64;
+    /* a map the driver refuses leaves only the mma.sync kernel */
+    h->wg_ok = cc_major == 9 && cc_minor == 0 && encode_grouped_maps(h);
     *out = h;
     return BFP_OK;
 }
@@ -156,8 +253,8 @@ void bfp_cuda_grouped_weight_free(bfp_cuda_grouped_weight *w) { free(w); }
 size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, size_t t_rows,
                                               const bfp_matmul_tuning *tuning)
 {
-    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0)
-        return 0;
+    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0 || wants_wgmma(tuning))
+        return 0; /* the wgmma kernel needs none */
     GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
     return P.ok ? P.ws_bytes : 0;
 }
@@ -173,6 +270,9 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_OK;
     if (!d_x || !d_y || (uintptr_t)d_x % 2 || (uintptr_t)d_y % 2 || (d_bias && (uintptr_t)d_bias % 2))
         return BFP_ERR_ARG;
+    if (wants_wgmma(tuning))
+        return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y,
+                                 static_cast<cudaStream_t>(stream));
     GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
     if (!P.ok)
         return BFP_ERR_SHAPE;
@@ -181,33 +281,16 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (P.ws_bytes && cudaMemsetAsync(d_workspace, 0, P.ws_bytes, s) != cudaSuccess)
         return BFP_ERR_DEVICE;
-    GroupedParams p{};
-    p.base = w->buf;
-    p.stride = w->stride;
-    p.off_codes = w->L.codes;
-    p.off_scales = w->L.scales;
-    p.off_corr = w->L.ps.corr ? w->L.corr : 0;
-    p.x = static_cast<const __nv_bfloat16 *>(d_x);
-    p.offsets = d_offsets;
-    p.bias = static_cast<const __nv_bfloat16 *>(d_bias);
-    p.y = static_cast<__nv_bfloat16 *>(d_y);
+    GroupedParams p = grouped_params(w, d_x, t_rows, d_offsets, d_bias, d_y);
     p.ws = P.ws_bytes ? static_cast<float *>(d_workspace) : nullptr;
     p.counters = P.ws_bytes ? reinterpret_cast<unsigned *>(static_cast<char *>(d_workspace) +
                                                            P.ctr_offset)
                             : nullptr;
     p.max_tiles = P.max_tiles;
-    p.e_count = (int)w->e_count;
-    p.n = (int)w->n;
-    p.k = (int)w->k;
-    p.t_rows = (int)t_rows;
-    p.tiles_n = (int)w->tiles_n;
-    p.tiles_k = (int)w->tiles_k;
     p.cols = (int)((w->tiles_n + WARPS - 1) / WARPS);
     p.splits = P.splits;
     p.tiles_per_split = P.tiles_per_split;
     p.chunk_tiles = P.chunk_tiles;
     p.xs_ld = P.chunk_tiles * 64 + 8;
-    p.x_vec = (uintptr_t)d_x % 16 == 0 && w->k % 8 == 0;
-    p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
     return launch_grouped(w->kind, p, P.nt, w->sms, s) == cudaSuccess ? BFP_OK : BFP_ERR_DEVICE;
 }

@@ -88,6 +88,14 @@ bool encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *base, uint6
                uint64_t rows, uint64_t row_bytes, uint32_t box_cols, uint32_t box_rows,
                CUtensorMapSwizzle swizzle);
 
+/* A TMA map of the rec-byte records of experts weights [tiles_n][tiles_k],
+ * expert e's at base + e * expert_stride (a multiple of 16), as a 4-D
+ * tensor {rec / 8, tiles_k, tiles_n, experts} of 8-byte elements with boxes
+ * of r row tiles by one k tile of one expert (the grouped wgmma kernel's);
+ * false when the driver or the map refuses. */
+bool encode_expert_records(CUtensorMap *map, const void *base, size_t rec, size_t tiles_n,
+                           size_t tiles_k, size_t experts, size_t expert_stride, int r);
+
 /* Row tiles tile0 .. tile0 + row_tiles - 1 of a prepacked weight decoded to
  * rows [row_tiles * 16 (fewer past n)][k] at out: bf16 without NVFP4's
  * tensor scale, or (f32) float divided by ts as bfp_matmul_unpack does
