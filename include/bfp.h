@@ -748,13 +748,14 @@ typedef struct {
     int xq_kernel;    /* bfp_cuda_matmul_xq(_planes): 0: the default (the
                          mma.sync kernel), 1: the mma.sync kernel, 2: the
                          Hopper wgmma kernel (MX pairs only, sm_90;
-                         BFP_ERR_UNSUPPORTED otherwise; not yet run on a GPU,
+                         BFP_ERR_UNSUPPORTED otherwise; measured in
                          docs/gemm.md) */
     int grouped_kernel; /* bfp_cuda_grouped_matmul (bfp_grouped.h): 0: the
-                         default (the mma.sync unit kernel), 1: the mma.sync
-                         unit kernel, 2: the Hopper wgmma kernel (sm_90;
-                         BFP_ERR_UNSUPPORTED otherwise; not yet run on a
-                         GPU, docs/gemm.md) */
+                         default (on Hopper the wgmma kernel from 16 rows
+                         per active expert on average, else the unit
+                         kernel; docs/gemm.md), 1: the mma.sync unit
+                         kernel, 2: the Hopper wgmma kernel (sm_90;
+                         BFP_ERR_UNSUPPORTED otherwise) */
 } bfp_matmul_tuning;
 
 /**

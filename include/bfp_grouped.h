@@ -83,10 +83,12 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * them give unspecified y but no access outside x, y and the workspace),
  * d_bias bf16 [e_count, n] or NULL, y bf16 [t_rows, n]. The workspace
  * needs no zeros (the call clears what it uses, on stream). No allocation,
- * no synchronization: capturable in a CUDA graph. tuning: ctas_per_sm
- * (split-K target), others ignored; NULL = defaults.
+ * no synchronization: capturable in a CUDA graph. tuning: grouped_kernel
+ * (which kernel) and ctas_per_sm (the unit kernel's split-K target), others
+ * ignored; NULL = defaults. The workspace size depends on the kernel.
  * @return BFP_OK (also for t_rows = 0); BFP_ERR_ARG; BFP_ERR_SHAPE;
- *         BFP_ERR_DEVICE; BFP_ERR_UNSUPPORTED (no CUDA)
+ *         BFP_ERR_DEVICE; BFP_ERR_UNSUPPORTED (no CUDA, or grouped_kernel
+ *         = 2 off Hopper)
  */
 bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void *d_x,
                                    size_t t_rows, const int32_t *d_offsets, const void *d_bias,

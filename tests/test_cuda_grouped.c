@@ -4,8 +4,8 @@
  * counts, shapes off the tiles, bias; ||y - ref|| / ||ref|| < 5e-3 over
  * each expert's rows, no NaN, y poisoned with NaN before each call; a
  * second call on the used workspace; argument checks (wrong buffer, short
- * workspace, NULLs). On Hopper every case runs twice: the default
- * kernel and the wgmma one (tuning grouped_kernel = 2); elsewhere the
+ * workspace, NULLs). On Hopper every case runs three times: the default
+ * and each kernel forced (tuning grouped_kernel = 1, 2); elsewhere the
  * wgmma kernel must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
  * sanitizer runs). */
@@ -26,7 +26,7 @@
 #include <string.h>
 
 static prng rng = {0x6e23};
-/* the kernel under test: NULL (the default) or grouped_kernel = 2 */
+/* the kernel under test: NULL (the default) or grouped_kernel = 1 or 2 */
 static const bfp_matmul_tuning *tune;
 
 static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
@@ -222,9 +222,10 @@ int main(void)
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     const int hopper = major == 9 && minor == 0;
-    static const bfp_matmul_tuning wgmma = {.grouped_kernel = 2};
-    for (int pass = 0; pass < 1 + hopper; pass++) {
-        tune = pass ? &wgmma : NULL;
+    static const bfp_matmul_tuning unit = {.grouped_kernel = 1}, wgmma = {.grouped_kernel = 2};
+    /* off Hopper the default is the unit kernel: one pass */
+    for (int pass = 0; pass < (hopper ? 3 : 1); pass++) {
+        tune = pass == 0 ? NULL : pass == 1 ? &unit : &wgmma;
         run_cases(quick);
     }
     if (!hopper)

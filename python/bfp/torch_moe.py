@@ -120,9 +120,12 @@ def _gweight(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Te
     return cap
 
 
-def _workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
+def _workspace(device: torch.device, stream: int, nbytes: int) -> Optional[torch.Tensor]:
+    """The stream's workspace of at least nbytes (None when none is needed and none exists)."""
     idx = device.index if device.index is not None else torch.cuda.current_device()
     ws = _GWS.get((idx, stream))
+    if nbytes == 0:
+        return ws  # the call reads none: nothing to grow, also while capturing
     if ws is None or ws.numel() < nbytes:
         if _capturing():
             raise RuntimeError(f"bfp.grouped_matmul: the workspace must grow to {nbytes} bytes "
@@ -166,7 +169,8 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
             b = bias.contiguous() if bias is not None else None
             _core.cuda_grouped_matmul(w, xc.data_ptr(), t_rows, oc.data_ptr(),
                                       b.data_ptr() if b is not None else 0, y.data_ptr(),
-                                      ws.data_ptr(), ws.numel(), stream)
+                                      ws.data_ptr() if ws is not None else 0,
+                                      ws.numel() if ws is not None else 0, stream)
         return y
     off = offsets.tolist()  # CPU (or a format without a GPU matmul): the host reads them
     if off[0] != 0 or off[-1] != t_rows or any(b < a for a, b in zip(off, off[1:])):

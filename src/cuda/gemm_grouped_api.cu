@@ -119,7 +119,19 @@ GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows
     return P;
 }
 
-bool wants_wgmma(const bfp_matmul_tuning *tu) { return tu && tu->grouped_kernel == 2; }
+/* The default's choice: the wgmma kernel on Hopper from this many rows per
+ * active expert on average (T / min(E, T)); below, the unit kernel. Measured
+ * on gpt-oss shapes (docs/gemm.md): the unit kernel wins at 2 and 8 mean
+ * rows, the wgmma kernel at 32 and above. */
+constexpr size_t G_WGMMA_MEAN_ROWS = 16;
+
+bool wants_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matmul_tuning *tu)
+{
+    if (tu && tu->grouped_kernel)
+        return tu->grouped_kernel == 2;
+    const size_t active = t_rows < w->e_count ? t_rows : w->e_count;
+    return w->wg_ok && active && (t_rows + active - 1) / active >= G_WGMMA_MEAN_ROWS;
+}
 
 } // namespace
 
@@ -253,7 +265,8 @@ void bfp_cuda_grouped_weight_free(bfp_cuda_grouped_weight *w) { free(w); }
 size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, size_t t_rows,
                                               const bfp_matmul_tuning *tuning)
 {
-    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0 || wants_wgmma(tuning))
+    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0 ||
+        wants_wgmma(w, t_rows, tuning))
         return 0; /* the wgmma kernel needs none */
     GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
     return P.ok ? P.ws_bytes : 0;
@@ -270,7 +283,7 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_OK;
     if (!d_x || !d_y || (uintptr_t)d_x % 2 || (uintptr_t)d_y % 2 || (d_bias && (uintptr_t)d_bias % 2))
         return BFP_ERR_ARG;
-    if (wants_wgmma(tuning))
+    if (wants_wgmma(w, t_rows, tuning))
         return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y,
                                  static_cast<cudaStream_t>(stream));
     GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
