@@ -552,6 +552,18 @@ bool bfpgemm::encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *ba
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+bool bfpgemm::current_device(int *sms, bool *sm90)
+{
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return false;
+    *sm90 = major == 9 && minor == 0;
+    return true;
+}
+
 bool bfpgemm::encode_expert_records(CUtensorMap *map, const void *base, size_t rec,
                                     size_t tiles_n, size_t tiles_k, size_t experts,
                                     size_t expert_stride, int r)
@@ -631,21 +643,13 @@ bfp_status bfp_cuda_weight_view(bfp_format fmt, size_t n, size_t k, const void *
     h->codes = b + L.codes;
     h->scales = b + L.scales;
     h->corr = L.ps.corr ? b + L.corr : nullptr;
-    int dev = 0, cc_major = 0, cc_minor = 0;
-    bool ok = cudaGetDevice(&dev) == cudaSuccess &&
-              cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) ==
-                  cudaSuccess &&
-              cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev) ==
-                  cudaSuccess &&
-              cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev) ==
-                  cudaSuccess &&
-              encode_weight_maps(h);
-    if (!ok) {
+    bool sm90 = false;
+    if (!current_device(&h->sms, &sm90) || !encode_weight_maps(h)) {
         free(h);
         return BFP_ERR_DEVICE;
     }
     h->small_ws = small_ws_bytes(h);
-    h->wgmma_ok = cc_major == 9 && cc_minor == 0;
+    h->wgmma_ok = sm90;
     *out = h;
     return BFP_OK;
 }

@@ -76,11 +76,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
         const uint4 *codes = reinterpret_cast<const uint4 *>(img + p.off_codes);
         const uint8_t *scales = img + p.off_scales;
         const uint8_t *corr = p.off_corr ? img + p.off_corr : nullptr;
-        const int fold = (int)__ldg(reinterpret_cast<const unsigned *>(img + WIMG_H_FOLD));
-        const float ts = __ldg(reinterpret_cast<const float *>(img + WIMG_H_TS));
-        /* the sums carry 2^-fold: NVFP4's and HiF4's fixed folds, MX's from the header */
-        constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
-        const float post = ldexpf(1.0f, NVF ? NV_FOLD : F == FMT_HIF4 ? HIF4_FOLD : fold);
+        const ExpertScales es = expert_scales<F>(img);
 
         const int nt = col * WARPS + warp;
         const bool tile_ok = nt < p.tiles_n;
@@ -136,7 +132,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
                     if (uu >= ngood)
                         break;
                     uint32_t a[4][4];
-                    decode_tile<F>(wc[uu], sc[uu], cr[uu], t, fold, a);
+                    decode_tile<F>(wc[uu], sc[uu], cr[uu], t, es.fold, a);
 #pragma unroll
                     for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -164,7 +160,8 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
                 for (int i = 0; i < 4; i++) {
                     const int n = n0 + 8 * (i >> 1), r = q * 8 + 2 * t + (i & 1);
                     if (tile_ok && n < p.n && r < mvalid)
-                        p.y[(size_t)(m0 + r) * p.n + n] = g_finish(p, acc[q][i] * post, e, n, ts);
+                        p.y[(size_t)(m0 + r) * p.n + n] =
+                            g_finish(p, acc[q][i] * es.post, e, n, es.ts);
                 }
             continue; /* the next unit's first __syncthreads guards xs */
         }
@@ -175,7 +172,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
             for (int i = 0; i < 4; i++) {
                 const int n = n0 + 8 * (i >> 1), r = q * 8 + 2 * t + (i & 1);
                 if (tile_ok && n < p.n && r < mvalid)
-                    atomicAdd(&p.ws[(size_t)(m0 + r) * p.n + n], acc[q][i] * post);
+                    atomicAdd(&p.ws[(size_t)(m0 + r) * p.n + n], acc[q][i] * es.post);
             }
         __threadfence();
         __syncthreads();
@@ -189,7 +186,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
             for (int i = threadIdx.x; i < nrows * mvalid; i += WARPS * 32) {
                 const int n = nbase + i % nrows, r = i / nrows;
                 const float v = __ldcg(p.ws + (size_t)(m0 + r) * p.n + n);
-                p.y[(size_t)(m0 + r) * p.n + n] = g_finish(p, v, e, n, ts);
+                p.y[(size_t)(m0 + r) * p.n + n] = g_finish(p, v, e, n, es.ts);
             }
         }
         __syncthreads(); /* last_cta is read before the next unit writes it */

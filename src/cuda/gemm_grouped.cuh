@@ -111,6 +111,25 @@ __device__ __forceinline__ int expert_of(const int *upre, int e_count, int u)
     return lo;
 }
 
+/* An expert's scales from its image header: the fold exponent its
+ * operands were decoded with, the sums' undo 2^fold (NVFP4's and HiF4's
+ * fixed folds, MX's from the header) and the NVFP4 tensor scale */
+struct ExpertScales {
+    int fold;
+    float post, ts;
+};
+
+template <int F>
+__device__ __forceinline__ ExpertScales expert_scales(const uint8_t *img)
+{
+    ExpertScales s;
+    s.fold = (int)__ldg(reinterpret_cast<const unsigned *>(img + WIMG_H_FOLD));
+    s.ts = __ldg(reinterpret_cast<const float *>(img + WIMG_H_TS));
+    constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
+    s.post = ldexpf(1.0f, NVF ? NV_FOLD : F == FMT_HIF4 ? HIF4_FOLD : s.fold);
+    return s;
+}
+
 /* an output: the expert's tensor scale, its bias, bf16 */
 __device__ __forceinline__ __nv_bfloat16 g_finish(const GroupedParams &p, float v, int e, int n,
                                                  float ts)

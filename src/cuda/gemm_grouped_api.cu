@@ -40,6 +40,18 @@ int g_kind_of(bfp_format f)
 
 size_t g_align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
+/* experts that can have rows (min(E, T)) and their mean rows, rounded up:
+ * what the plans know of the routing */
+size_t g_active(const bfp_cuda_grouped_weight *w, size_t t_rows)
+{
+    return t_rows < w->e_count ? t_rows : w->e_count;
+}
+size_t g_mean_rows(const bfp_cuda_grouped_weight *w, size_t t_rows)
+{
+    const size_t active = g_active(w, t_rows);
+    return active ? (t_rows + active - 1) / active : 1;
+}
+
 struct GroupedPlan {
     int nt, splits, tiles_per_split, chunk_tiles, max_tiles;
     size_t ws_bytes, ctr_offset;
@@ -53,8 +65,7 @@ GroupedPlan plan_grouped(const bfp_cuda_grouped_weight *w, size_t t_rows,
                          const bfp_matmul_tuning &tu)
 {
     GroupedPlan P{};
-    const size_t active = t_rows < w->e_count ? t_rows : w->e_count;
-    const size_t mean = active ? (t_rows + active - 1) / active : 1;
+    const size_t active = g_active(w, t_rows), mean = g_mean_rows(w, t_rows);
     P.nt = mean <= 12 ? 1 : mean <= 48 ? 4 : 16;
     const size_t mc = (size_t)8 * P.nt;
     const size_t cols = (w->tiles_n + WARPS - 1) / WARPS;
@@ -109,9 +120,8 @@ struct GroupedWgPlan {
 GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows)
 {
     GroupedWgPlan P;
-    const size_t active = t_rows < w->e_count ? t_rows : w->e_count;
-    const size_t mean = (t_rows + active - 1) / active;
-    P.bn = mean <= 64 ? 64 : 128;
+    const size_t active = g_active(w, t_rows);
+    P.bn = g_mean_rows(w, t_rows) <= 64 ? 64 : 128;
     const size_t rt = (size_t)wg_row_tiles(2);
     P.cols = (int)((w->tiles_n + rt - 1) / rt);
     const size_t tiles = ((t_rows + P.bn - 1) / P.bn + active) * (size_t)P.cols;
@@ -129,13 +139,8 @@ bool wants_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matm
 {
     if (tu && tu->grouped_kernel)
         return tu->grouped_kernel == 2;
-    const size_t active = t_rows < w->e_count ? t_rows : w->e_count;
-    return w->wg_ok && active && (t_rows + active - 1) / active >= G_WGMMA_MEAN_ROWS;
+    return w->wg_ok && g_mean_rows(w, t_rows) >= G_WGMMA_MEAN_ROWS;
 }
-
-} // namespace
-
-namespace {
 
 /* the parameters both kernels read */
 GroupedParams grouped_params(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
@@ -233,14 +238,8 @@ bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n
         st = bfp_wimg_header_read(hdr + e * BFP_WIMG_ALIGN, fmt, n, k, one, &fold, &ts);
     }
     free(hdr);
-    int dev = 0, cc_major = 0, cc_minor = 0;
-    if (st == BFP_OK &&
-        (cudaGetDevice(&dev) != cudaSuccess ||
-         cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-         cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev) !=
-             cudaSuccess ||
-         cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev) !=
-             cudaSuccess))
+    bool sm90 = false;
+    if (st == BFP_OK && !current_device(&h->sms, &sm90))
         st = BFP_ERR_DEVICE;
     if (st == BFP_OK)
         st = bfp_wimg_layout_get(fmt, n, k, &h->L);
@@ -255,7 +254,7 @@ bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n
     h->tiles_n = (n + 15) / 16;
     h->tiles_k = (k + 63) / 64;
     /* a map the driver refuses leaves only the mma.sync kernel */
-    h->wg_ok = cc_major == 9 && cc_minor == 0 && encode_grouped_maps(h);
+    h->wg_ok = sm90 && encode_grouped_maps(h);
     *out = h;
     return BFP_OK;
 }

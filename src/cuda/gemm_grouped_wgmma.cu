@@ -75,19 +75,14 @@ __global__ void __launch_bounds__(threads(C), 1)
             produce<F, BN, C>(src, sp, ring, full, empty, tid);
             continue;
         }
-        const uint8_t *img = p.base + (size_t)e * p.stride;
-        const int fold = (int)__ldg(reinterpret_cast<const unsigned *>(img + WIMG_H_FOLD));
-        const float ts = __ldg(reinterpret_cast<const float *>(img + WIMG_H_TS));
-        /* the sums carry 2^-fold: NVFP4's and HiF4's fixed folds, MX's from the header */
-        constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
-        const float post = ldexpf(1.0f, NVF ? NV_FOLD : F == FMT_HIF4 ? HIF4_FOLD : fold);
+        const ExpertScales es = expert_scales<F>(p.base + (size_t)e * p.stride);
         const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
         float acc[BN / 2];
-        consume<F, BN, C>(1, fold, sp, ring, full, empty, u, lane, acc);
+        consume<F, BN, C>(1, es.fold, sp, ring, full, empty, u, lane, acc);
         named_sync(2, 128 * C); /* every consumer is done with the previous tile's */
-        stash_tile<BN, C>(acc, post, u, lane, tile);
+        stash_tile<BN, C>(acc, es.post, u, lane, tile);
         named_sync(2, 128 * C);
-        g_epilogue<BN>(p, e, sp.m0, rb, col * wrows(C), ts, tile, threadIdx.x - 128);
+        g_epilogue<BN>(p, e, sp.m0, rb, col * wrows(C), es.ts, tile, threadIdx.x - 128);
     }
 #elif defined(__CUDA_ARCH__)
     __trap(); /* built without sm_90a: never a silent wrong answer */

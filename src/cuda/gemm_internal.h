@@ -88,6 +88,10 @@ bool encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *base, uint6
                uint64_t rows, uint64_t row_bytes, uint32_t box_cols, uint32_t box_rows,
                CUtensorMapSwizzle swizzle);
 
+/* The current device's SM count, and whether it is compute capability 9.0
+ * (the wgmma kernels' sm_90a); false when the runtime cannot say. */
+bool current_device(int *sms, bool *sm90);
+
 /* A TMA map of the rec-byte records of experts weights [tiles_n][tiles_k],
  * expert e's at base + e * expert_stride (a multiple of 16), as a 4-D
  * tensor {rec / 8, tiles_k, tiles_n, experts} of 8-byte elements with boxes

@@ -18,6 +18,7 @@
  * (gemm_xq_wgmma.cu, MX pairs); this file keeps the API, x's quantization
  * and the K split's sums for both. */
 #include "bfp.h"
+#include "gemm_internal.h"
 #include "gemm_xq.h"
 #include "gemm_xq_decode.cuh"
 
@@ -233,11 +234,9 @@ struct Plan {
 
 int sm_count()
 {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return 0;
-    return sms;
+    int sms = 0;
+    bool sm90;
+    return bfpgemm::current_device(&sms, &sm90) ? sms : 0;
 }
 
 bool make_plan(const bfpgemm::WeightPlanar &w, bfp_format x_fmt, size_t m, int sms, Plan *P)
@@ -281,11 +280,9 @@ bool make_plan_wgmma(const bfpgemm::WeightPlanar &w, size_t m, int sms, Plan *P)
 /* the current device runs sm_90a code (wgmma) */
 bool hopper()
 {
-    int dev = 0, major = 0, minor = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-           major == 9 && minor == 0;
+    int sms;
+    bool sm90 = false;
+    return bfpgemm::current_device(&sms, &sm90) && sm90;
 }
 
 template <int WK, int XK>
