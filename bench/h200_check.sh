@@ -12,6 +12,7 @@
 # (seconds; default what is left of 570 s since the start), NO_E2E=1. STEPS
 # (default "tests torch e2e"): which groups run after the build; "wgprof" adds
 # an ncu profile of the wgmma kernel (WGPROF_M rows of x, default 128; mxfp4,
+# or WGPROF_KERNEL / WGPROF_PATHS / WGPROF_FORMATS: another kernel, path, format;
 # 8192^2) to $OUT/wgprof.txt; "realmodel" runs bench/real_model_torch.py on
 # the GPU (SmolLM2 and MiniLM, REAL_FORMATS) against the CPU study's values in
 # bench/results/cpu-real-model-torch.json, into $OUT/h200-real-model.json,
@@ -64,11 +65,13 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
     if want wgprof; then
         step wgprof_build 120 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude \
             -Itests bench/gpu_gemm.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm
-        step wgprof 200 env GEMM_MS=${WGPROF_M:-128} BFP_BENCH_FORMATS=mxfp4 ncu \
-            --kernel-name-base demangled -k "regex:gemm_wgmma_kernel<.int.0" -c 1 \
+        step wgprof 200 env GEMM_MS=${WGPROF_M:-128} GEMM_FORMATS=${WGPROF_FORMATS:-mxfp4} \
+            GEMM_PATHS=${WGPROF_PATHS:-} ncu --kernel-name-base demangled \
+            -k "regex:${WGPROF_KERNEL:-gemm_wgmma_kernel<.int.0}" -c 1 \
             --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section SchedulerStats --section InstructionStats \
-            --section MemoryWorkloadAnalysis $B/gpu_gemm /tmp/wgprof.json quick
+            --section MemoryWorkloadAnalysis --section SourceCounters \
+            $B/gpu_gemm /tmp/wgprof.json quick
         cp "$L/wgprof.log" "$OUT/wgprof.txt"
     fi
     if want moe; then

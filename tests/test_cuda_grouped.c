@@ -97,10 +97,10 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
               route_names[kind], nan);
     }
     if (wsb) {
-        CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb - 1, NULL, NULL) ==
+        CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb - 1, tune, NULL) ==
                   BFP_ERR_ARG,
               "short workspace refused");
-        CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, NULL, wsb, NULL, NULL) ==
+        CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, NULL, wsb, tune, NULL) ==
                   BFP_ERR_ARG,
               "NULL workspace refused");
     }
