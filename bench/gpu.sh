@@ -12,7 +12,9 @@
 # PARTS picks what runs (default "test qbench gemm"; also ncu, sass, gemmprof,
 # skinnysweep, postsweep, skstages, qctas, deqchunk, below). For a quick look: BFP_BENCH_BIG_ONLY=1 (16384x16384 only),
 # BFP_BENCH_FORMATS=a,b, QBENCH_NO_PEER=1, GEMM_QUICK=1 (8192x8192 only),
-# GEMM_MS=1,16 (those m only), NO_MEMCHECK=1 (the matmul memcheck).
+# GEMM_MS=1,16 (those m only), NO_MEMCHECK=1 (the matmul memcheck), GEMM_BENCH_ONLY=1
+# (no matmul tests before the benchmark), GEMM_PEERS=a,b and PEER_CAP (s) for the
+# peers (bench/torch_peers.py; gemlite must be importable: carry its wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -208,6 +210,7 @@ fi
 
 # ---- matmul (issue #6) ----------------------------------------------------------
 if want gemm; then
+if [ -z "${GEMM_BENCH_ONLY:-}" ]; then # GEMM_BENCH_ONLY=1: the benchmark alone
 say "test_cuda_matmul (fused kernel and dequant+cuBLAS vs bfp_matmul_ref)"
 t0=$(date +%s)
 timeout 300 "$TEST_MM" >"$OUT/test_cuda_matmul.log" 2>&1
@@ -254,11 +257,13 @@ echo "racecheck matmul: $n hazards in bfp's kernels; $(grep -E 'RACECHECK SUMMAR
 [ "$n" -eq 0 ] || status=1
 fi
 
-say "matmul benchmark (bench/gpu_gemm.cu; torch.matmul peer in bench/peer_gemm_torch.py)"
+fi # GEMM_BENCH_ONLY
+
+say "matmul benchmark (bench/gpu_gemm.cu; peers in bench/peer_gemm_torch.py)"
 build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
 timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a "$OUT/gemm_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout 200 python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
+timeout "${PEER_CAP:-300}" python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
     tee -a "$OUT/gemm_bench.log"
 fi
 

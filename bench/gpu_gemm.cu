@@ -6,7 +6,8 @@
  * Shapes (n, k) = (8192, 8192), (28672, 8192), (8192, 28672); m = 1, 16,
  * 128, 4096; weight formats mxfp4, mxfp4+, nvfp4, nvfp4+, hif4. Weights
  * rotate over enough copies that every call reads HBM, not L2. Time = median
- * over 7 runs of the mean of 20 back-to-back calls (CUDA events). rel_err =
+ * over 7 replays of a CUDA graph of 20 calls, per call (bench_graph.cuh), as
+ * the torch peers time theirs. rel_err =
  * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of x and the dequantized W.
  * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
  * device copy's GB/s (read + write, measured first in the same run).
@@ -27,6 +28,7 @@
 #include <cuda_runtime.h>
 
 #include "bench_check.h"
+#include "bench_graph.cuh"
 #include "cuda_check.h"         /* tests/ */
 #include "matmul_tuning_env.h" /* tests/ */
 
@@ -63,29 +65,6 @@ __global__ void bf16_to_f32(const __nv_bfloat16 *x, float *y, size_t n)
         y[i] = __bfloat162float(x[i]);
 }
 
-struct Timer {
-    cudaEvent_t a, b;
-    Timer() { CU(cudaEventCreate(&a)); CU(cudaEventCreate(&b)); }
-    template <class F> double median_us(F f, int calls = 20, int reps = 7)
-    {
-        for (int i = 0; i < 3; i++)
-            f(i);
-        CU(cudaDeviceSynchronize());
-        std::vector<double> t;
-        for (int r = 0; r < reps; r++) {
-            CU(cudaEventRecord(a));
-            for (int i = 0; i < calls; i++)
-                f(i);
-            CU(cudaEventRecord(b));
-            CU(cudaEventSynchronize(b));
-            float ms;
-            CU(cudaEventElapsedTime(&ms, a, b));
-            t.push_back(1000.0 * ms / calls);
-        }
-        std::sort(t.begin(), t.end());
-        return t[t.size() / 2];
-    }
-};
 
 /* GEMM_PATHS=0,3,6 limits the paths timed (0 AUTO is always timed; 7 is
  * GEMV with gemv_pdl = 1; 8, the wgmma path with GEMM_WG_CONSUMERS, runs
@@ -150,6 +129,10 @@ int main(int argc, char **argv)
     }
     cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, 0));
+    /* every timed call goes to st, captured as a graph (bench_graph.cuh); a
+     * blocking stream, so the memsets and fills on the default stream order with it */
+    cudaStream_t st;
+    CU(cudaStreamCreate(&st));
     FILE *fp = fopen(argv[1], "w");
     if (!fp) {
         perror(argv[1]);
@@ -162,14 +145,13 @@ int main(int argc, char **argv)
      * hbm_fraction = weight bytes / time / this */
     double copy_gbps;
     {
-        Timer TC;
         size_t cn = (size_t)512 << 20;
         void *ca, *cb;
         CU(cudaMalloc(&ca, cn));
         CU(cudaMalloc(&cb, cn));
         CU(cudaMemset(ca, 1, cn));
-        double cus = TC.median_us(
-            [&](int) { CU(cudaMemcpyAsync(cb, ca, cn, cudaMemcpyDeviceToDevice)); }, 5, 7);
+        double cus = graph_us(
+            st, [&](int) { CU(cudaMemcpyAsync(cb, ca, cn, cudaMemcpyDeviceToDevice, st)); }, 5, 7);
         copy_gbps = 2.0 * (double)cn / cus / 1e3;
         CU(cudaFree(ca));
         CU(cudaFree(cb));
@@ -180,6 +162,7 @@ int main(int argc, char **argv)
 
     cublasHandle_t blas;
     CB(cublasCreate(&blas));
+    CB(cublasSetStream(blas, st));
     const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS, BFP_HIF4};
     const size_t shapes[][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
     /* GEMM_MS=1,16 limits the m values (for a quick look at one regime) */
@@ -231,12 +214,11 @@ int main(int argc, char **argv)
         fill_bf16<<<1024, 256>>>(x, mmax * k, 7, 1.0f);
         bf16_to_f32<<<1024, 256>>>(x, xf, mmax * k);
         CU(cudaGetLastError());
-        Timer T;
         double cublas_us[MAX_MS];
         for (int mi = 0; mi < nms; mi++) {
             size_t m = ms[mi];
             float alpha = 1, beta = 0;
-            cublas_us[mi] = T.median_us([&](int i) {
+            cublas_us[mi] = graph_us(st, [&](int i) {
                 CB(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha,
                                 wb[i % rot16], CUDA_R_16BF, (int)k, x, CUDA_R_16BF, (int)k,
                                 &beta, y, CUDA_R_16BF, (int)n, CUBLAS_COMPUTE_32F,
@@ -315,10 +297,10 @@ int main(int argc, char **argv)
                                                                  : pth == 8 ? 5
                                                                             : pth);
                     const bfp_matmul_tuning *tp = pth == 7 ? &tpdl : pth == 8 ? &talt : &tuning;
-                    us[pth] = T.median_us([&](int i) {
-                        BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb, pp, tp, NULL));
+                    us[pth] = graph_us(st, [&](int i) {
+                        BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb, pp, tp, st));
                     }, slow ? 2 : 20, slow ? 3 : 7);
-                    CU(cudaDeviceSynchronize());
+                    CU(cudaStreamSynchronize(st));
                     err[pth] = rel_err(y, yref, m * n);
                 }
                 static const char *const path_names[] = {"auto", "fused", "dequant+cublas",

@@ -21,10 +21,10 @@
 #include <cuda_runtime.h>
 
 #include "bench_check.h"
+#include "bench_graph.cuh"
 #include "cuda_check.h" /* tests/ */
 
 #include <algorithm>
-#include <functional>
 #include <string>
 #include <math.h>
 #include <stdint.h>
@@ -48,43 +48,6 @@ __global__ void fill_bf16(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale
             g *= 20.0f;
         x[i] = __float2bfloat16_rn(g * scale);
     }
-}
-
-/* median over 7 replays of a graph of 20 calls f(0..19), µs per call */
-static double graph_us(cudaStream_t s, const std::function<void(int)> &f)
-{
-    const int calls = 20, reps = 7;
-    for (int i = 0; i < 2; i++) /* warm: handles, first-call setup */
-        f(i);
-    CU(cudaStreamSynchronize(s));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-    for (int i = 0; i < calls; i++)
-        f(i);
-    CU(cudaStreamEndCapture(s, &g));
-    CU(cudaGraphInstantiate(&ge, g, 0));
-    CU(cudaGraphLaunch(ge, s));
-    CU(cudaStreamSynchronize(s));
-    cudaEvent_t a, b;
-    CU(cudaEventCreate(&a));
-    CU(cudaEventCreate(&b));
-    std::vector<double> t;
-    for (int r = 0; r < reps; r++) {
-        CU(cudaEventRecord(a, s));
-        CU(cudaGraphLaunch(ge, s));
-        CU(cudaEventRecord(b, s));
-        CU(cudaEventSynchronize(b));
-        float ms;
-        CU(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(1000.0 * ms / calls);
-    }
-    CU(cudaGraphExecDestroy(ge));
-    CU(cudaGraphDestroy(g));
-    CU(cudaEventDestroy(a));
-    CU(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
 }
 
 static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)

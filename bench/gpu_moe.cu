@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_check.h"
+#include "bench_graph.cuh"
 #include "bfp_grouped.h"
 #include "cuda_check.h"
 
@@ -66,39 +67,6 @@ static std::vector<int32_t> route(int e_count, int tokens, bool skewed, uint64_t
     for (int e = 0; e < e_count; e++)
         off[e + 1] = off[e] + cnt[e];
     return off;
-}
-
-template <class F> static double graph_us(cudaStream_t s, F body)
-{
-    body(); /* warm: cuBLAS handle, kernel attributes */
-    CU(cudaStreamSynchronize(s));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    body();
-    CU(cudaStreamEndCapture(s, &g));
-    CU(cudaGraphInstantiate(&ge, g, 0));
-    CU(cudaGraphLaunch(ge, s));
-    CU(cudaStreamSynchronize(s));
-    cudaEvent_t a, b;
-    CU(cudaEventCreate(&a));
-    CU(cudaEventCreate(&b));
-    std::vector<double> t;
-    for (int r = 0; r < REPS; r++) {
-        CU(cudaEventRecord(a, s));
-        CU(cudaGraphLaunch(ge, s));
-        CU(cudaEventRecord(b, s));
-        CU(cudaEventSynchronize(b));
-        float ms;
-        CU(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(1000.0 * ms / CALLS);
-    }
-    std::sort(t.begin(), t.end());
-    CU(cudaGraphExecDestroy(ge));
-    CU(cudaGraphDestroy(g));
-    CU(cudaEventDestroy(a));
-    CU(cudaEventDestroy(b));
-    return t[REPS / 2];
 }
 
 __global__ void fill_bf16(uint16_t *x, size_t n, uint64_t seed)
@@ -276,22 +244,20 @@ int main(int argc, char **argv)
                             active_max = std::max(active_max, act);
                         }
                         used /= CALLS;
-                        const double g_us = graph_us(s, [&] {
-                            for (int c = 0; c < CALLS; c++)
-                                BFP(bfp_cuda_grouped_matmul(gw, dx, rows,
-                                                            (int32_t *)doff + c * (E + 1), NULL,
-                                                            dy, gws, gws_bytes, NULL, s));
-                        });
-                        const double l_us = graph_us(s, [&] {
-                            for (int c = 0; c < CALLS; c++)
-                                for (int e = 0; e < E; e++) {
-                                    const int a = rt[c][e], m = rt[c][e + 1] - a;
-                                    if (m)
-                                        BFP(bfp_cuda_matmul(views[e], (uint16_t *)dx + (size_t)a * k,
-                                                            m, NULL, (uint16_t *)dy2 + (size_t)a * n,
-                                                            dlws, loop_ws, BFP_MATMUL_AUTO, s));
-                                }
-                        });
+                        const double g_us = graph_us(s, [&](int c) {
+                            BFP(bfp_cuda_grouped_matmul(gw, dx, rows,
+                                                        (int32_t *)doff + c * (E + 1), NULL,
+                                                        dy, gws, gws_bytes, NULL, s));
+                        }, CALLS, REPS);
+                        const double l_us = graph_us(s, [&](int c) {
+                            for (int e = 0; e < E; e++) {
+                                const int a = rt[c][e], m = rt[c][e + 1] - a;
+                                if (m)
+                                    BFP(bfp_cuda_matmul(views[e], (uint16_t *)dx + (size_t)a * k,
+                                                        m, NULL, (uint16_t *)dy2 + (size_t)a * n,
+                                                        dlws, loop_ws, BFP_MATMUL_AUTO, s));
+                            }
+                        }, CALLS, REPS);
                         /* the last call of each: grouped against the loop */
                         CU(cudaStreamSynchronize(s));
                         std::vector<uint16_t> y1((size_t)rows * n), y2((size_t)rows * n);
@@ -304,12 +270,11 @@ int main(int argc, char **argv)
                         double w_us = -1, w_rel = NAN;
                         if (bfp_cuda_grouped_matmul(gw, dx, rows, last_off, NULL, dy, NULL, 0,
                                                     &wgt, s) == BFP_OK) {
-                            w_us = graph_us(s, [&] {
-                                for (int c = 0; c < CALLS; c++)
-                                    BFP(bfp_cuda_grouped_matmul(
-                                        gw, dx, rows, (int32_t *)doff + c * (E + 1), NULL, dy,
-                                        NULL, 0, &wgt, s));
-                            });
+                            w_us = graph_us(s, [&](int c) {
+                                BFP(bfp_cuda_grouped_matmul(
+                                    gw, dx, rows, (int32_t *)doff + c * (E + 1), NULL, dy,
+                                    NULL, 0, &wgt, s));
+                            }, CALLS, REPS);
                             CU(cudaStreamSynchronize(s));
                             CU(cudaMemcpy(y1.data(), dy, y1.size() * 2, cudaMemcpyDeviceToHost));
                             w_rel = rel_diff(y1, y2);

@@ -19,37 +19,7 @@ import sys
 
 import torch
 
-DEV = "cuda"
-
-
-def graph_us(fn, calls=20, reps=7):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for i in range(2):
-            fn(i)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(calls):
-            fn(i)
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t = []
-    for _ in range(reps):
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        t.append(a.elapsed_time(b) * 1000.0 / calls)
-    t.sort()
-    return t[len(t) // 2]
-
-
-def rotation(nbytes):
-    return 1 if nbytes >= (200 << 20) else (200 << 20) // nbytes + 1
+from torch_peers import DEV, graph_us, guarded, rotation, time_bf16, time_scaled_mm
 
 
 try:
@@ -135,32 +105,6 @@ def time_dot_scaled(m, n, k, a_fmt):
     return best
 
 
-def time_bf16(m, n, k):
-    rot = rotation(n * k * 2)
-    ws = [torch.randn(n, k, device=DEV, dtype=torch.bfloat16) * 0.05 for _ in range(rot)]
-    x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
-    t = graph_us(lambda i: torch.matmul(x, ws[i % rot].t()))
-    del ws
-    return t
-
-
-def time_scaled_mm(m, n, k):
-    rot = rotation(n * k)
-    f8 = torch.float8_e4m3fn
-    ws = [(torch.randn(n, k, device=DEV) * 0.05).to(f8) for _ in range(rot)]
-    x = torch.randn(m, k, device=DEV).to(f8)
-    sa = torch.tensor(1.0, device=DEV)
-    sb = torch.tensor(1.0, device=DEV)
-    try:
-        t = graph_us(lambda i: torch._scaled_mm(x, ws[i % rot].t(), scale_a=sa, scale_b=sb,
-                                                out_dtype=torch.bfloat16))
-    except Exception as e:  # noqa: BLE001
-        print("_scaled_mm m %d n %d k %d failed: %s" % (m, n, k, str(e).splitlines()[0][:200]))
-        t = -1.0
-    del ws
-    return t
-
-
 def main():
     src, dst = sys.argv[1], sys.argv[2]
     text = open(src).read()
@@ -172,7 +116,8 @@ def main():
     shapes = sorted({(r["M"], r["N"], r["K"]) for r in doc["results"]})
     peers = {}
     for (m, n, k) in shapes:
-        p = {"cublas_bf16_us": time_bf16(m, n, k), "scaled_mm_fp8_us": time_scaled_mm(m, n, k)}
+        p = {"cublas_bf16_us": guarded("cublas_bf16", m, n, k, lambda: time_bf16(m, n, k)),
+             "scaled_mm_fp8_us": guarded("scaled_mm", m, n, k, lambda: time_scaled_mm(m, n, k))}
         if HAVE_TRITON and os.environ.get("PEER_TRITON", "1") != "0":
             p["dot_scaled_bf16_e2m1_us"] = time_dot_scaled(m, n, k, "bf16")
             p["dot_scaled_e2m1_e2m1_us"] = time_dot_scaled(m, n, k, "e2m1")

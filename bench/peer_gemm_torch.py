@@ -1,41 +1,18 @@
-"""Time torch.matmul (cuBLAS bf16) on the shapes of gpu_gemm's JSON and write
-the committed result: speedup = torch bf16 time / bfp time.
+"""The peers of bfp's weight-only matmul (bench/torch_peers.py: cuBLAS bf16,
+cuBLASLt FP8, tinygemm int4, gemlite A16W4) on the shapes of gpu_gemm's JSON,
+timed as gpu_gemm times bfp (CUDA graphs of 20 calls over rotating weights,
+median of 7 replays), and the committed result:
 
     python3 bench/peer_gemm_torch.py gpu_gemm.json h200-gemm.json
 
-Weights rotate over enough copies (>= 200 MB) that L2 does not hold them,
-as in gpu_gemm. Without torch, the direct cublasGemmEx time stays."""
+cublas_bf16_us and speedup come from torch.matmul; "peers" lists every peer
+as {"peer", "M", "N", "K", "us"} (-1: it failed there; GEMM_PEERS=a,b picks
+peers by name). Without torch, gpu_gemm's cublasGemmEx time stays and there
+are no peers."""
 import json
 import os
 import subprocess
 import sys
-
-
-def time_torch(shapes):
-    import torch
-    out = {}
-    dev = "cuda"
-    for (m, n, k) in shapes:
-        rot = max(1, (200 << 20) // (n * k * 2) + 1) if n * k * 2 < (200 << 20) else 1
-        ws = [torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.05 for _ in range(rot)]
-        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-        for i in range(3):
-            torch.matmul(x, ws[i % rot].t())
-        torch.cuda.synchronize()
-        times = []
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(7):
-            a.record()
-            for i in range(20):
-                torch.matmul(x, ws[i % rot].t())
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) * 1000 / 20)
-        times.sort()
-        out[(m, n, k)] = times[len(times) // 2]
-        del ws, x
-        torch.cuda.empty_cache()
-    return out
 
 
 def main():
@@ -43,11 +20,15 @@ def main():
     doc = json.load(open(src))
     shapes = sorted({(r["M"], r["N"], r["K"]) for r in doc["results"]})
     try:
-        peer = time_torch(shapes)
+        import torch_peers
+        wanted = [p for p in os.environ.get("GEMM_PEERS", "").split(",") if p]
+        peers = torch_peers.time_peers(shapes, wanted)
+        peer = {(p["M"], p["N"], p["K"]): p["us"] for p in peers
+                if p["peer"] == "cublas_bf16" and p["us"] > 0}
         peer_name = "torch.matmul"
-    except Exception as e:  # no torch: keep gpu_gemm's own cublasGemmEx time
+    except ImportError as e:  # no torch: keep gpu_gemm's own cublasGemmEx time
         print("peer_gemm_torch: torch unavailable (%s); keeping cublasGemmEx times" % e)
-        peer, peer_name = {}, "cublasGemmEx"
+        peer, peer_name, peers = {}, "cublasGemmEx", []
     for r in doc["results"]:
         r["cublas_direct_us"] = r["cublas_bf16_us"]
         key = (r["M"], r["N"], r["K"])
@@ -63,7 +44,8 @@ def main():
         code = "unknown"
     out = {"date": doc["date"], "command": "bash bench/gpu.sh  (PARTS=gemm for this part only)",
            "gpu": doc["gpu"], "copy_gbps": doc.get("copy_gbps"), "baseline": peer_name,
-           "code": code, "results": doc["results"]}
+           "code": code, "timing": "CUDA graph of 20 calls over rotating weights, median of "
+           "7 replays, per call (every side)", "results": doc["results"], "peers": peers}
     json.dump(out, open(dst, "w"), indent=1)
     need = {1: 4.0, 16: 4.0, 128: 2.0, 4096: 0.9}
     print("\n%-8s %5s %6s %6s %9s %9s %8s  target" % ("format", "M", "N", "K", "us",
