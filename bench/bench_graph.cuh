@@ -50,4 +50,38 @@ template <class F> static double graph_us(cudaStream_t s, F f, int calls = 20, i
     return t[t.size() / 2];
 }
 
+/* GB/s (bytes read + written) of `per_rep` back-to-back D2D copies of
+ * `bytes` on s, median of `reps` timed reps after one warm-up: the
+ * roofline's reference. Stream launches, not a graph: a captured copy runs on
+ * a copy engine, slower than the copy kernel a stream runs (2.4 against 3.0
+ * TB/s on an H100). */
+static double stream_copy_gbps(cudaStream_t s, size_t bytes, int per_rep, int reps)
+{
+    void *a, *b;
+    CU(cudaMalloc(&a, bytes));
+    CU(cudaMalloc(&b, bytes));
+    CU(cudaMemsetAsync(a, 1, bytes, s));
+    cudaEvent_t e0, e1;
+    CU(cudaEventCreate(&e0));
+    CU(cudaEventCreate(&e1));
+    std::vector<double> t;
+    for (int r = 0; r <= reps; r++) {
+        CU(cudaEventRecord(e0, s));
+        for (int i = 0; i < per_rep; i++)
+            CU(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+        CU(cudaEventRecord(e1, s));
+        CU(cudaEventSynchronize(e1));
+        float ms;
+        CU(cudaEventElapsedTime(&ms, e0, e1));
+        if (r) /* rep 0 warms up */
+            t.push_back(ms / per_rep);
+    }
+    std::sort(t.begin(), t.end());
+    CU(cudaEventDestroy(e0));
+    CU(cudaEventDestroy(e1));
+    CU(cudaFree(a));
+    CU(cudaFree(b));
+    return 2.0 * (double)bytes / (t[t.size() / 2] * 1e6);
+}
+
 #endif

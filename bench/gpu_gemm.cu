@@ -146,39 +146,7 @@ int main(int argc, char **argv)
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     /* device-to-device copy of 512 MiB, bytes read + written (as gpu_bench):
      * hbm_fraction = weight bytes / time / this */
-    double copy_gbps;
-    {
-        size_t cn = (size_t)512 << 20;
-        void *ca, *cb;
-        CU(cudaMalloc(&ca, cn));
-        CU(cudaMalloc(&cb, cn));
-        CU(cudaMemset(ca, 1, cn));
-        /* stream launches, not a graph: a captured copy becomes a copy-engine
-         * node, slower than the copy kernel a stream runs (2.4 against 3.0 TB/s
-         * on an H100), and this is the roofline's reference */
-        cudaEvent_t ea, eb;
-        CU(cudaEventCreate(&ea));
-        CU(cudaEventCreate(&eb));
-        std::vector<double> t;
-        for (int r = 0; r < 8; r++) {
-            CU(cudaEventRecord(ea, st));
-            for (int i = 0; i < 5; i++)
-                CU(cudaMemcpyAsync(cb, ca, cn, cudaMemcpyDeviceToDevice, st));
-            CU(cudaEventRecord(eb, st));
-            CU(cudaEventSynchronize(eb));
-            float ms;
-            CU(cudaEventElapsedTime(&ms, ea, eb));
-            if (r) /* the first is a warm-up */
-                t.push_back(1000.0 * ms / 5);
-        }
-        std::sort(t.begin(), t.end());
-        const double cus = t[t.size() / 2];
-        CU(cudaEventDestroy(ea));
-        CU(cudaEventDestroy(eb));
-        copy_gbps = 2.0 * (double)cn / cus / 1e3;
-        CU(cudaFree(ca));
-        CU(cudaFree(cb));
-    }
+    const double copy_gbps = stream_copy_gbps(st, (size_t)512 << 20, 5, 7);
     printf("device copy (512 MiB, read + write): %.1f GB/s\n", copy_gbps);
     fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"copy_gbps\": %.1f, \"results\": [\n", date,
             prop.name, copy_gbps);

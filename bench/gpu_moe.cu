@@ -83,32 +83,6 @@ __global__ void fill_bf16(uint16_t *x, size_t n, uint64_t seed)
     }
 }
 
-static double copy_bw(cudaStream_t s) /* bytes read + written per second by a D2D copy */
-{
-    size_t bytes = (size_t)2 << 30;
-    void *a, *b;
-    CU(cudaMalloc(&a, bytes));
-    CU(cudaMalloc(&b, bytes));
-    CU(cudaMemsetAsync(a, 1, bytes, s));
-    cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
-    std::vector<double> t;
-    for (int r = 0; r < REPS; r++) {
-        CU(cudaEventRecord(e0, s));
-        CU(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
-        CU(cudaEventRecord(e1, s));
-        CU(cudaEventSynchronize(e1));
-        float ms;
-        CU(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    CU(cudaFree(a));
-    CU(cudaFree(b));
-    return 2.0 * (double)bytes / (t[REPS / 2] * 1e-3);
-}
-
 /* ||a - b|| / ||b|| of two bf16 outputs */
 static double rel_diff(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b)
 {
@@ -138,7 +112,7 @@ int main(int argc, char **argv)
     }
     cudaStream_t s;
     CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const double bw = copy_bw(s);
+    const double bw = stream_copy_gbps(s, (size_t)2 << 30, 1, REPS) * 1e9; /* bytes/s */
     printf("device copy bandwidth: %.0f GB/s\n", bw / 1e9);
     const struct { const char *name; int e; } models[] = {{"gpt-oss-120b", 128}, {"gpt-oss-20b", 32}};
     const struct { const char *name; int n, k; } projs[] = {{"gate_up", 5760, 2880},

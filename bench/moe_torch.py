@@ -15,31 +15,9 @@ import sys
 
 import torch
 
+from torch_peers import graph_us
+
 CALLS, REPS = 20, 7
-
-
-def graph_us(body):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        body()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        body()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(REPS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(1000.0 * a.elapsed_time(b) / CALLS)
-    ts.sort()
-    return ts[REPS // 2]
 
 
 def main():
@@ -80,17 +58,15 @@ def main():
                     y = torch.empty(rows, n, device=dev, dtype=torch.bfloat16)
                     xr = x[:rows]
                     if has_gmm:
-                        def body():
-                            for c in range(CALLS):
-                                torch._grouped_mm(xr, wt, offs=ends[c], out_dtype=torch.bfloat16)
+                        def call(c):
+                            torch._grouped_mm(xr, wt, offs=ends[c], out_dtype=torch.bfloat16)
                     else:
-                        def body():
-                            for c in range(CALLS):
-                                o = offs[c]
-                                for e in range(e_count):
-                                    if o[e + 1] > o[e]:
-                                        torch.matmul(xr[o[e]:o[e + 1]], wt[e], out=y[o[e]:o[e + 1]])
-                    us = graph_us(body)
+                        def call(c):
+                            o = offs[c]
+                            for e in range(e_count):
+                                if o[e + 1] > o[e]:
+                                    torch.matmul(xr[o[e]:o[e + 1]], wt[e], out=y[o[e]:o[e + 1]])
+                    us = graph_us(call, CALLS, REPS)
                     peer_us[(model, proj, t, dist)] = us
                     print(f"{model:13s} {proj:7s} T={t:4d} {dist:7s} {peer}: {us:9.1f} us", flush=True)
             del w, wt

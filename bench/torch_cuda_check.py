@@ -37,6 +37,7 @@ import bfp
 import bfp._core as core
 import bfp.nn
 import bfp.torch_packed as tp
+import torch_peers  # bench/: the CUDA-graph capture idiom
 
 MATMUL_FORMATS = ["mxfp4", "mxfp4+", "nvfp4", "nvfp4+", "hif4"]
 
@@ -126,17 +127,9 @@ def compiled(model, x):
 
 
 def captured(model, static_x):
-    """torch.cuda.graph of one call (warmed up on a side stream): (graph, output)"""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            model(static_x)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_y = model(static_x)
-    return graph, static_y
+    """torch.cuda.graph of one call (two warm-up calls on a side stream): (graph, output)"""
+    return torch_peers.capture(lambda: [model(static_x) for _ in range(2)],
+                               lambda: model(static_x))
 
 
 def graphs(bad):

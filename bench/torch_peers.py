@@ -16,20 +16,28 @@ import torch
 DEV = "cuda"
 
 
-def graph_us(fn, calls=20, reps=7):
-    """fn(i) for i < calls captured as one CUDA graph (two warm-up calls on a
-    side stream first), the median replay per call in µs"""
+def capture(warm, body):
+    """(graph, body()'s result): warm() on a side stream first (torch's idiom:
+    lazy init and autotuning stay out of the capture), then body() captured"""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        for i in range(2):
-            fn(i)
+        warm()
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        for i in range(calls):
+        out = body()
+    return g, out
+
+
+def graph_us(fn, calls=20, reps=7):
+    """fn(i) for i < calls captured as one CUDA graph (fn(0), fn(1) on a side
+    stream first), the median replay per call in µs"""
+    def run(n):
+        for i in range(n):
             fn(i)
+    g, _ = capture(lambda: run(2), lambda: run(calls))
     g.replay()
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
