@@ -6,7 +6,7 @@
  * Shapes (n, k) = (8192, 8192), (28672, 8192), (8192, 28672); m = 1, 16,
  * 128, 4096; weight formats mxfp4, mxfp4+, nvfp4, nvfp4+, hif4. Weights
  * rotate over enough copies that every call reads HBM, not L2. Time = median
- * over 7 replays of a CUDA graph of 20 calls, per call (bench_graph.cuh), as
+ * over 7 replays of a CUDA graph of 20 calls, per call (bench_gpu.cuh), as
  * the torch peers time theirs. rel_err =
  * ||y - y_ref|| / ||y_ref||, y_ref = fp32 SGEMM of x and the dequantized W.
  * weight_bytes = the planes' bytes, hbm_fraction = weight_bytes / us / the
@@ -28,7 +28,7 @@
 #include <cuda_runtime.h>
 
 #include "bench_check.h"
-#include "bench_graph.cuh"
+#include "bench_gpu.cuh"
 #include "cuda_check.h"         /* tests/ */
 #include "matmul_tuning_env.h" /* tests/ */
 
@@ -89,23 +89,6 @@ static bool path_wanted(int pth)
 /* a JSON number: -1 for a path or error not measured (NaN is not JSON) */
 static double jv(double v) { return isnan(v) ? -1.0 : v; }
 
-static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
-{
-    std::vector<uint16_t> y(n);
-    std::vector<float> r(n);
-    CU(cudaMemcpy(y.data(), dy, n * 2, cudaMemcpyDeviceToHost));
-    CU(cudaMemcpy(r.data(), dref, n * 4, cudaMemcpyDeviceToHost));
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double v = bfp_bf16_to_f32(y[i]), d = v - r[i];
-        if (isnan(v))
-            return NAN;
-        num += d * d;
-        den += (double)r[i] * r[i];
-    }
-    return sqrt(num / den);
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -132,7 +115,7 @@ int main(int argc, char **argv)
     }
     cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, 0));
-    /* every timed call goes to st, captured as a graph (bench_graph.cuh); a
+    /* every timed call goes to st, captured as a graph (bench_gpu.cuh); a
      * blocking stream, so the memsets and fills on the default stream order with it */
     cudaStream_t st;
     CU(cudaStreamCreate(&st));

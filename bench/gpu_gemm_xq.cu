@@ -21,7 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "bench_check.h"
-#include "bench_graph.cuh"
+#include "bench_gpu.cuh"
 #include "cuda_check.h" /* tests/ */
 
 #include <algorithm>
@@ -48,23 +48,6 @@ __global__ void fill_bf16(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale
             g *= 20.0f;
         x[i] = __float2bfloat16_rn(g * scale);
     }
-}
-
-static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
-{
-    std::vector<uint16_t> y(n);
-    std::vector<float> r(n);
-    CU(cudaMemcpy(y.data(), dy, n * 2, cudaMemcpyDeviceToHost));
-    CU(cudaMemcpy(r.data(), dref, n * 4, cudaMemcpyDeviceToHost));
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double v = bfp_bf16_to_f32(y[i]), d = v - r[i];
-        if (isnan(v))
-            return NAN;
-        num += d * d;
-        den += (double)r[i] * r[i];
-    }
-    return sqrt(num / den);
 }
 
 /* v for the JSON: NaN (a NaN in y) as null */

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench_check.h"
-#include "bench_graph.cuh"
+#include "bench_gpu.cuh"
 #include "bfp_grouped.h"
 #include "cuda_check.h"
 

@@ -1,5 +1,5 @@
 """The matmul peers a user would pick instead of bfp, timed the way the C
-benchmarks time bfp (bench_graph.cuh): weights rotate over enough copies
+benchmarks time bfp (bench_gpu.cuh): weights rotate over enough copies
 (>= 200 MB) that L2 does not hold them, and each time is the median over 7
 replays of one CUDA graph of 20 calls, per call, in µs. -1: the peer failed
 on that shape (the reason is printed).

@@ -106,34 +106,9 @@ __device__ __forceinline__ uint32_t gv_lds32(uint32_t a)
     return v;
 }
 
-/* x's B fragments of k tile kt from global memory (x not staged: not
- * 16-byte aligned, or k % 8 != 0): as gemm_skinny.cu's load_x */
-template <int NT>
-__device__ __forceinline__ void gv_load_x(const Params &p, int kt, int g, int t,
-                                          uint32_t (&xb)[NT][8])
-{
-    const int c0 = kt * 64 + 2 * t;
-#pragma unroll
-    for (int q = 0; q < NT; q++) {
-        const int mm = q * 8 + g;
-        const uint16_t *row = reinterpret_cast<const uint16_t *>(p.x) + (size_t)mm * p.k;
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int c = c0 + 16 * (i >> 1) + 8 * (i & 1);
-            uint32_t v = 0;
-            if (mm < p.m) {
-                uint32_t lo = c < p.k ? __ldg(row + c) : 0u;
-                uint32_t hi = c + 1 < p.k ? __ldg(row + c + 1) : 0u;
-                v = lo | hi << 16;
-            }
-            xb[q][i] = v;
-        }
-    }
-}
-
 /* x's B fragments of k tile kt straight from global memory, as 32-bit
  * words when x_vec (16-byte aligned x, k % 8 == 0: every pair in bounds
- * together), else gv_load_x. Before the stage's wait, so their latency
+ * together), else load_x (gemm_fused.cuh). Before the stage's wait, so their latency
  * overlaps it (x is L1 / L2 resident: every CTA reads it). */
 template <int NT>
 __device__ __forceinline__ void gv_x_early(const Params &p, int kt, int lane,
@@ -141,7 +116,7 @@ __device__ __forceinline__ void gv_x_early(const Params &p, int kt, int lane,
 {
     const int g = lane >> 2, t = lane & 3;
     if (!p.x_vec) {
-        gv_load_x<NT>(p, kt, g, t, xb);
+        load_x<NT>(p, kt, g, t, xb);
         return;
     }
     const int c0 = kt * 64 + 2 * t;
@@ -180,7 +155,7 @@ __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][N
             for (int q = 0; q < NT; q++)
                 xb[q][i] = q * 8 + g < p.m ? gv_lds32((xl ^ (16u * i)) + 1024u * q) : 0u;
     } else {
-        gv_load_x<NT>(p, kt, g, t, xb);
+        load_x<NT>(p, kt, g, t, xb);
     }
 #pragma unroll
     for (int r = 0; r < GV_R; r++) {

@@ -131,33 +131,6 @@ __device__ __forceinline__ void tma_prefetch(const CUtensorMap &map)
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&map)) : "memory");
 }
 
-/* x's B fragments for k tile kt when x is not staged (p.x_vec == 0: not
- * 16-byte aligned, or k % 8 != 0, which TMA needs): lane (g, t) of n8 tile q
- * holds row q * 8 + g, columns 64 kt + 16 j + 2 t + {0, 1} and {8, 9}; zero
- * outside x */
-template <int NT>
-__device__ __forceinline__ void load_x(const Params &p, int kt, int g, int t,
-                                       uint32_t (&xb)[NT][8])
-{
-    const int c0 = kt * 64 + 2 * t;
-#pragma unroll
-    for (int q = 0; q < NT; q++) {
-        const int mm = q * 8 + g;
-        const uint16_t *row = reinterpret_cast<const uint16_t *>(p.x) + (size_t)mm * p.k;
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int c = c0 + 16 * (i >> 1) + 8 * (i & 1);
-            uint32_t v = 0;
-            if (mm < p.m) {
-                uint32_t lo = c < p.k ? __ldg(row + c) : 0u;
-                uint32_t hi = c + 1 < p.k ? __ldg(row + c + 1) : 0u;
-                v = lo | hi << 16;
-            }
-            xb[q][i] = v;
-        }
-    }
-}
-
 /* Start the copy of unit (band, kt) into the stage whose x part is at xs
  * and W part at ws, with mbarrier bar. The whole warp calls it, its reads of
  * the stage's last unit done (__syncwarp); lane 0 starts the copies: R row

@@ -1,18 +1,24 @@
-/* bench_graph.cuh - the one way the GPU benchmarks time a call: `calls`
+/* bench_gpu.cuh - what the GPU benchmarks (bench/gpu_*.cu) share.
+ *
+ * graph_us: the one way they time a call: `calls`
  * launches f(0), f(1), ... (each may pick its own rotating weight or
  * routing) captured on stream s as one CUDA graph, the graph replayed
  * `reps` times; the median replay over `calls` is the time per call, in µs.
  * So no side pays for host launches, as the torch peers (torch.cuda.graph)
  * don't. Two uncaptured calls first: handles, kernel attributes, lazy
  * module loading. */
-#ifndef BFP_BENCH_GRAPH_CUH
-#define BFP_BENCH_GRAPH_CUH
+#ifndef BFP_BENCH_GPU_CUH
+#define BFP_BENCH_GPU_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "bfp.h"
 #include "cuda_check.h" /* tests/ */
 
 template <class F> static double graph_us(cudaStream_t s, F f, int calls = 20, int reps = 7)
@@ -82,6 +88,25 @@ static double stream_copy_gbps(cudaStream_t s, size_t bytes, int per_rep, int re
     CU(cudaFree(a));
     CU(cudaFree(b));
     return 2.0 * (double)bytes / (t[t.size() / 2] * 1e6);
+}
+
+/* ||y - ref|| / ||ref|| of n bf16 outputs against fp32 ones (both on the
+ * device); NaN when y holds a NaN */
+static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
+{
+    std::vector<uint16_t> y(n);
+    std::vector<float> r(n);
+    CU(cudaMemcpy(y.data(), dy, n * 2, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(r.data(), dref, n * 4, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = bfp_bf16_to_f32(y[i]), d = v - r[i];
+        if (isnan(v))
+            return NAN;
+        num += d * d;
+        den += (double)r[i] * r[i];
+    }
+    return sqrt(num / den);
 }
 
 #endif
