@@ -754,8 +754,10 @@ typedef struct {
                          default (on Hopper the wgmma kernel from 16 rows
                          per active expert on average, else the unit
                          kernel; docs/gemm.md), 1: the mma.sync unit
-                         kernel, 2: the Hopper wgmma kernel (sm_90;
-                         BFP_ERR_UNSUPPORTED otherwise) */
+                         kernel, 2: the Hopper wgmma kernel, 3: the Hopper
+                         GEMV kernel for few rows per expert (2 and 3:
+                         sm_90, BFP_ERR_UNSUPPORTED otherwise; 3 is not
+                         yet measured, so no default picks it) */
 } bfp_matmul_tuning;
 
 /**

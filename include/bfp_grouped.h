@@ -88,7 +88,7 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * ignored; NULL = defaults. The workspace size depends on the kernel.
  * @return BFP_OK (also for t_rows = 0); BFP_ERR_ARG; BFP_ERR_SHAPE;
  *         BFP_ERR_DEVICE; BFP_ERR_UNSUPPORTED (no CUDA, or grouped_kernel
- *         = 2 off Hopper)
+ *         = 2 or 3 off Hopper)
  */
 bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void *d_x,
                                    size_t t_rows, const int32_t *d_offsets, const void *d_bias,

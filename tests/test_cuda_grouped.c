@@ -4,9 +4,9 @@
  * counts, shapes off the tiles, bias; ||y - ref|| / ||ref|| < 5e-3 over
  * each expert's rows, no NaN, y poisoned with NaN before each call; a
  * second call on the used workspace; argument checks (wrong buffer, short
- * workspace, NULLs). On Hopper every case runs three times: the default
- * and each kernel forced (tuning grouped_kernel = 1, 2); elsewhere the
- * wgmma kernel must be refused. Without a GPU: the checks that need none, then
+ * workspace, NULLs). On Hopper every case runs four times: the default
+ * and each kernel forced (tuning grouped_kernel = 1, 2, 3); elsewhere the
+ * wgmma and GEMV kernels must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
  * sanitizer runs). */
 #include "bfp_grouped.h"
@@ -26,7 +26,7 @@
 #include <string.h>
 
 static prng rng = {0x6e23};
-/* the kernel under test: NULL (the default) or grouped_kernel = 1 or 2 */
+/* the kernel under test: NULL (the default) or grouped_kernel = 1, 2 or 3 */
 static const bfp_matmul_tuning *tune;
 
 static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
@@ -174,7 +174,7 @@ static void run_cases(int quick)
     }
 }
 
-/* off Hopper the wgmma kernel is refused, not run */
+/* off Hopper the wgmma and GEMV kernels are refused, not run */
 static void wgmma_refused(const bfp_matmul_tuning *wg)
 {
     gexperts g;
@@ -197,7 +197,7 @@ static void wgmma_refused(const bfp_matmul_tuning *wg)
     CHECK(bfp_cuda_grouped_weight_view(BFP_MXFP4, 2, 32, 64, dbuf, bytes, &w) == BFP_OK, "view");
     CHECK(bfp_cuda_grouped_matmul(w, dx, 2, doff, NULL, dy, NULL, 0, wg, NULL) ==
               BFP_ERR_UNSUPPORTED,
-          "grouped_kernel 2 off sm_90: BFP_ERR_UNSUPPORTED");
+          "grouped_kernel %d off sm_90: BFP_ERR_UNSUPPORTED", wg->grouped_kernel);
     bfp_cuda_grouped_weight_free(w);
     cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff);
     gexperts_free(&g);
@@ -222,14 +222,17 @@ int main(void)
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     const int hopper = major == 9 && minor == 0;
-    static const bfp_matmul_tuning unit = {.grouped_kernel = 1}, wgmma = {.grouped_kernel = 2};
+    static const bfp_matmul_tuning unit = {.grouped_kernel = 1}, wgmma = {.grouped_kernel = 2},
+                                   gemv = {.grouped_kernel = 3};
     /* off Hopper the default is the unit kernel: one pass */
-    for (int pass = 0; pass < (hopper ? 3 : 1); pass++) {
-        tune = pass == 0 ? NULL : pass == 1 ? &unit : &wgmma;
+    for (int pass = 0; pass < (hopper ? 4 : 1); pass++) {
+        tune = pass == 0 ? NULL : pass == 1 ? &unit : pass == 2 ? &wgmma : &gemv;
         run_cases(quick);
     }
-    if (!hopper)
+    if (!hopper) {
         wgmma_refused(&wgmma);
+        wgmma_refused(&gemv);
+    }
     return check_summary("test_cuda_grouped");
 }
 

@@ -424,7 +424,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         SkinnyMaps maps = w->gv;
         if (p.x_vec && gemv_stages_x() && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
-        const GemvArgs a = {V.units, V.chunks};
+        const GemvArgs a = {V.units, V.chunks, nullptr, nullptr, 0, 0, 0, 0};
         return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl, s) == cudaSuccess
                    ? BFP_OK
                    : BFP_ERR_DEVICE;
@@ -566,12 +566,12 @@ bool bfpgemm::current_device(int *sms, bool *sm90)
 
 bool bfpgemm::encode_expert_records(CUtensorMap *map, const void *base, size_t rec,
                                     size_t tiles_n, size_t tiles_k, size_t experts,
-                                    size_t expert_stride, int r)
+                                    size_t expert_stride, int r, int kts)
 {
     PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
     const cuuint64_t dim[4] = {rec / 8, tiles_k, tiles_n, experts};
     const cuuint64_t stride[3] = {rec, rec * tiles_k, expert_stride}; /* bytes, dims 1..3 */
-    const cuuint32_t box[4] = {(cuuint32_t)(rec / 8), 1, (cuuint32_t)r, 1};
+    const cuuint32_t box[4] = {(cuuint32_t)(rec / 8), (cuuint32_t)kts, (cuuint32_t)r, 1};
     const cuuint32_t estride[4] = {1, 1, 1, 1};
     return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 4, const_cast<void *>(base), dim,
                       stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,

@@ -17,6 +17,7 @@
  * x, y and the workspace are touched only after griddepcontrol.wait. */
 #include "gemm_async.cuh"
 #include "gemm_fused.cuh"
+#include "gemm_grouped.cuh"
 #include "gemm_internal.h"
 
 namespace bfpgemm {
@@ -74,20 +75,22 @@ struct GvStage {
 };
 
 /* The ring: as many stages as fit CTAS CTAs per SM (228 KB, 1 KB of it
- * reserved per CTA, the barriers' static bytes, 1 KB of slack to align the
- * dynamic part), at least 2 */
-template <int F, int NT>
+ * reserved per CTA, the barriers' static bytes and a grouped call's unit
+ * counts, 1 KB of slack to align the dynamic part), at least 2 */
+template <int F, int NT, bool G = false>
 struct GvRing {
     static constexpr int CTAS = NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2;
-    static constexpr int BUDGET = 228 * 1024 / CTAS - 1024 - 256 - 1024 - GvStage<F, NT>::RED;
+    static constexpr int UPRE = G ? (G_MAX_EXPERTS + 1) * 4 : 0; /* grouped: units per expert */
+    static constexpr int BUDGET =
+        228 * 1024 / CTAS - 1024 - 256 - UPRE - 1024 - GvStage<F, NT>::RED;
     static constexpr int FIT = BUDGET / GvStage<F, NT>::BYTES;
     static constexpr int STAGES = FIT < 2 ? 2 : FIT > GV_MAX_STAGES ? GV_MAX_STAGES : FIT;
 };
 
-template <int F, int NT>
+template <int F, int NT, bool G = false>
 constexpr int gemv_smem()
 {
-    return GvRing<F, NT>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED + 1024;
+    return GvRing<F, NT, G>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED + 1024;
 }
 static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024, "one CTA per SM at least");
 
@@ -253,18 +256,122 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
         p.counters[grp] = 0u;
 }
 
+/* A grouped call's unit u (G): expert e, the first of its 8 NT rows of x
+ * (row0), the group and chunk. Units are [expert][m chunk][group][chunk]
+ * (gemm_grouped.cuh count_units: ceil(rows / 8 NT) * groups * chunks per
+ * expert), so (u - ch) / chunks numbers the (expert, m chunk, group)
+ * triples: their counters. */
+template <int NT>
+__device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int u, int *e,
+                                        int *row0, int *grp, int *ch)
+{
+    *e = expert_of(upre, a.e_count, u);
+    const int local = u - upre[*e], per = a.groups * a.chunks;
+    const int mc = local / per, rem = local - mc * per;
+    int ra, rb;
+    expert_rows(a.offsets, a.t_rows, *e, &ra, &rb);
+    *row0 = ra + mc * 8 * NT;
+    *grp = rem / a.chunks;
+    *ch = rem - *grp * a.chunks;
+}
+
+/* Params of a grouped call's unit u (the rest as the call's p): expert e's
+ * fold, 2^fold, tensor scale and bias row; its rows of x, y and the
+ * workspace from row0 on (at most 8 NT); the counters from its (expert, m
+ * chunk) on, so that gv_flush's counters[grp] is the group's */
 template <int F, int NT>
+__device__ __forceinline__ Params gv_unit_params(const Params &p, const GemvArgs &a, int u, int e,
+                                                 int row0, int grp, int ch)
+{
+    Params q = p;
+    const ExpertScales es = expert_scales<F>(a.base + (size_t)e * a.stride);
+    q.mx_fold = es.fold;
+    q.post = es.post;
+    q.ts = es.ts;
+    int ra, rb;
+    expert_rows(a.offsets, a.t_rows, e, &ra, &rb);
+    q.m = min(8 * NT, rb - row0);
+    q.x = p.x + (size_t)row0 * p.k;
+    q.y = p.y + (size_t)row0 * p.n;
+    q.ws = p.ws + (size_t)row0 * p.n;
+    q.counters = p.counters + ((u - ch) / a.chunks - grp);
+    q.bias = p.bias ? p.bias + (size_t)e * p.n : nullptr;
+    return q;
+}
+
+/* A consumer warp's part of stage i % STAGES (its k tile kt of the unit):
+ * wait for the stage, decode and multiply, release it */
+template <int F, int NT, int STAGES>
+__device__ __forceinline__ void gv_stage(const Params &p, float (&acc)[GV_R][NT][4],
+                                         unsigned char *ring, uint32_t ring_a,
+                                         uint64_t *full, uint64_t *empty, int i, int kt,
+                                         int warp, int lane)
+{
+    using S = GvStage<F, NT>;
+    const int s = i % STAGES;
+    uint32_t xb[NT][8];
+    if (!GV_XSMEM && kt < p.tiles_k)
+        gv_x_early<NT>(p, kt, lane, xb);
+    mbar_wait(smem_addr(&full[s]), (uint32_t)(i / STAGES) & 1u);
+    if (kt < p.tiles_k)
+        gv_consume<F, NT>(p, acc, xb, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt, lane);
+    __syncwarp(); /* every lane is done reading stage s */
+    if (lane == 0)
+        mbar_arrive(smem_addr(&empty[s]));
+}
+
+/* The consumers of a grouped call's run [u0, u0 + nu): as the dense loop,
+ * with each unit's expert and rows (gv_unit_params) and a flush at the end
+ * of each (expert, m chunk, group) */
+template <int F, int NT>
+__device__ __forceinline__ void gv_grouped_consumers(const Params &p, const GemvArgs &a,
+                                                     const int *upre, int u0, int nu,
+                                                     float (&acc)[GV_R][NT][4],
+                                                     unsigned char *ring, uint32_t ring_a,
+                                                     float *red, uint64_t *full, uint64_t *empty,
+                                                     unsigned *last_flag, int warp, int lane)
+{
+    constexpr int STAGES = GvRing<F, NT, true>::STAGES;
+    int e, row0, grp, ch;
+    gv_unit<NT>(a, upre, u0, &e, &row0, &grp, &ch);
+    int c0 = ch;
+    Params q = gv_unit_params<F, NT>(p, a, u0, e, row0, grp, ch);
+    for (int i = 0; i < nu; i++) {
+        gv_stage<F, NT, STAGES>(q, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp, warp,
+                                lane);
+        if (++ch == a.chunks || i == nu - 1) {
+            gv_flush<NT>(q, a, acc, red, last_flag, grp, c0, ch, warp, lane);
+            if (i < nu - 1) { /* the next unit starts an (expert, m chunk, group) */
+                gv_unit<NT>(a, upre, u0 + i + 1, &e, &row0, &grp, &ch);
+                c0 = ch;
+                q = gv_unit_params<F, NT>(p, a, u0 + i + 1, e, row0, grp, ch);
+            }
+        }
+    }
+}
+
+/* G: a grouped call (gemm_grouped_api.cu, grouped_kernel = 3). The units
+ * exist only on the device: every CTA counts them from the offsets
+ * (count_units), then takes its run of all of them; W is read through 4-D
+ * maps {record, k tiles, row tiles, experts}, x through a map with boxes of
+ * 8 NT rows at the unit's row0, and each unit's sums go to its expert's
+ * rows (gv_unit_params). */
+template <int F, int NT, bool G>
 __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2)
     gemm_gemv_kernel(const Params p, const __grid_constant__ SkinnyMaps mp, const GemvArgs a)
 {
     using S = GvStage<F, NT>;
-    constexpr int STAGES = GvRing<F, NT>::STAGES;
+    constexpr int STAGES = GvRing<F, NT, G>::STAGES;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ unsigned last_flag;
+    __shared__ int upre[G ? G_MAX_EXPERTS + 1 : 1]; /* grouped: units before expert e */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int u0 = (int)((long long)blockIdx.x * a.units / gridDim.x);
-    const int u1 = (int)((long long)(blockIdx.x + 1) * a.units / gridDim.x);
+    int u0 = (int)((long long)blockIdx.x * a.units / gridDim.x);
+    int u1 = (int)((long long)(blockIdx.x + 1) * a.units / gridDim.x);
+    if (G && warp == 0)
+        count_units(a.offsets, a.e_count, a.t_rows, 8 * NT, (long long)a.groups * a.chunks,
+                    a.units, upre, lane);
     unsigned char *ring = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
     float *red = reinterpret_cast<float *>(ring + STAGES * S::BYTES);
     const uint32_t ring_a = smem_addr(ring);
@@ -276,6 +383,10 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    if (G) { /* the units, counted above */
+        u0 = (int)((long long)blockIdx.x * upre[a.e_count] / gridDim.x);
+        u1 = (int)((long long)(blockIdx.x + 1) * upre[a.e_count] / gridDim.x);
+    }
     griddep_launch(); /* the next kernel may start as our CTAs leave */
     const int nu = u1 - u0;
 
@@ -294,41 +405,62 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
             if (!GV_XSMEM || !p.x_vec)
                 return 0u;
             const int kts = p.tiles_k - ch * GV_CW;
-            return (uint32_t)(kts < GV_CW ? kts : GV_CW) * (uint32_t)p.m * 128u;
+            return (uint32_t)(kts < GV_CW ? kts : GV_CW) * (uint32_t)(G ? 8 * NT : p.m) * 128u;
         };
-        auto copy_w = [&](int s, int grp, int ch) {
+        auto copy_w = [&](int s, int grp, int ch, int e) {
             const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
             mbar_expect(bar, S::W_TX + xbytes(ch));
+            if (G) {
+                tma_4d(st + S::XBYTES, mp.codes, 0, ch * GV_CW, grp * GV_R, e, bar);
+                tma_4d(st + S::SCALES, mp.scales, 0, ch * GV_CW, grp * GV_R, e, bar);
+                if (S::CRB)
+                    tma_4d(st + S::CORR, mp.corr, 0, ch * GV_CW, grp * GV_R, e, bar);
+                return;
+            }
             tma_3d(st + S::XBYTES, mp.codes, 0, ch * GV_CW, grp * GV_R, bar);
             tma_3d(st + S::SCALES, mp.scales, 0, ch * GV_CW, grp * GV_R, bar);
             if (S::CRB)
                 tma_3d(st + S::CORR, mp.corr, 0, ch * GV_CW, grp * GV_R, bar);
         };
-        auto copy_x = [&](int s, int ch) {
+        auto copy_x = [&](int s, int ch, int row0) {
             if (!GV_XSMEM || !p.x_vec)
                 return;
             const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
             for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
-                tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, 0, bar);
+                tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, row0, bar);
         };
+        if (G) {
+            int e, row0, grp, ch;
+            for (int i = 0; i < nu; i++) {
+                const int s = i % STAGES;
+                gv_unit<NT>(a, upre, u0 + i, &e, &row0, &grp, &ch);
+                if (i >= STAGES)
+                    mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
+                copy_w(s, grp, ch, e);
+                if (i == 0)
+                    griddep_wait();
+                copy_x(s, ch, row0);
+            }
+            return;
+        }
         int grp = grp0, ch = ch0;
         for (int i = 0; i < pre; i++) {
-            copy_w(i, grp, ch);
+            copy_w(i, grp, ch, 0);
             if (++ch == a.chunks)
                 ch = 0, grp++;
         }
         griddep_wait();
         grp = grp0, ch = ch0;
         for (int i = 0; i < pre; i++) {
-            copy_x(i, ch);
+            copy_x(i, ch, 0);
             if (++ch == a.chunks)
                 ch = 0, grp++;
         }
         for (int i = pre; i < nu; i++) {
             const int s = i % STAGES;
             mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
-            copy_w(s, grp, ch);
-            copy_x(s, ch);
+            copy_w(s, grp, ch, 0);
+            copy_x(s, ch, 0);
             if (++ch == a.chunks)
                 ch = 0, grp++;
         }
@@ -345,20 +477,15 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
 #pragma unroll
         for (int q = 0; q < NT; q++)
             acc[r][q][0] = acc[r][q][1] = acc[r][q][2] = acc[r][q][3] = 0.0f;
+    if (G) {
+        gv_grouped_consumers<F, NT>(p, a, upre, u0, nu, acc, ring, ring_a, red, full, empty,
+                                    &last_flag, warp, lane);
+        return;
+    }
     int grp = u0 / a.chunks, ch = u0 - grp * a.chunks, c0 = ch;
     for (int i = 0; i < nu; i++) {
-        const int s = i % STAGES;
-        const int kt = ch * GV_CW + warp;
-        uint32_t xb[NT][8];
-        if (!GV_XSMEM && kt < p.tiles_k)
-            gv_x_early<NT>(p, kt, lane, xb);
-        mbar_wait(smem_addr(&full[s]), (uint32_t)(i / STAGES) & 1u);
-        if (kt < p.tiles_k)
-            gv_consume<F, NT>(p, acc, xb, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt,
-                              lane);
-        __syncwarp(); /* every lane is done reading stage s */
-        if (lane == 0)
-            mbar_arrive(smem_addr(&empty[s]));
+        gv_stage<F, NT, STAGES>(p, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp, warp,
+                                lane);
         if (++ch == a.chunks || i == nu - 1) {
             gv_flush<NT>(p, a, acc, red, &last_flag, grp, c0, ch, warp, lane);
             ch = c0 = 0;
@@ -367,21 +494,21 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     }
 }
 
-template <int F, int NT>
+template <int F, int NT, bool G>
 static cudaError_t gemv_k(unsigned grid, const Params *p, const SkinnyMaps *mp,
                           const GemvArgs *a, int pdl, int *resident, cudaStream_t s)
 {
-    constexpr int smem = gemv_smem<F, NT>();
+    constexpr int smem = gemv_smem<F, NT, G>();
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute(gemm_gemv_kernel<F, NT>,
+        cudaError_t e = cudaFuncSetAttribute(gemm_gemv_kernel<F, NT, G>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         raised = true;
     }
     if (resident)
-        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_gemv_kernel<F, NT>,
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_gemv_kernel<F, NT, G>,
                                                              GV_THREADS, smem);
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
@@ -393,29 +520,33 @@ static cudaError_t gemv_k(unsigned grid, const Params *p, const SkinnyMaps *mp,
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, gemm_gemv_kernel<F, NT>, *p, *mp, *a);
+    return cudaLaunchKernelEx(&cfg, gemm_gemv_kernel<F, NT, G>, *p, *mp, *a);
 }
 
-static cudaError_t gemv_any(int fmt_kind, int nt, unsigned grid, const Params *p,
+static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, const Params *p,
                             const SkinnyMaps *mp, const GemvArgs *a, int pdl, int *resident,
                             cudaStream_t s)
 {
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
-        return nt == 1 ? gemv_k<F, 1>(grid, p, mp, a, pdl, resident, s)
-                       : gemv_k<F, 2>(grid, p, mp, a, pdl, resident, s);
+        if (grouped)
+            return nt == 1 ? gemv_k<F, 1, true>(grid, p, mp, a, 0, resident, s)
+                           : gemv_k<F, 2, true>(grid, p, mp, a, 0, resident, s);
+        return nt == 1 ? gemv_k<F, 1, false>(grid, p, mp, a, pdl, resident, s)
+                       : gemv_k<F, 2, false>(grid, p, mp, a, pdl, resident, s);
     });
 }
 
 bool gemv_stages_x() { return GV_XSMEM; }
 
-int gemv_resident_ctas(int fmt_kind, int nt)
+int gemv_resident_ctas(int fmt_kind, int nt, bool grouped)
 {
-    static int cache[5][2]; /* the same value every time: a race is harmless */
-    int &c = cache[fmt_kind][nt == 1 ? 0 : 1];
+    static int cache[5][2][2]; /* the same value every time: a race is harmless */
+    int &c = cache[fmt_kind][nt == 1 ? 0 : 1][grouped ? 1 : 0];
     if (c == 0) {
         int blocks = 0;
-        if (gemv_any(fmt_kind, nt, 1, nullptr, nullptr, nullptr, 0, &blocks, 0) != cudaSuccess ||
+        if (gemv_any(fmt_kind, nt, grouped, 1, nullptr, nullptr, nullptr, 0, &blocks, 0) !=
+                cudaSuccess ||
             blocks < 1)
             blocks = 1;
         c = blocks;
@@ -424,9 +555,9 @@ int gemv_resident_ctas(int fmt_kind, int nt)
 }
 
 cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
-                        int nt, unsigned grid, int pdl, cudaStream_t s)
+                        int nt, unsigned grid, int pdl, cudaStream_t s, bool grouped)
 {
-    cudaError_t e = gemv_any(fmt_kind, nt, grid, &p, &maps, &a, pdl, nullptr, s);
+    cudaError_t e = gemv_any(fmt_kind, nt, grouped, grid, &p, &maps, &a, pdl, nullptr, s);
     return e == cudaSuccess ? cudaGetLastError() : e;
 }
 

@@ -55,28 +55,34 @@ struct GroupedWgMaps {
 cudaError_t launch_grouped_wgmma(int fmt_kind, const GroupedParams &p, const GroupedWgMaps &mp,
                                  int bn, unsigned grid, cudaStream_t s);
 
-/* this expert's rows [a, b), clamped into [0, t_rows) whatever the offsets */
+/* expert e's rows [a, b) of offsets[e_count + 1], clamped into [0, t_rows)
+ * whatever the offsets */
+__device__ __forceinline__ void expert_rows(const int *offsets, int t_rows, int e, int *a, int *b)
+{
+    int lo = __ldg(offsets + e), hi = __ldg(offsets + e + 1);
+    lo = min(max(lo, 0), t_rows);
+    hi = min(max(hi, lo), t_rows);
+    *a = lo, *b = hi;
+}
 __device__ __forceinline__ void expert_rows(const GroupedParams &p, int e, int *a, int *b)
 {
-    int lo = __ldg(p.offsets + e), hi = __ldg(p.offsets + e + 1);
-    lo = min(max(lo, 0), p.t_rows);
-    hi = min(max(hi, lo), p.t_rows);
-    *a = lo, *b = hi;
+    expert_rows(p.offsets, p.t_rows, e, a, b);
 }
 
 /* upre[e] = units before expert e, upre[e_count] = all units (each capped
  * at cap); an expert has ceil(rows / rows_per) * mult units (none when
  * empty). Warp 0's 32 lanes: lane l takes a run of experts, then a
  * shuffle scan. The caller syncs after. */
-__device__ __forceinline__ void count_units(const GroupedParams &p, int rows_per, long long mult,
-                                            long long cap, int *upre, int lane)
+__device__ __forceinline__ void count_units(const int *offsets, int e_count, int t_rows,
+                                            int rows_per, long long mult, long long cap,
+                                            int *upre, int lane)
 {
-    const int per = (p.e_count + 31) / 32, e0 = lane * per;
-    const int e1 = min(e0 + per, p.e_count);
+    const int per = (e_count + 31) / 32, e0 = lane * per;
+    const int e1 = min(e0 + per, e_count);
     long long mine = 0;
     for (int e = e0; e < e1; e++) {
         int a, b;
-        expert_rows(p, e, &a, &b);
+        expert_rows(offsets, t_rows, e, &a, &b);
         mine += (long long)((b - a + rows_per - 1) / rows_per) * mult;
     }
     long long incl = mine;
@@ -89,12 +95,17 @@ __device__ __forceinline__ void count_units(const GroupedParams &p, int rows_per
     long long run = incl - mine;
     for (int e = e0; e < e1; e++) {
         int a, b;
-        expert_rows(p, e, &a, &b);
+        expert_rows(offsets, t_rows, e, &a, &b);
         upre[e] = (int)min(run, cap);
         run += (long long)((b - a + rows_per - 1) / rows_per) * mult;
     }
     if (lane == 31)
-        upre[p.e_count] = (int)min(incl, cap);
+        upre[e_count] = (int)min(incl, cap);
+}
+__device__ __forceinline__ void count_units(const GroupedParams &p, int rows_per, long long mult,
+                                            long long cap, int *upre, int lane)
+{
+    count_units(p.offsets, p.e_count, p.t_rows, rows_per, mult, cap, upre, lane);
 }
 
 /* the expert of unit u: the last e with upre[e] <= u (empty experts share it) */

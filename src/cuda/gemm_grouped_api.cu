@@ -24,6 +24,8 @@ struct bfp_cuda_grouped_weight {
     int sms;
     bool wg_ok;        /* sm_90 and the maps below made */
     GroupedWgMaps wg;  /* W's maps of the wgmma kernel (x's set per call) */
+    bool gv_ok;        /* sm_90 and the GEMV kernel's maps made */
+    SkinnyMaps gv;     /* W's maps of the GEMV kernel (x's set per call) */
 };
 
 namespace {
@@ -108,6 +110,49 @@ bool encode_grouped_maps(bfp_cuda_grouped_weight *h)
                                           h->tiles_k, h->e_count, h->stride, r));
 }
 
+/* the GEMV kernel's maps of W (GV_R row tiles by GV_CW k tiles of an expert) */
+bool encode_grouped_gemv_maps(bfp_cuda_grouped_weight *h)
+{
+    const size_t scb = (size_t)tile_scale_bytes(h->kind), crb = (size_t)tile_corr_bytes(h->kind);
+    return h->stride % 16 == 0 &&
+           encode_expert_records(&h->gv.codes, h->buf + h->L.codes, 512, h->tiles_n, h->tiles_k,
+                                 h->e_count, h->stride, GV_R, GV_CW) &&
+           encode_expert_records(&h->gv.scales, h->buf + h->L.scales, scb, h->tiles_n,
+                                 h->tiles_k, h->e_count, h->stride, GV_R, GV_CW) &&
+           (!crb || encode_expert_records(&h->gv.corr, h->buf + h->L.corr, crb, h->tiles_n,
+                                          h->tiles_k, h->e_count, h->stride, GV_R, GV_CW));
+}
+
+/* The GEMV kernel (grouped_kernel = 3; gemm_gemv.cu with G): units of an
+ * expert's 8 nt rows of x by a group (GV_R row tiles) by GV_CW k tiles,
+ * counted on the device; nt = 1 while an active expert has at most 4 rows
+ * on average, else 2. Every CTA the SMs hold at once, each an equal run.
+ * The workspace: t_rows x n fp32 sums, then a counter per (expert, m chunk,
+ * group), at most (ceil(T / 8 nt) + min(E, T)) x groups of them. */
+struct GroupedGemvPlan {
+    int nt, groups, chunks, max_units;
+    unsigned grid;
+    size_t ws_bytes, ctr_offset;
+    bool ok;
+};
+
+GroupedGemvPlan plan_grouped_gemv(const bfp_cuda_grouped_weight *w, size_t t_rows)
+{
+    GroupedGemvPlan P{};
+    P.nt = g_mean_rows(w, t_rows) <= 4 ? 1 : 2;
+    const size_t mc = (size_t)8 * P.nt;
+    P.groups = (int)((w->tiles_n + GV_R - 1) / GV_R);
+    P.chunks = (int)((w->tiles_k + GV_CW - 1) / GV_CW);
+    const size_t triples = ((t_rows + mc - 1) / mc + g_active(w, t_rows)) * (size_t)P.groups;
+    P.ok = t_rows <= INT32_MAX && t_rows <= SIZE_MAX / 4 / w->n &&
+           triples <= (size_t)INT_MAX / (size_t)P.chunks;
+    P.max_units = P.ok ? (int)(triples * (size_t)P.chunks) : 0;
+    P.grid = (unsigned)w->sms * (unsigned)gemv_resident_ctas(w->kind, P.nt, true);
+    P.ctr_offset = g_align256(t_rows * w->n * sizeof(float));
+    P.ws_bytes = P.ctr_offset + g_align256(triples * sizeof(unsigned));
+    return P;
+}
+
 /* The wgmma kernel: bn rows of an expert's x per tile (64 when an active
  * expert has at most 64 rows on average), CTA columns of 128 rows of W, and
  * a grid of one CTA per SM, or fewer when the tiles are fewer (at most
@@ -141,6 +186,9 @@ bool wants_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matm
         return tu->grouped_kernel == 2;
     return w->wg_ok && g_mean_rows(w, t_rows) >= G_WGMMA_MEAN_ROWS;
 }
+
+/* the GEMV kernel: only when asked for (not measured yet) */
+bool wants_gemv(const bfp_matmul_tuning *tu) { return tu && tu->grouped_kernel == 3; }
 
 /* the parameters both kernels read */
 GroupedParams grouped_params(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
@@ -183,6 +231,51 @@ bfp_status run_grouped_wgmma(const bfp_cuda_grouped_weight *w, const void *d_x, 
                               w->k * 2, 64, (uint32_t)P.bn, CU_TENSOR_MAP_SWIZZLE_128B))
         return BFP_ERR_DEVICE;
     return launch_grouped_wgmma(w->kind, p, maps, P.bn, P.grid, s) == cudaSuccess
+               ? BFP_OK
+               : BFP_ERR_DEVICE;
+}
+
+bfp_status run_grouped_gemv(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
+                            const int32_t *d_offsets, const void *d_bias, void *d_y,
+                            void *d_workspace, size_t workspace_bytes, cudaStream_t s)
+{
+    if (!w->gv_ok)
+        return BFP_ERR_UNSUPPORTED;
+    const GroupedGemvPlan P = plan_grouped_gemv(w, t_rows);
+    if (!P.ok)
+        return BFP_ERR_SHAPE;
+    if (!d_workspace || workspace_bytes < P.ws_bytes)
+        return BFP_ERR_ARG;
+    if (cudaMemsetAsync(d_workspace, 0, P.ws_bytes, s) != cudaSuccess)
+        return BFP_ERR_DEVICE;
+    Params p{};
+    p.x = static_cast<const __nv_bfloat16 *>(d_x);
+    p.bias = static_cast<const __nv_bfloat16 *>(d_bias);
+    p.y = static_cast<__nv_bfloat16 *>(d_y);
+    p.ws = static_cast<float *>(d_workspace);
+    p.counters = reinterpret_cast<unsigned *>(static_cast<char *>(d_workspace) + P.ctr_offset);
+    p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
+    p.n = (int)w->n;
+    p.k = (int)w->k;
+    p.m = 8 * P.nt;
+    p.tiles_n = (int)w->tiles_n;
+    p.tiles_k = (int)w->tiles_k;
+    p.x_vec = (uintptr_t)d_x % 16 == 0 && w->k % 8 == 0;
+    SkinnyMaps maps = w->gv;
+    if (p.x_vec && gemv_stages_x() &&
+        !encode_2d(&maps.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d_x, w->k, t_rows, w->k * 2, 64,
+                   (uint32_t)(8 * P.nt), CU_TENSOR_MAP_SWIZZLE_128B))
+        return BFP_ERR_DEVICE;
+    GemvArgs a{};
+    a.units = P.max_units;
+    a.chunks = P.chunks;
+    a.offsets = d_offsets;
+    a.base = w->buf;
+    a.stride = w->stride;
+    a.e_count = (int)w->e_count;
+    a.t_rows = (int)t_rows;
+    a.groups = P.groups;
+    return launch_gemv(w->kind, p, maps, a, P.nt, P.grid, 0, s, true) == cudaSuccess
                ? BFP_OK
                : BFP_ERR_DEVICE;
 }
@@ -255,6 +348,7 @@ bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n
     h->tiles_k = (k + 63) / 64;
     /* a map the driver refuses leaves only the mma.sync kernel */
     h->wg_ok = sm90 && encode_grouped_maps(h);
+    h->gv_ok = sm90 && encode_grouped_gemv_maps(h);
     *out = h;
     return BFP_OK;
 }
@@ -264,8 +358,13 @@ void bfp_cuda_grouped_weight_free(bfp_cuda_grouped_weight *w) { free(w); }
 size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, size_t t_rows,
                                               const bfp_matmul_tuning *tuning)
 {
-    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0 ||
-        wants_wgmma(w, t_rows, tuning))
+    if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0)
+        return 0;
+    if (wants_gemv(tuning)) {
+        const GroupedGemvPlan P = plan_grouped_gemv(w, t_rows);
+        return P.ok ? P.ws_bytes : 0;
+    }
+    if (wants_wgmma(w, t_rows, tuning))
         return 0; /* the wgmma kernel needs none */
     GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
     return P.ok ? P.ws_bytes : 0;
@@ -282,6 +381,9 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_OK;
     if (!d_x || !d_y || (uintptr_t)d_x % 2 || (uintptr_t)d_y % 2 || (d_bias && (uintptr_t)d_bias % 2))
         return BFP_ERR_ARG;
+    if (wants_gemv(tuning))
+        return run_grouped_gemv(w, d_x, t_rows, d_offsets, d_bias, d_y, d_workspace,
+                                workspace_bytes, static_cast<cudaStream_t>(stream));
     if (wants_wgmma(w, t_rows, tuning))
         return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y,
                                  static_cast<cudaStream_t>(stream));

@@ -71,15 +71,29 @@ cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int
 constexpr int GV_CW = 8, GV_R = 4;
 struct GemvArgs {
     int units, chunks;
+    /* grouped calls (gemm_grouped_api.cu, grouped_kernel = 3): the units are
+     * counted on the device from the offsets, and units is the most there
+     * can be (what the counters cover; more only with broken offsets, and
+     * those are dropped); expert e's
+     * image at base + e * stride, its rows offsets[e] .. offsets[e + 1] of
+     * x and y (t_rows of them); groups = ceil(tiles_n / GV_R). The maps are
+     * then 4-D, {record / 8, tiles_k, tiles_n, experts} with boxes {record /
+     * 8, GV_CW, GV_R, 1}, and x's boxes are 8 nt rows. */
+    const int *offsets;
+    const uint8_t *base;
+    size_t stride;
+    int e_count, t_rows, groups;
 };
 /* whether its stages carry x (then it needs the map of x) */
 bool gemv_stages_x();
-/* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x) */
-int gemv_resident_ctas(int fmt_kind, int nt);
+/* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x; the
+ * grouped kernel's) */
+int gemv_resident_ctas(int fmt_kind, int nt, bool grouped = false);
 /* pdl: launch with programmatic stream serialization (W's first stages are
- * copied before the previous kernel in the stream has finished) */
+ * copied before the previous kernel in the stream has finished); grouped:
+ * a grouped call (GemvArgs), no pdl */
 cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
-                        int nt, unsigned grid, int pdl, cudaStream_t s);
+                        int nt, unsigned grid, int pdl, cudaStream_t s, bool grouped = false);
 
 /* A TMA map of a 2-D tensor [rows][cols] of dt at base (rows row_bytes
  * apart, a multiple of 16) with boxes {box_cols, box_rows}; elements past
@@ -95,10 +109,12 @@ bool current_device(int *sms, bool *sm90);
 /* A TMA map of the rec-byte records of experts weights [tiles_n][tiles_k],
  * expert e's at base + e * expert_stride (a multiple of 16), as a 4-D
  * tensor {rec / 8, tiles_k, tiles_n, experts} of 8-byte elements with boxes
- * of r row tiles by one k tile of one expert (the grouped wgmma kernel's);
+ * of r row tiles by kts k tiles of one expert (the grouped wgmma kernel's:
+ * one k tile; the grouped GEMV's: GV_CW);
  * false when the driver or the map refuses. */
 bool encode_expert_records(CUtensorMap *map, const void *base, size_t rec, size_t tiles_n,
-                           size_t tiles_k, size_t experts, size_t expert_stride, int r);
+                           size_t tiles_k, size_t experts, size_t expert_stride, int r,
+                           int kts = 1);
 
 /* Row tiles tile0 .. tile0 + row_tiles - 1 of a prepacked weight decoded to
  * rows [row_tiles * 16 (fewer past n)][k] at out: bf16 without NVFP4's
