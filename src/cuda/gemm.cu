@@ -96,21 +96,6 @@ bool encode_records(CUtensorMap *map, void *base, size_t rec, size_t tiles_n, si
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/* x [m][k] bf16 as a 2-D tensor {k, m} with boxes of one k tile (64
- * columns, zeros past k) by box_rows rows (zeros past m), 128-byte swizzled (gemm_skinny.cu,
- * x_chunk). Needs x 16-byte aligned and k % 8 == 0 (p.x_vec). */
-bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size_t box_rows)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
-    const cuuint64_t dim[2] = {k, m};
-    const cuuint64_t stride[1] = {k * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
-    const cuuint32_t estride[2] = {1, 1};
-    return enc && enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(x), dim,
-                      stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
 
 /* The skinny kernel's maps of a weight's codes, scales and corr, for
  * R = 4 and 2 */
@@ -424,7 +409,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         SkinnyMaps maps = w->gv;
         if (p.x_vec && gemv_stages_x() && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
-        const GemvArgs a = {V.units, V.chunks, nullptr, nullptr, 0, 0, 0, 0};
+        const GemvArgs a = {V.units, V.chunks};
         return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl, s) == cudaSuccess
                    ? BFP_OK
                    : BFP_ERR_DEVICE;
@@ -562,6 +547,13 @@ bool bfpgemm::current_device(int *sms, bool *sm90)
         return false;
     *sm90 = major == 9 && minor == 0;
     return true;
+}
+
+/* gemm_internal.h */
+bool bfpgemm::encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size_t box_rows)
+{
+    return encode_2d(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, k, m, k * 2, 64,
+                     (uint32_t)box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 bool bfpgemm::encode_expert_records(CUtensorMap *map, const void *base, size_t rec,

@@ -257,13 +257,13 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
 }
 
 /* A grouped call's unit u (G): expert e, the first of its 8 NT rows of x
- * (row0), the group and chunk. Units are [expert][m chunk][group][chunk]
+ * (row0) and how many of them it has (rows), the group and chunk. Units are [expert][m chunk][group][chunk]
  * (gemm_grouped.cuh count_units: ceil(rows / 8 NT) * groups * chunks per
  * expert), so (u - ch) / chunks numbers the (expert, m chunk, group)
  * triples: their counters. */
 template <int NT>
 __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int u, int *e,
-                                        int *row0, int *grp, int *ch)
+                                        int *row0, int *rows, int *grp, int *ch)
 {
     *e = expert_of(upre, a.e_count, u);
     const int local = u - upre[*e], per = a.groups * a.chunks;
@@ -271,6 +271,7 @@ __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int 
     int ra, rb;
     expert_rows(a.offsets, a.t_rows, *e, &ra, &rb);
     *row0 = ra + mc * 8 * NT;
+    *rows = min(8 * NT, rb - *row0);
     *grp = rem / a.chunks;
     *ch = rem - *grp * a.chunks;
 }
@@ -281,16 +282,14 @@ __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int 
  * chunk) on, so that gv_flush's counters[grp] is the group's */
 template <int F, int NT>
 __device__ __forceinline__ Params gv_unit_params(const Params &p, const GemvArgs &a, int u, int e,
-                                                 int row0, int grp, int ch)
+                                                 int row0, int rows, int grp, int ch)
 {
     Params q = p;
     const ExpertScales es = expert_scales<F>(a.base + (size_t)e * a.stride);
     q.mx_fold = es.fold;
     q.post = es.post;
     q.ts = es.ts;
-    int ra, rb;
-    expert_rows(a.offsets, a.t_rows, e, &ra, &rb);
-    q.m = min(8 * NT, rb - row0);
+    q.m = rows;
     q.x = p.x + (size_t)row0 * p.k;
     q.y = p.y + (size_t)row0 * p.n;
     q.ws = p.ws + (size_t)row0 * p.n;
@@ -332,19 +331,19 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
                                                      unsigned *last_flag, int warp, int lane)
 {
     constexpr int STAGES = GvRing<F, NT, true>::STAGES;
-    int e, row0, grp, ch;
-    gv_unit<NT>(a, upre, u0, &e, &row0, &grp, &ch);
+    int e, row0, rows, grp, ch;
+    gv_unit<NT>(a, upre, u0, &e, &row0, &rows, &grp, &ch);
     int c0 = ch;
-    Params q = gv_unit_params<F, NT>(p, a, u0, e, row0, grp, ch);
+    Params q = gv_unit_params<F, NT>(p, a, u0, e, row0, rows, grp, ch);
     for (int i = 0; i < nu; i++) {
         gv_stage<F, NT, STAGES>(q, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp, warp,
                                 lane);
         if (++ch == a.chunks || i == nu - 1) {
             gv_flush<NT>(q, a, acc, red, last_flag, grp, c0, ch, warp, lane);
             if (i < nu - 1) { /* the next unit starts an (expert, m chunk, group) */
-                gv_unit<NT>(a, upre, u0 + i + 1, &e, &row0, &grp, &ch);
+                gv_unit<NT>(a, upre, u0 + i + 1, &e, &row0, &rows, &grp, &ch);
                 c0 = ch;
-                q = gv_unit_params<F, NT>(p, a, u0 + i + 1, e, row0, grp, ch);
+                q = gv_unit_params<F, NT>(p, a, u0 + i + 1, e, row0, rows, grp, ch);
             }
         }
     }
@@ -429,16 +428,14 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
             for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
                 tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, row0, bar);
         };
-        if (G) {
-            int e, row0, grp, ch;
+        if (G) { /* launched without PDL: nothing to overlap */
+            int e, row0, rows, grp, ch;
             for (int i = 0; i < nu; i++) {
                 const int s = i % STAGES;
-                gv_unit<NT>(a, upre, u0 + i, &e, &row0, &grp, &ch);
+                gv_unit<NT>(a, upre, u0 + i, &e, &row0, &rows, &grp, &ch);
                 if (i >= STAGES)
                     mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
                 copy_w(s, grp, ch, e);
-                if (i == 0)
-                    griddep_wait();
                 copy_x(s, ch, row0);
             }
             return;

@@ -96,31 +96,20 @@ GroupedPlan plan_grouped(const bfp_cuda_grouped_weight *w, size_t t_rows,
 
 const bfp_matmul_tuning G_DEFAULTS = {};
 
-/* the wgmma kernel's maps of W (8 row tiles by one k tile of an expert) */
-bool encode_grouped_maps(bfp_cuda_grouped_weight *h)
-{
-    const size_t scb = (size_t)tile_scale_bytes(h->kind), crb = (size_t)tile_corr_bytes(h->kind);
-    const int r = wg_row_tiles(2);
-    return h->stride % 16 == 0 &&
-           encode_expert_records(&h->wg.codes, h->buf + h->L.codes, 512, h->tiles_n, h->tiles_k,
-                                 h->e_count, h->stride, r) &&
-           encode_expert_records(&h->wg.scales, h->buf + h->L.scales, scb, h->tiles_n,
-                                 h->tiles_k, h->e_count, h->stride, r) &&
-           (!crb || encode_expert_records(&h->wg.corr, h->buf + h->L.corr, crb, h->tiles_n,
-                                          h->tiles_k, h->e_count, h->stride, r));
-}
-
-/* the GEMV kernel's maps of W (GV_R row tiles by GV_CW k tiles of an expert) */
-bool encode_grouped_gemv_maps(bfp_cuda_grouped_weight *h)
+/* W's maps of all experts (codes, scales, corrections) with boxes of r row
+ * tiles by kts k tiles of an expert: the wgmma kernel's (wg_row_tiles(2)
+ * by 1) or the GEMV kernel's (GV_R by GV_CW) */
+template <class Maps>
+bool encode_expert_maps(const bfp_cuda_grouped_weight *h, Maps *m, int r, int kts)
 {
     const size_t scb = (size_t)tile_scale_bytes(h->kind), crb = (size_t)tile_corr_bytes(h->kind);
     return h->stride % 16 == 0 &&
-           encode_expert_records(&h->gv.codes, h->buf + h->L.codes, 512, h->tiles_n, h->tiles_k,
-                                 h->e_count, h->stride, GV_R, GV_CW) &&
-           encode_expert_records(&h->gv.scales, h->buf + h->L.scales, scb, h->tiles_n,
-                                 h->tiles_k, h->e_count, h->stride, GV_R, GV_CW) &&
-           (!crb || encode_expert_records(&h->gv.corr, h->buf + h->L.corr, crb, h->tiles_n,
-                                          h->tiles_k, h->e_count, h->stride, GV_R, GV_CW));
+           encode_expert_records(&m->codes, h->buf + h->L.codes, 512, h->tiles_n, h->tiles_k,
+                                 h->e_count, h->stride, r, kts) &&
+           encode_expert_records(&m->scales, h->buf + h->L.scales, scb, h->tiles_n, h->tiles_k,
+                                 h->e_count, h->stride, r, kts) &&
+           (!crb || encode_expert_records(&m->corr, h->buf + h->L.corr, crb, h->tiles_n,
+                                          h->tiles_k, h->e_count, h->stride, r, kts));
 }
 
 /* The GEMV kernel (grouped_kernel = 3; gemm_gemv.cu with G): units of an
@@ -227,8 +216,7 @@ bfp_status run_grouped_wgmma(const bfp_cuda_grouped_weight *w, const void *d_x, 
     GroupedParams p = grouped_params(w, d_x, t_rows, d_offsets, d_bias, d_y);
     p.cols = P.cols;
     GroupedWgMaps maps = w->wg;
-    if (p.x_vec && !encode_2d(&maps.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d_x, w->k, t_rows,
-                              w->k * 2, 64, (uint32_t)P.bn, CU_TENSOR_MAP_SWIZZLE_128B))
+    if (p.x_vec && !encode_x(&maps.x, d_x, w->k, t_rows, (size_t)P.bn))
         return BFP_ERR_DEVICE;
     return launch_grouped_wgmma(w->kind, p, maps, P.bn, P.grid, s) == cudaSuccess
                ? BFP_OK
@@ -262,9 +250,7 @@ bfp_status run_grouped_gemv(const bfp_cuda_grouped_weight *w, const void *d_x, s
     p.tiles_k = (int)w->tiles_k;
     p.x_vec = (uintptr_t)d_x % 16 == 0 && w->k % 8 == 0;
     SkinnyMaps maps = w->gv;
-    if (p.x_vec && gemv_stages_x() &&
-        !encode_2d(&maps.x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d_x, w->k, t_rows, w->k * 2, 64,
-                   (uint32_t)(8 * P.nt), CU_TENSOR_MAP_SWIZZLE_128B))
+    if (p.x_vec && gemv_stages_x() && !encode_x(&maps.x, d_x, w->k, t_rows, (size_t)(8 * P.nt)))
         return BFP_ERR_DEVICE;
     GemvArgs a{};
     a.units = P.max_units;
@@ -347,8 +333,8 @@ bfp_status bfp_cuda_grouped_weight_view(bfp_format fmt, size_t e_count, size_t n
     h->tiles_n = (n + 15) / 16;
     h->tiles_k = (k + 63) / 64;
     /* a map the driver refuses leaves only the mma.sync kernel */
-    h->wg_ok = sm90 && encode_grouped_maps(h);
-    h->gv_ok = sm90 && encode_grouped_gemv_maps(h);
+    h->wg_ok = sm90 && encode_expert_maps(h, &h->wg, wg_row_tiles(2), 1);
+    h->gv_ok = sm90 && encode_expert_maps(h, &h->gv, GV_R, GV_CW);
     *out = h;
     return BFP_OK;
 }

@@ -102,6 +102,12 @@ bool encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *base, uint6
                uint64_t rows, uint64_t row_bytes, uint32_t box_cols, uint32_t box_rows,
                CUtensorMapSwizzle swizzle);
 
+/* x [m][k] bf16 as encode_2d's tensor {k, m} with boxes of one k tile (64
+ * columns, zeros past k) by box_rows rows (zeros past m), 128-byte swizzled
+ * (gemm_skinny.cu, x_chunk). Needs x 16-byte aligned and k % 8 == 0
+ * (p.x_vec). */
+bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size_t box_rows);
+
 /* The current device's SM count, and whether it is compute capability 9.0
  * (the wgmma kernels' sm_90a); false when the runtime cannot say. */
 bool current_device(int *sms, bool *sm90);
