@@ -5,7 +5,7 @@
  * and mxfp4+: bfp_cuda_grouped_matmul against a loop of per-expert
  * bfp_cuda_matmul calls (AUTO path, counts known on the host), and the
  * grouped call on the Hopper wgmma kernel (tuning grouped_kernel = 2,
- * wgmma_us; -1 where it is refused). Each timing
+ * wgmma_us) and on the grouped GEMV kernel (3, gemv_us); -1 where refused. Each timing
  * is a CUDA graph of 20 calls, each call with its own routing (so other
  * experts, not L2's), replayed 7 times, median. Writes the routes too
  * (bench/moe_torch.py times torch's bf16 grouped GEMM on the same ones).
@@ -238,42 +238,61 @@ int main(int argc, char **argv)
                         CU(cudaMemcpy(y1.data(), dy, y1.size() * 2, cudaMemcpyDeviceToHost));
                         CU(cudaMemcpy(y2.data(), dy2, y2.size() * 2, cudaMemcpyDeviceToHost));
                         const double rel = rel_diff(y1, y2);
-                        /* the wgmma kernel, where this GPU has it */
-                        const bfp_matmul_tuning wgt = {.grouped_kernel = 2};
+                        /* the other kernels, where this GPU has them (-1 where refused) */
                         const int32_t *last_off = (int32_t *)doff + (CALLS - 1) * (E + 1);
-                        double w_us = -1, w_rel = NAN;
-                        if (bfp_cuda_grouped_matmul(gw, dx, rows, last_off, NULL, dy, NULL, 0,
-                                                    &wgt, s) == BFP_OK) {
-                            w_us = graph_us(s, [&](int c) {
-                                BFP(bfp_cuda_grouped_matmul(
-                                    gw, dx, rows, (int32_t *)doff + c * (E + 1), NULL, dy,
-                                    NULL, 0, &wgt, s));
-                            }, CALLS, REPS);
+                        auto alt = [&](int kernel, double *rel_out) {
+                            const bfp_matmul_tuning t = {.grouped_kernel = kernel};
+                            const size_t wb = bfp_cuda_grouped_matmul_workspace_size(gw, rows, &t);
+                            void *ws = NULL;
+                            if (wb)
+                                CU(cudaMalloc(&ws, wb));
+                            double us = -1;
+                            *rel_out = NAN;
+                            if (bfp_cuda_grouped_matmul(gw, dx, rows, last_off, NULL, dy, ws, wb,
+                                                        &t, s) == BFP_OK) {
+                                us = graph_us(s, [&](int c) {
+                                    BFP(bfp_cuda_grouped_matmul(
+                                        gw, dx, rows, (int32_t *)doff + c * (E + 1), NULL, dy,
+                                        ws, wb, &t, s));
+                                }, CALLS, REPS);
+                                CU(cudaStreamSynchronize(s));
+                                CU(cudaMemcpy(y1.data(), dy, y1.size() * 2,
+                                              cudaMemcpyDeviceToHost));
+                                *rel_out = rel_diff(y1, y2);
+                            }
                             CU(cudaStreamSynchronize(s));
-                            CU(cudaMemcpy(y1.data(), dy, y1.size() * 2, cudaMemcpyDeviceToHost));
-                            w_rel = rel_diff(y1, y2);
-                        }
+                            if (ws)
+                                CU(cudaFree(ws));
+                            return us;
+                        };
+                        double w_rel, v_rel;
+                        const double w_us = alt(2, &w_rel);
+                        const double v_us = alt(3, &v_rel);
                         const double frac = used / (g_us * 1e-6) / bw;
                         printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  wgmma %9.1f us  "
-                               "loop %9.1f us  used %.1f MB  %.0f%% of copy bw  rel %.1e / "
-                               "%.1e\n",
+                               "gemv %9.1f us  loop %9.1f us  used %.1f MB  %.0f%% of copy bw  "
+                               "rel %.1e / %.1e / %.1e\n",
                                models[mi].name, projs[pi].name, bfp_format_get(fmt)->name, T,
-                               di ? "skewed" : "uniform", g_us, w_us, l_us, used / 1e6,
-                               100 * frac, rel, w_rel);
+                               di ? "skewed" : "uniform", g_us, w_us, v_us, l_us, used / 1e6,
+                               100 * frac, rel, w_rel, v_rel);
                         fflush(stdout);
                         fprintf(fo,
                                 "%s{\"model\": \"%s\", \"proj\": \"%s\", \"n\": %d, \"k\": %d, "
                                 "\"experts\": %d, \"format\": \"%s\", \"tokens\": %d, "
                                 "\"rows\": %d, \"routing\": \"%s\", \"grouped_us\": %.2f, "
-                                "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"bytes_used\": %.0f, "
+                                "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"gemv_us\": %.2f, "
+                                "\"bytes_used\": %.0f, "
                                 "\"active_experts_max\": %d, \"roofline_frac_copy_bw\": %.4f, "
                                 "\"roofline_frac_4800GBps\": %.4f, "
                                 "\"rel_diff_grouped_vs_loop\": %.3e, "
-                                "\"rel_diff_wgmma_vs_loop\": %.3e}",
+                                "\"rel_diff_wgmma_vs_loop\": %.3e, "
+                                "\"rel_diff_gemv_vs_loop\": %.3e}",
                                 first ? "" : ",\n", models[mi].name, projs[pi].name, n, k, E,
                                 bfp_format_get(fmt)->name, T, rows, di ? "skewed" : "uniform",
-                                g_us, l_us, w_us, used, active_max, frac,
-                                used / (g_us * 1e-6) / 4.8e12, rel, std::isnan(w_rel) ? -1.0 : w_rel);
+                                g_us, l_us, w_us, v_us, used, active_max, frac,
+                                used / (g_us * 1e-6) / 4.8e12, rel,
+                                std::isnan(w_rel) ? -1.0 : w_rel,
+                                std::isnan(v_rel) ? -1.0 : v_rel);
                         first = false;
                         if (gws)
                             CU(cudaFree(gws));
