@@ -7,7 +7,11 @@ std 0.02: the speed and memory do not depend on the values) and a static KV
 cache, run with torch.compile (fullgraph, per decoder layer) and one CUDA
 graph per decode step and per prefill on both sides. For each weight format it measures
 decode tokens/s at batch 1 and 16, the time of a 2048-token prefill at batch
-1, the bytes of the weights and the peak GPU memory; it writes
+1, the bytes of the weights (all, and the linears alone) and the peak GPU
+memory. A "floor" run replaces every nn.Linear by zeros of its shape: the
+time of everything else, which no weight format changes; each format's
+linears_speedup_* is bf16's step time over its own with the floor taken off
+both (the speed of the linears alone, in the model). It writes
 bench/results/h200-e2e.json (temporary name, then rename; an existing file
 only with --force).
 
@@ -38,6 +42,7 @@ import torch.nn.functional as F
 import bfp
 import bfp.nn  # noqa: F401 - registers torch.ops.bfp
 
+FLOOR = "floor (no linears)"
 LLAMA3_8B = dict(hidden=4096, heads=32, kv_heads=8, ffn=14336, layers=32, vocab=128256)
 TINY = dict(hidden=128, heads=4, kv_heads=2, ffn=256, layers=2, vocab=512)
 
@@ -138,6 +143,33 @@ def build(c: Dict[str, int], device: str, seed: int) -> Decoder:
     return m.eval()
 
 
+class NoLinear(torch.nn.Module):
+    """A Linear's stand-in that returns zeros of its output shape: the "floor"
+    run, everything of a step but the linears (attention, norms, RoPE, the KV
+    cache, the graph's launches), which no weight format can speed up."""
+
+    def __init__(self, out_features: int) -> None:
+        super().__init__()
+        self.out_features = out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros(*x.shape[:-1], self.out_features)
+
+
+def strip_linears(m: torch.nn.Module) -> None:
+    for name, child in m.named_children():
+        if isinstance(child, torch.nn.Linear):
+            setattr(m, name, NoLinear(child.out_features))
+        else:
+            strip_linears(child)
+
+
+def linear_bytes(m: torch.nn.Module) -> int:
+    """Bytes of the linear layers alone (bf16 weights, or bfp's packed ones)."""
+    mods = [x for x in m.modules() if isinstance(x, (torch.nn.Linear, bfp.nn.Linear))]
+    return sum(weight_bytes(x) for x in mods)
+
+
 def weight_bytes(m: torch.nn.Module) -> int:
     """Bytes of the parameters and weight buffers (not the KV cache, not RoPE)."""
     skip = ("k_cache", "v_cache", "cos_t", "sin_t")
@@ -197,7 +229,8 @@ def graphed(fn: Any, device: str) -> Any:
 def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any]:
     torch._dynamo.utils.counters.clear()
     compile_layers(model)
-    out: Dict[str, Any] = {"weight_bytes": weight_bytes(model)}
+    out: Dict[str, Any] = {"weight_bytes": weight_bytes(model),
+                           "linear_weight_bytes": linear_bytes(model)}
     for batch in a.batches:
         model.set_cache(batch, a.context + a.decode_steps + 1)
         ids = torch.randint(0, model.c["vocab"], (batch, 1), device=device)
@@ -292,10 +325,12 @@ def main(argv: Optional[List[str]] = None) -> int:
               file=sys.stderr)
         return 2
     runs: Dict[str, Any] = {}
-    for name in ["bf16"] + fmts:
+    for name in ["bf16", FLOOR] + fmts:
         t0 = time.perf_counter()
         model = build(cfg, device, a.seed)
-        if name != "bf16":
+        if name == FLOOR:
+            strip_linears(model)
+        elif name != "bf16":
             w, _, xf = name.partition(":")
             bfp.quantize_model(model, w, x_format=xf or None, exclude=())
         if device == "cuda":  # the peak of the run, not of building the bf16 model
@@ -314,13 +349,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def linear_ms(runs: Dict[str, Any], name: str, key: str) -> Optional[float]:
+    """Milliseconds of a step spent in the linears: the run less the floor run."""
+    if FLOOR not in runs:
+        return None
+    def ms(r: Dict[str, Any]) -> float:
+        return float(r[key]["ms_per_step"] if key != "prefill" else r[key]["ms"])
+
+    return ms(runs[name]) - ms(runs[FLOOR])
+
+
 def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[str],
           runs: Dict[str, Any]) -> None:
     base = runs["bf16"]
+    keys = [f"decode_b{b}" for b in a.batches] + ["prefill"]
     ratios = {f: {"weight_bytes": runs[f]["weight_bytes"] / base["weight_bytes"],
+                  "linear_weight_bytes": runs[f]["linear_weight_bytes"]
+                  / base["linear_weight_bytes"],
                   "prefill_time": runs[f]["prefill"]["ms"] / base["prefill"]["ms"],
                   **{f"tokens_per_s_b{b}": runs[f][f"decode_b{b}"]["tokens_per_s"]
-                     / base[f"decode_b{b}"]["tokens_per_s"] for b in a.batches}}
+                     / base[f"decode_b{b}"]["tokens_per_s"] for b in a.batches},
+                  # bf16's linear time over this format's, the floor taken off both
+                  **{f"linears_speedup_{k}": (linear_ms(runs, "bf16", k) or 0)
+                     / max(linear_ms(runs, f, k) or 0, 1e-9)
+                     for k in keys if FLOOR in runs}}
               for f in fmts if f in runs}
     if not a.tiny and a.batches == [1, 16] and cfg == LLAMA3_8B:
         # issue #22's bar: >= 2.5x / 2x tokens/s, prefill no slower, <= 30% weights
@@ -339,6 +391,8 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                       "one CUDA graph (torch.cuda.graph), replayed",
            "bfp_side": "quantize_model(exclude=()): every nn.Linear incl. lm_head; "
                        "embedding bf16; activations bf16 (FMT:XFMT: quantized to XFMT)",
+           "floor": f"run '{FLOOR}': every nn.Linear returns zeros of its shape (what no "
+                    "weight format can speed up); linears_speedup takes it off both sides",
            "runs": runs, "vs_bf16": ratios,
            "complete": all(f in runs for f in fmts)}
     text = json.dumps(res, indent=2) + "\n"
