@@ -118,6 +118,7 @@ class Decoder(torch.nn.Module):
     def set_cache(self, batch: int, length: int) -> None:
         dev = self.embed_tokens.weight.device
         for layer in self.layers:
+            assert isinstance(layer, Layer)
             layer.attn.set_cache(batch, length, dev)
         hd = self.c["hidden"] // self.c["heads"]
         inv = 1.0 / (500000.0 ** (torch.arange(0, hd, 2, device=dev).float() / hd))
@@ -173,7 +174,7 @@ def linear_bytes(m: torch.nn.Module) -> int:
 def weight_bytes(m: torch.nn.Module) -> int:
     """Bytes of the parameters and weight buffers (not the KV cache, not RoPE)."""
     skip = ("k_cache", "v_cache", "cos_t", "sin_t")
-    tensors = [t for _, t in m.named_parameters()]
+    tensors: List[torch.Tensor] = [t for _, t in m.named_parameters()]
     tensors += [t for n, t in m.named_buffers() if n.rsplit(".", 1)[-1] not in skip]
     return sum(t.numel() * t.element_size() for t in tensors)
 
