@@ -17,7 +17,8 @@ only with --force).
 
 bfp side: bfp.quantize_model(model, fmt, exclude=()) swaps every nn.Linear,
 lm_head included, for bfp.nn.Linear (torch.ops.bfp.matmul_packed, bf16
-activations); the embedding stays bf16 (a gather, not a matmul). A format
+activations); the embedding stays bf16 (a gather, not a matmul) unless
+--embeddings quantizes it too (bfp.nn.Embedding). A format
 written FMT:XFMT quantizes the activations too (x_format=XFMT, e.g.
 mxfp4:mxfp8_e4m3 for W4A8: torch.ops.bfp.matmul, bfp_cuda_matmul_xq).
 
@@ -116,7 +117,7 @@ class Decoder(torch.nn.Module):
         self.register_buffer("sin_t", None, persistent=False)
 
     def set_cache(self, batch: int, length: int) -> None:
-        dev = self.embed_tokens.weight.device
+        dev = self.norm.weight.device  # the embedding may be a bfp one (no .weight)
         for layer in self.layers:
             assert isinstance(layer, Layer)
             layer.attn.set_cache(batch, length, dev)
@@ -274,6 +275,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--out", default=None,
                     help="results file (default bench/results/h200-e2e.json; --tiny: none)")
     ap.add_argument("--force", action="store_true", help="replace an existing --out file")
+    ap.add_argument("--embeddings", action="store_true",
+                    help="quantize the token embedding too (bfp.nn.Embedding, the weight format)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=None,
                     help="decoder layers (default 32; fewer for a quick check, not a result)")
@@ -333,7 +336,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             strip_linears(model)
         elif name != "bf16":
             w, _, xf = name.partition(":")
-            bfp.quantize_model(model, w, x_format=xf or None, exclude=())
+            bfp.quantize_model(model, w, x_format=xf or None, exclude=(),
+                               embeddings=a.embeddings)
         if device == "cuda":  # the peak of the run, not of building the bf16 model
             gc.collect()
             torch.cuda.empty_cache()
@@ -391,7 +395,9 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                       "reused by every layer); on CUDA each decode step and the prefill are "
                       "one CUDA graph (torch.cuda.graph), replayed",
            "bfp_side": "quantize_model(exclude=()): every nn.Linear incl. lm_head; "
-                       "embedding bf16; activations bf16 (FMT:XFMT: quantized to XFMT)",
+                       + ("embedding in the weight format (embeddings=True); " if a.embeddings
+                          else "embedding bf16; ")
+                       + "activations bf16 (FMT:XFMT: quantized to XFMT)",
            "floor": f"run '{FLOOR}': every nn.Linear returns zeros of its shape (what no "
                     "weight format can speed up); linears_speedup takes it off both sides",
            "runs": runs, "vs_bf16": ratios,

@@ -8,7 +8,8 @@
 #
 # Logs go to $OUT/logs.tar.gz, the e2e JSON to $OUT/h200-e2e.json and a
 # summary (one line per step: rc, seconds, the test's own summary line) to
-# $OUT/summary.txt. E2E_FORMATS (default mxfp4,nvfp4,mxfp4+), E2E_CAP
+# $OUT/summary.txt. E2E_FORMATS (default mxfp4,nvfp4,mxfp4+,mxfp4:mxfp8_e4m3),
+# E2E_ARGS (more arguments, e.g. --embeddings), E2E_CAP
 # (seconds; default what is left of 570 s since the start), NO_E2E=1. STEPS
 # (default "tests torch e2e"): which groups run after the build; "wgprof" adds
 # an ncu profile of the wgmma kernel (WGPROF_M rows of x, default 128; mxfp4,
@@ -94,7 +95,8 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
         cap=${E2E_CAP:-$((570 - ($(date +%s) - T0)))} # the rest of a 10-minute call
         [ "$cap" -lt 60 ] && cap=60
         step e2e "$cap" python3 bench/e2e_torch.py --force \
-            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+,mxfp4:mxfp8_e4m3}" --out "$OUT/h200-e2e.json"
+            --formats "${E2E_FORMATS:-mxfp4,nvfp4,mxfp4+,mxfp4:mxfp8_e4m3}" ${E2E_ARGS:-} \
+            --out "$OUT/h200-e2e.json"
         grep -E "^(bf16|mx|nv|hif)" "$L/e2e.log" >>"$S"
     fi
 fi

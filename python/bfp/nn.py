@@ -1,4 +1,5 @@
-"""torch modules with bfp weights: :class:`Linear` and :func:`quantize_model`.
+"""torch modules with bfp weights: :class:`Linear`, :class:`Embedding` and
+:func:`quantize_model`.
 
 A :class:`Linear` holds its weight in buffers torch allocated, plus the
 format in ``_extra_state``, so ``state_dict()`` / ``load_state_dict()``,
@@ -32,11 +33,11 @@ from . import _api, _core, torch_packed
 from .torch_moe import decodes_to_bf16
 from .torch_ops import plane_shapes, x_format_name, xq_kernel
 
-__all__ = ["Linear", "quantize_model", "DEFAULT_EXCLUDE"]
+__all__ = ["Linear", "Embedding", "quantize_model", "DEFAULT_EXCLUDE"]
 
 # Module names quantize_model leaves alone unless told otherwise: output heads
-# (often tied to the embedding) and classifiers. Embeddings and norms are not
-# nn.Linear, so they are never swapped.
+# (often tied to the embedding) and classifiers. Embeddings are swapped only
+# when asked (quantize_model's embeddings=True); norms never.
 DEFAULT_EXCLUDE = (r"(^|\.)(lm_head|head|classifier|score)$",)
 
 
@@ -247,13 +248,7 @@ class Linear(torch.nn.Module):
             super()._apply(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
             self._prepare()  # moved: view the buffer where it is now
             return self
-        # model.half() / .to(bfloat16) cast floating buffers: the float32
-        # tensor scale must keep its bits, so it travels as int32 meanwhile.
-        self.tensor_scale = self.tensor_scale.view(torch.int32)
-        try:
-            super()._apply(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
-        finally:
-            self.tensor_scale = self.tensor_scale.view(torch.float32)
+        _apply_keeping_tensor_scale(self, super()._apply, fn, *args, **kwargs)
         return self
 
     # the shared workspace is the device's, not the module's: not pickled
@@ -272,14 +267,126 @@ class Linear(torch.nn.Module):
                 f"bias={self.bias is not None}, fmt={self.fmt!r}, x_format={self.x_format!r}")
 
 
+def _apply_keeping_tensor_scale(mod: torch.nn.Module, apply: Callable[..., Any],
+                                fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Module._apply for a module with a float32 ``tensor_scale`` buffer:
+    model.half() / .to(bfloat16) cast floating buffers, but the tensor scale
+    must keep its bits, so it travels as int32 meanwhile."""
+    mod.tensor_scale = mod.tensor_scale.view(torch.int32)
+    try:
+        apply(fn, *args, **kwargs)
+    finally:
+        mod.tensor_scale = mod.tensor_scale.view(torch.float32)
+
+
+class Embedding(torch.nn.Module):
+    """``torch.nn.Embedding`` with its table held in a bfp format (blocks along
+    ``embedding_dim``). The forward pass gathers the looked-up rows' planes
+    and decodes them (``torch.ops.bfp.dequantize``): bit for bit those rows of
+    the decoded table, at the cost of the rows looked up, not of the table.
+
+    Build one with :meth:`from_float`; the constructor makes a module of the
+    right buffer shapes (an all-zero table) for ``load_state_dict``.
+    """
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    meta: torch.Tensor
+    tensor_scale: torch.Tensor
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, fmt: str = "mxfp4",
+                 device: Any = None, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.fmt = str(_api._info(fmt)["name"])
+        self.dtype = dtype  # of the looked-up rows, as the float table's
+        shp = plane_shapes(self.fmt, self.num_embeddings, self.embedding_dim)
+        for p in ("codes", "scales", "meta"):
+            self.register_buffer(p, torch.zeros(shp[p], dtype=torch.uint8, device=device))
+        self.register_buffer("tensor_scale", torch.ones(1, dtype=torch.float32, device=device))
+
+    @classmethod
+    def from_float(cls, embedding: torch.nn.Embedding, fmt: str) -> "Embedding":
+        """The bfp twin of ``embedding``.
+
+        Parameters
+        ----------
+        embedding:
+            a ``torch.nn.Embedding`` without ``max_norm`` (which rewrites the
+            table during lookups); its table is quantized on its device,
+            blocks along ``embedding_dim``.
+        fmt:
+            the table's format (any bfp format).
+
+        Returns
+        -------
+        A :class:`bfp.nn.Embedding` whose rows come out in the table's dtype.
+
+        Raises
+        ------
+        TypeError if ``embedding`` is not an ``nn.Embedding``; ``ValueError``
+        if it has ``max_norm``; :class:`bfp.BfpError` for an unknown format.
+        """
+        if not isinstance(embedding, torch.nn.Embedding):
+            raise TypeError("Embedding.from_float takes a torch.nn.Embedding, not "
+                            f"{type(embedding).__name__}")
+        if embedding.max_norm is not None:
+            raise ValueError("bfp.nn.Embedding: max_norm rewrites the table on lookup; "
+                             "a quantized table cannot follow it")
+        w = embedding.weight.detach()
+        mod = cls(embedding.num_embeddings, embedding.embedding_dim, fmt, device=w.device,
+                  dtype=w.dtype)
+        with torch.no_grad():
+            for name, t in zip(_PLANES, torch.ops.bfp.quantize(w, mod.fmt)):
+                getattr(mod, name).copy_(t)
+        return mod
+
+    def dequantize(self, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        """The table's values, ``[num_embeddings, embedding_dim]``."""
+        out: torch.Tensor = torch.ops.bfp.dequantize(
+            self.codes, self.scales, self.meta, self.tensor_scale, self.fmt,
+            [self.num_embeddings, self.embedding_dim], -1, dtype or self.dtype)
+        return out
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        flat = ids.reshape(-1)
+        rows = [p.index_select(0, flat) for p in (self.codes, self.scales, self.meta)]
+        out: torch.Tensor = torch.ops.bfp.dequantize(
+            rows[0], rows[1], rows[2], self.tensor_scale, self.fmt,
+            [flat.shape[0], self.embedding_dim], -1, self.dtype)
+        return out.view(*ids.shape, self.embedding_dim)
+
+    def get_extra_state(self) -> Dict[str, Any]:
+        return {"format": self.fmt, "num_embeddings": self.num_embeddings,
+                "embedding_dim": self.embedding_dim, "dtype": str(self.dtype)}
+
+    def set_extra_state(self, state: Any) -> None:
+        mine = self.get_extra_state()
+        if not isinstance(state, dict) or _api._info(state.get("format", ""))["name"] != \
+                self.fmt or any(state.get(k) != mine[k]
+                                for k in ("num_embeddings", "embedding_dim")):
+            raise ValueError(f"bfp.nn.Embedding: the state dict holds {state!r}, this module "
+                             f"is {mine!r}; build the module with the same format and shape")
+        self.dtype = getattr(torch, str(state.get("dtype", "")).removeprefix("torch."),
+                             self.dtype)
+
+    def _apply(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Embedding":
+        _apply_keeping_tensor_scale(self, super()._apply, fn, *args, **kwargs)
+        return self
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_embeddings}, {self.embedding_dim}, fmt={self.fmt!r}, "
+                f"dtype={self.dtype}")
+
+
 def _matches(name: str, patterns: Optional[Iterable[str]]) -> bool:
     return any(re.search(p, name) for p in (patterns or ()))
 
 
 def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = None,
                    include: Union[None, str, Iterable[str]] = None,
-                   exclude: Union[None, str, Iterable[str]] = DEFAULT_EXCLUDE
-                   ) -> torch.nn.Module:
+                   exclude: Union[None, str, Iterable[str]] = DEFAULT_EXCLUDE,
+                   embeddings: bool = False) -> torch.nn.Module:
     """Swap ``model``'s ``torch.nn.Linear`` layers for :class:`bfp.nn.Linear`, in place.
 
     Parameters
@@ -299,7 +406,11 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
         regexes of layers left alone; by default :data:`DEFAULT_EXCLUDE`
         (``lm_head``, ``head``, ``classifier``, ``score``). A given value
         replaces the default; ``exclude=()`` swaps the heads too.
-        Embeddings and norms are not ``nn.Linear`` and stay as they are.
+        Norms stay as they are.
+    embeddings:
+        also swap ``torch.nn.Embedding`` layers (those that ``include`` and
+        ``exclude`` let through) for :class:`bfp.nn.Embedding` in ``fmt``;
+        off by default, as most recipes keep the embedding in 16 bits.
 
     Returns
     -------
@@ -316,8 +427,9 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     _api._info(fmt)
     x_format_name(x_format)
     swaps: List[Any] = []
+    kinds = (torch.nn.Linear, torch.nn.Embedding) if embeddings else (torch.nn.Linear,)
     for name, mod in model.named_modules():
-        if type(mod) is not torch.nn.Linear or not name:
+        if type(mod) not in kinds or not name:
             continue
         if inc is not None and not _matches(name, inc):
             continue
@@ -327,5 +439,6 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     for name, mod in swaps:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, Linear.from_float(mod, fmt, x_format))
+        setattr(parent, child, Linear.from_float(mod, fmt, x_format)
+                if type(mod) is torch.nn.Linear else Embedding.from_float(mod, fmt))
     return model

@@ -309,10 +309,59 @@ def test_readme_example_swaps_the_linears_in_three_lines():
     assert y.shape == (8, 64) and y.dtype == torch.float32 and bool(torch.isfinite(y).all())
 
 
-@pytest.mark.parametrize("fn", [bfp.quantize_model, bfp.nn.Linear.from_float])
+@pytest.mark.parametrize("fn", [bfp.quantize_model, bfp.nn.Linear.from_float,
+                                bfp.nn.Embedding.from_float])
 def test_public_functions_document_every_parameter(fn):
     import inspect
     doc = inspect.getdoc(fn) or ""
     for name in inspect.signature(fn).parameters:
         assert name in doc, f"{fn.__name__}'s docstring does not mention {name!r}"
     assert "Returns" in doc and "Raises" in doc, fn.__name__
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4", "mxfp4+", "hif4", "mxfp8_e4m3"])
+def test_embedding_rows_are_the_decoded_table_rows(fmt, device):
+    if device == "cuda" and not (torch.cuda.is_available() and bfp.cuda_available()):
+        pytest.skip("skipped: no GPU")
+    torch.manual_seed(3)
+    emb = torch.nn.Embedding(37, 70)  # 70: a partial last block
+    with torch.no_grad():
+        emb.weight[5, 3] = 300.0  # an outlier in one block
+        emb.weight[6].zero_()
+    ref = torch.from_numpy(bfp.quantize(emb.weight.detach().numpy(), fmt).dequantize())
+    q = bfp.nn.Embedding.from_float(emb.to(device), fmt)
+    assert torch.equal(q.dequantize().cpu(), ref)
+    ids = torch.tensor([[5, 0, 36], [6, 6, 17]], device=device)
+    out = q(ids)
+    assert out.shape == (2, 3, 70) and out.dtype == torch.float32
+    assert torch.equal(out.cpu(), ref[ids.cpu()])
+    assert torch.equal(torch.compile(q, fullgraph=True)(ids), out)
+
+
+def test_embedding_state_dict_dtype_and_quantize_model_option():
+    model = _lm()
+    ids = torch.tensor([[1, 2, 3, 99]])
+    kept = bfp.quantize_model(_lm(), "mxfp4")
+    assert type(kept.embed_tokens) is torch.nn.Embedding
+    bfp.quantize_model(model, "mxfp4", embeddings=True)
+    assert isinstance(model.embed_tokens, bfp.nn.Embedding)
+    assert isinstance(model.layers[0].q_proj, bfp.nn.Linear)
+    assert type(model.lm_head) is torch.nn.Linear  # the default exclude still holds
+    # a fresh module of the same shape takes the state dict, through torch.save
+    buf = io.BytesIO()
+    torch.save(model.embed_tokens.state_dict(), buf)
+    fresh = bfp.nn.Embedding(100, 64, "mxfp4")
+    fresh.load_state_dict(torch.load(io.BytesIO(buf.getvalue())))
+    assert torch.equal(fresh(ids), model.embed_tokens(ids))
+    with pytest.raises(ValueError, match="same format and shape"):
+        bfp.nn.Embedding(100, 64, "nvfp4").load_state_dict(model.embed_tokens.state_dict())
+    # nvfp4's float32 tensor scale keeps its bits through .to(bfloat16)
+    nv = bfp.nn.Embedding.from_float(torch.nn.Embedding(10, 32), "nvfp4")
+    ts = nv.tensor_scale.clone()
+    nv.to(torch.bfloat16)
+    assert nv.tensor_scale.dtype == torch.float32 and torch.equal(nv.tensor_scale, ts)
+    with pytest.raises(ValueError, match="max_norm"):
+        bfp.nn.Embedding.from_float(torch.nn.Embedding(10, 32, max_norm=1.0), "mxfp4")
+    with pytest.raises(TypeError):
+        bfp.nn.Embedding.from_float(torch.nn.Linear(3, 4), "mxfp4")
