@@ -8,7 +8,8 @@ cache, run with torch.compile (fullgraph, per decoder layer) and one CUDA
 graph per decode step and per prefill on both sides. For each weight format it measures
 decode tokens/s at batch 1 and 16, the time of a 2048-token prefill at batch
 1, the bytes of the weights (all, and the linears alone) and the peak GPU
-memory. A "floor" run replaces every nn.Linear by zeros of its shape: the
+memory. A "floor" run replaces every nn.Linear by its input cut or tiled to
+the output width: the
 time of everything else, which no weight format changes; each format's
 linears_speedup_* is bf16's step time over its own with the floor taken off
 both (the speed of the linears alone, in the model). It writes
@@ -146,22 +147,26 @@ def build(c: Dict[str, int], device: str, seed: int) -> Decoder:
 
 
 class NoLinear(torch.nn.Module):
-    """A Linear's stand-in that returns zeros of its output shape: the "floor"
-    run, everything of a step but the linears (attention, norms, RoPE, the KV
-    cache, the graph's launches), which no weight format can speed up."""
+    """A Linear's stand-in that returns x itself, tiled or cut to the output
+    width: the "floor" run, everything of a step but the linears (attention,
+    norms, RoPE, the KV cache, the graph's launches), which no weight format
+    can speed up. Not zeros: the compiler would fold the attention away."""
 
-    def __init__(self, out_features: int) -> None:
+    def __init__(self, in_features: int, out_features: int) -> None:
         super().__init__()
+        self.reps = -(-out_features // in_features)
         self.out_features = out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.new_zeros(*x.shape[:-1], self.out_features)
+        if self.reps > 1:
+            x = x.repeat(*([1] * (x.dim() - 1)), self.reps)
+        return x[..., :self.out_features]
 
 
 def strip_linears(m: torch.nn.Module) -> None:
     for name, child in m.named_children():
         if isinstance(child, torch.nn.Linear):
-            setattr(m, name, NoLinear(child.out_features))
+            setattr(m, name, NoLinear(child.in_features, child.out_features))
         else:
             strip_linears(child)
 
@@ -398,8 +403,9 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                        + ("embedding in the weight format (embeddings=True); " if a.embeddings
                           else "embedding bf16; ")
                        + "activations bf16 (FMT:XFMT: quantized to XFMT)",
-           "floor": f"run '{FLOOR}': every nn.Linear returns zeros of its shape (what no "
-                    "weight format can speed up); linears_speedup takes it off both sides",
+           "floor": f"run '{FLOOR}': every nn.Linear returns its input tiled or cut to its "
+                    "output width (what no weight format can speed up); linears_speedup "
+                    "takes it off both sides",
            "runs": runs, "vs_bf16": ratios,
            "complete": all(f in runs for f in fmts)}
     text = json.dumps(res, indent=2) + "\n"

@@ -751,13 +751,13 @@ typedef struct {
                          BFP_ERR_UNSUPPORTED otherwise; measured in
                          docs/gemm.md) */
     int grouped_kernel; /* bfp_cuda_grouped_matmul (bfp_grouped.h): 0: the
-                         default (on Hopper the wgmma kernel from 16 rows
-                         per active expert on average, else the unit
-                         kernel; docs/gemm.md), 1: the mma.sync unit
-                         kernel, 2: the Hopper wgmma kernel, 3: the Hopper
-                         GEMV kernel for few rows per expert (2 and 3:
-                         sm_90, BFP_ERR_UNSUPPORTED otherwise; 3 is not
-                         yet measured, so no default picks it) */
+                         default (on Hopper, by rows per active expert on
+                         average: the GEMV kernel up to 8, the wgmma
+                         kernel from 16, the unit kernel between; off
+                         Hopper the unit kernel; docs/gemm.md), 1: the
+                         mma.sync unit kernel, 2: the Hopper wgmma kernel,
+                         3: the Hopper GEMV kernel (2 and 3: sm_90,
+                         BFP_ERR_UNSUPPORTED otherwise) */
 } bfp_matmul_tuning;
 
 /**

@@ -163,11 +163,12 @@ GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows
     return P;
 }
 
-/* The default's choice: the wgmma kernel on Hopper from this many rows per
- * active expert on average (T / min(E, T)); below, the unit kernel. Measured
- * on gpt-oss shapes (docs/gemm.md): the unit kernel wins at 2 and 8 mean
- * rows, the wgmma kernel at 32 and above. */
-constexpr size_t G_WGMMA_MEAN_ROWS = 16;
+/* The default's choice on Hopper, by rows per active expert on average
+ * (T / min(E, T)): the GEMV kernel up to G_GEMV_MEAN_ROWS, the wgmma kernel
+ * from G_WGMMA_MEAN_ROWS, the unit kernel between (and off Hopper). Measured
+ * on gpt-oss shapes (docs/gemm.md): GEMV beats the unit kernel at 1 to 8 mean
+ * rows and loses at 32; the wgmma kernel wins at 32 and above. */
+constexpr size_t G_GEMV_MEAN_ROWS = 8, G_WGMMA_MEAN_ROWS = 16;
 
 bool wants_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matmul_tuning *tu)
 {
@@ -176,8 +177,12 @@ bool wants_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matm
     return w->wg_ok && g_mean_rows(w, t_rows) >= G_WGMMA_MEAN_ROWS;
 }
 
-/* the GEMV kernel: only when asked for (not measured yet) */
-bool wants_gemv(const bfp_matmul_tuning *tu) { return tu && tu->grouped_kernel == 3; }
+bool wants_gemv(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matmul_tuning *tu)
+{
+    if (tu && tu->grouped_kernel)
+        return tu->grouped_kernel == 3;
+    return w->gv_ok && g_mean_rows(w, t_rows) <= G_GEMV_MEAN_ROWS;
+}
 
 /* the parameters both kernels read */
 GroupedParams grouped_params(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
@@ -346,7 +351,7 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
 {
     if (!w || bfp_matmul_tuning_check(tuning) != BFP_OK || t_rows == 0)
         return 0;
-    if (wants_gemv(tuning)) {
+    if (wants_gemv(w, t_rows, tuning)) {
         const GroupedGemvPlan P = plan_grouped_gemv(w, t_rows);
         return P.ok ? P.ws_bytes : 0;
     }
@@ -367,7 +372,7 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_OK;
     if (!d_x || !d_y || (uintptr_t)d_x % 2 || (uintptr_t)d_y % 2 || (d_bias && (uintptr_t)d_bias % 2))
         return BFP_ERR_ARG;
-    if (wants_gemv(tuning))
+    if (wants_gemv(w, t_rows, tuning))
         return run_grouped_gemv(w, d_x, t_rows, d_offsets, d_bias, d_y, d_workspace,
                                 workspace_bytes, static_cast<cudaStream_t>(stream));
     if (wants_wgmma(w, t_rows, tuning))
