@@ -267,7 +267,7 @@ class Linear(torch.nn.Module):
                 f"bias={self.bias is not None}, fmt={self.fmt!r}, x_format={self.x_format!r}")
 
 
-def _apply_keeping_tensor_scale(mod: torch.nn.Module, apply: Callable[..., Any],
+def _apply_keeping_tensor_scale(mod: Any, apply: Callable[..., Any],
                                 fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Module._apply for a module with a float32 ``tensor_scale`` buffer:
     model.half() / .to(bfloat16) cast floating buffers, but the tensor scale
