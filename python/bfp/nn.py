@@ -350,9 +350,12 @@ class Embedding(torch.nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         flat = ids.reshape(-1)
-        rows = [p.index_select(0, flat) for p in (self.codes, self.scales, self.meta)]
+        codes, scales = (p.index_select(0, flat) for p in (self.codes, self.scales))
+        # formats without meta hold a [V, 0] plane: no gather of zero-width rows
+        meta = (self.meta.index_select(0, flat) if self.meta.shape[1]
+                else self.meta.new_empty((flat.shape[0], 0)))
         out: torch.Tensor = torch.ops.bfp.dequantize(
-            rows[0], rows[1], rows[2], self.tensor_scale, self.fmt,
+            codes, scales, meta, self.tensor_scale, self.fmt,
             [flat.shape[0], self.embedding_dim], -1, self.dtype)
         return out.view(*ids.shape, self.embedding_dim)
 
