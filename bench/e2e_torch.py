@@ -9,10 +9,10 @@ graph per decode step and per prefill on both sides. For each weight format it m
 decode tokens/s at batch 1 and 16, the time of a 2048-token prefill at batch
 1, the bytes of the weights (all, and the linears alone) and the peak GPU
 memory. A "floor" run replaces every nn.Linear by its input cut or tiled to
-the output width: the
-time of everything else, which no weight format changes; each format's
-linears_speedup_* is bf16's step time over its own with the floor taken off
-both (the speed of the linears alone, in the model). It writes
+the output width: the time of everything else, which no weight format
+changes; each format's linears_speedup_* is bf16's step time over its own
+with the floor taken off both (the speed of the linears alone, in the
+model). It writes
 bench/results/h200-e2e.json (temporary name, then rename; an existing file
 only with --force).
 
@@ -359,10 +359,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def linear_ms(runs: Dict[str, Any], name: str, key: str) -> Optional[float]:
+def linear_ms(runs: Dict[str, Any], name: str, key: str) -> float:
     """Milliseconds of a step spent in the linears: the run less the floor run."""
-    if FLOOR not in runs:
-        return None
     def ms(r: Dict[str, Any]) -> float:
         return float(r[key]["ms_per_step"] if key != "prefill" else r[key]["ms"])
 
@@ -380,8 +378,8 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                   **{f"tokens_per_s_b{b}": runs[f][f"decode_b{b}"]["tokens_per_s"]
                      / base[f"decode_b{b}"]["tokens_per_s"] for b in a.batches},
                   # bf16's linear time over this format's, the floor taken off both
-                  **{f"linears_speedup_{k}": (linear_ms(runs, "bf16", k) or 0)
-                     / max(linear_ms(runs, f, k) or 0, 1e-9)
+                  **{f"linears_speedup_{k}": linear_ms(runs, "bf16", k)
+                     / max(linear_ms(runs, f, k), 1e-9)
                      for k in keys if FLOOR in runs}}
               for f in fmts if f in runs}
     if not a.tiny and a.batches == [1, 16] and cfg == LLAMA3_8B:

@@ -260,7 +260,6 @@ int main(int argc, char **argv)
                                               cudaMemcpyDeviceToHost));
                                 *rel_out = rel_diff(y1, y2);
                             }
-                            CU(cudaStreamSynchronize(s));
                             if (ws)
                                 CU(cudaFree(ws));
                             return us;
