@@ -36,7 +36,7 @@ import platform
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -276,7 +276,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="toy sizes on the CPU: a smoke test of the script, not a measurement")
     ap.add_argument("--formats", default="mxfp4,nvfp4,mxfp4+",
                     help="bfp weight formats to compare with bf16 (comma-separated; "
-                         "FMT:XFMT also quantizes the activations, e.g. mxfp4:mxfp8_e4m3)")
+                         "FMT:XFMT also quantizes the activations, e.g. mxfp4:mxfp8_e4m3; "
+                         "a trailing @pdl sets bfp.nn.Linear's pdl, e.g. mxfp4@pdl)")
     ap.add_argument("--out", default=None,
                     help="results file (default bench/results/h200-e2e.json; --tiny: none)")
     ap.add_argument("--force", action="store_true", help="replace an existing --out file")
@@ -322,7 +323,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     fmts = [f.strip() for f in a.formats.split(",") if f.strip()]
     try:
         for f in fmts:
-            w, _, xf = f.partition(":")
+            w, xf, _ = parse_format(f)
             bfp.format_info(w)
             bfp.torch_ops.x_format_name(xf or None)
     except (bfp.BfpError, ValueError) as exc:
@@ -340,9 +341,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if name == FLOOR:
             strip_linears(model)
         elif name != "bf16":
-            w, _, xf = name.partition(":")
+            w, xf, pdl = parse_format(name)
             bfp.quantize_model(model, w, x_format=xf or None, exclude=(),
-                               embeddings=a.embeddings)
+                               embeddings=a.embeddings, pdl=pdl)
         if device == "cuda":  # the peak of the run, not of building the bf16 model
             gc.collect()
             torch.cuda.empty_cache()
@@ -357,6 +358,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         # after every variant, so a run cut short keeps what it measured
         write(a, cfg, device, fmts, runs)
     return 0
+
+
+def parse_format(name: str) -> Tuple[str, str, bool]:
+    """FMT[:XFMT][@pdl] -> (FMT, XFMT or "", pdl)"""
+    base, at, opt = name.partition("@")
+    if at and opt != "pdl":
+        raise ValueError(f"{name}: the only option after @ is pdl")
+    w, _, xf = base.partition(":")
+    return w, xf, bool(at)
 
 
 def linear_ms(runs: Dict[str, Any], name: str, key: str) -> float:
@@ -400,7 +410,9 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
            "bfp_side": "quantize_model(exclude=()): every nn.Linear incl. lm_head; "
                        + ("embedding in the weight format (embeddings=True); " if a.embeddings
                           else "embedding bf16; ")
-                       + "activations bf16 (FMT:XFMT: quantized to XFMT)",
+                       + "activations bf16 (FMT:XFMT: quantized to XFMT); FMT@pdl: "
+                         "quantize_model(pdl=True), the GEMV kernel with programmatic "
+                         "dependent launch up to 16 rows",
            "floor": f"run '{FLOOR}': every nn.Linear returns its input tiled or cut to its "
                     "output width (what no weight format can speed up); linears_speedup "
                     "takes it off both sides",

@@ -60,7 +60,7 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
     export PYTHONPATH=$PWD/$B/python
     if want torch; then
         step torch_cuda_check 180 python3 bench/torch_cuda_check.py
-        step pytest_gpu 180 python3 -m pytest -q tests/python/test_torch_moe.py \
+        step pytest_gpu 180 python3 -m pytest -q -rf --tb=short tests/python/test_torch_moe.py \
             tests/python/test_torch_ops.py tests/python/test_torch_nn.py
     fi
     if want wgprof; then

@@ -20,7 +20,10 @@ bfp built with CUDA.
   error < max(2e-3, bf16's own rounding of the reference + 1e-4), as
   test_cuda_matmul_xq; a pair without a kernel equals the CPU op within two
   bf16 roundings; bfp.nn.Linear modules with x_format (NVFP4's tensor scale
-  on the host) captured by torch.cuda.graph, replayed with new x.
+  on the host) captured by torch.cuda.graph, replayed with new x;
+* Linear(pdl=True) (programmatic dependent launch of the GEMV kernel): two
+  chained, eager and in 20 replays of a CUDA graph, and after a
+  load_state_dict right before the call, agree with pdl=False.
 
 Exit 0 when all hold.
 
@@ -189,6 +192,39 @@ def state_and_moves(bad):
             w0.cpu(), mlp("nvfp4", "cpu")[0].dequantize()), bad)
 
 
+def pdl(bad, g):
+    """Linear(pdl=True): the GEMV kernel with programmatic dependent launch
+    chained straight into another (the second's x is the first's y), eager
+    and replayed in a CUDA graph with new x each time, against the same
+    model without pdl; then a weight rewritten by load_state_dict just
+    before the forward pass"""
+    for fmt in MATMUL_FORMATS:
+        torch.manual_seed(3)
+        base = torch.nn.Sequential(torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333))
+        base = base.cuda().bfloat16()
+        plain = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=())
+        fast = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=(), pdl=True)
+        ok = fast[0].pdl and not plain[0].pdl
+        with torch.no_grad():
+            for m in (1, 3, 16, 17):
+                x = torch.randn(m, 512, generator=g).bfloat16().cuda()
+                ok &= close(fast(x), plain(x))
+            static_x = torch.zeros(1, 512, device="cuda", dtype=torch.bfloat16)
+            graph, static_y = captured(fast, static_x)
+            for _ in range(20):
+                static_x.copy_(torch.randn(1, 512, generator=g).bfloat16())
+                graph.replay()
+                ok &= close(static_y, plain(static_x))
+            other = bfp.quantize_model(torch.nn.Sequential(
+                torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333)).cuda().bfloat16(),
+                fmt, exclude=())
+            fast.load_state_dict(other.state_dict())
+            x = torch.randn(1, 512, generator=g).bfloat16().cuda()
+            ok &= close(fast(x), other(x))
+        check(f"{fmt}: Linear(pdl=True) chained, m = 1..17, eager and 20 graph replays, "
+              "and after load_state_dict == without pdl", ok, bad)
+
+
 XQ_PAIRS = [("mxfp4", "mxfp8_e4m3"), ("mxfp4", "mxfp4"), ("mxfp4", "mxfp4+"),
             ("mxfp4+", "mxfp8_e4m3"), ("mxfp4+", "mxfp4"), ("mxfp4+", "mxfp4+"),
             ("nvfp4", "nvfp4"), ("nvfp4+", "nvfp4")]
@@ -277,6 +313,7 @@ def main() -> int:
     ops(bad, torch.Generator().manual_seed(0))
     graphs(bad)
     state_and_moves(bad)
+    pdl(bad, torch.Generator().manual_seed(1))
     quantized_x(bad)
     memory()
     print("FAILED" if bad[0] else "OK")

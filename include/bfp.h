@@ -795,6 +795,12 @@ typedef enum {
  * AUTO itself). */
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m);
 
+/** The path AUTO takes under a tuning (NULL: the defaults, as above). With
+ * gemv_pdl = 1 on Hopper it is the GEMV kernel at every m <= 16, where PDL
+ * made it the fastest (docs/gemm.md). */
+bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
+                                             const bfp_matmul_tuning *tuning);
+
 /** Workspace bytes bfp_cuda_matmul needs for m rows of x with a path and
  * the default tuning. */
 size_t bfp_cuda_matmul_workspace_size(const bfp_cuda_weight *w, size_t m,

@@ -351,6 +351,17 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
+    /* gemv_pdl = 1: the GEMV kernel at every m <= 16 on Hopper */
+    const bfp_matmul_tuning pdl = {.gemv_pdl = 1};
+    const bfp_matmul_path pg = hopper ? BFP_MATMUL_GEMV : BFP_MATMUL_FUSED;
+    CHECK(bfp_cuda_matmul_auto_path_ex(small, 1, &pdl) == pg &&
+              bfp_cuda_matmul_auto_path_ex(mid, 8, &pdl) == pg &&
+              bfp_cuda_matmul_auto_path_ex(big, 1, &pdl) ==
+                  (hopper ? BFP_MATMUL_GEMV : BFP_MATMUL_SKINNY) &&
+              bfp_cuda_matmul_auto_path_ex(big, 16, &pdl) == BFP_MATMUL_GEMV &&
+              bfp_cuda_matmul_auto_path_ex(big, 17, &pdl) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path_ex(big, 1, NULL) == BFP_MATMUL_SKINNY,
+          "AUTO's path choice with gemv_pdl = 1");
     CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==
               bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_SKINNY, tun),
           "AUTO's workspace is the skinny kernel's");

@@ -71,6 +71,13 @@ class Linear(torch.nn.Module):
 
     Build one with :meth:`from_float`; the constructor makes a module of the
     right buffer shapes (an all-zero weight) for ``load_state_dict``.
+
+    ``pdl`` (an attribute, default False; not saved in the state dict): on
+    Hopper, up to 16 rows of x, the GEMV kernel with programmatic dependent
+    launch, which starts reading W while the previous kernel still runs
+    (``torch.ops.bfp.matmul_packed``'s ``pdl``). Safe when nothing writes the
+    weight's bytes behind torch's back (through ``.data`` or a raw pointer)
+    right before the forward pass; packed weights only.
     """
 
     packed: Optional[torch.Tensor]
@@ -81,9 +88,11 @@ class Linear(torch.nn.Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  fmt: str = "mxfp4", x_format: Optional[str] = None,
-                 device: Any = None, dtype: Optional[torch.dtype] = None) -> None:
+                 device: Any = None, dtype: Optional[torch.dtype] = None,
+                 pdl: bool = False) -> None:
         super().__init__()
         info = _api._info(fmt)
+        self.pdl = bool(pdl)
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.fmt = str(info["name"])
         self._set_x_format(x_format_name(x_format))
@@ -135,7 +144,7 @@ class Linear(torch.nn.Module):
 
     @classmethod
     def from_float(cls, linear: torch.nn.Linear, fmt: str,
-                   x_format: Optional[str] = None) -> "Linear":
+                   x_format: Optional[str] = None, pdl: bool = False) -> "Linear":
         """The bfp twin of ``linear``.
 
         Parameters
@@ -149,6 +158,8 @@ class Linear(torch.nn.Module):
             the activation format: ``None`` or ``"bf16"`` (x as it is), or a
             bfp format that x is quantized to before the product
             (``"mxfp8_e4m3"``: W4A8, ``"mxfp4"``: W4A4, ...).
+        pdl:
+            the module's ``pdl`` attribute (see the class).
 
         Returns
         -------
@@ -165,7 +176,7 @@ class Linear(torch.nn.Module):
         w = linear.weight.detach()
         with _no_init_weight():
             mod = cls(linear.in_features, linear.out_features, linear.bias is not None, fmt,
-                      x_format, device=w.device, dtype=w.dtype)
+                      x_format, device=w.device, dtype=w.dtype, pdl=pdl)
         planes = torch.ops.bfp.quantize(w, mod.fmt)
         with torch.no_grad():
             if mod.packed is not None:
@@ -201,7 +212,7 @@ class Linear(torch.nn.Module):
             if self.x_format != "bf16":
                 xb = torch.ops.bfp.fake_quant(xb, self.x_format)
             y = torch_packed.linear(xb, self.packed, self._workspace, b, self.fmt,
-                                    self.out_features, self.in_features)
+                                    self.out_features, self.in_features, "bf16", self.pdl)
         else:
             ts = self.tensor_scale
             # the quantized-x kernel takes W's tensor scale on the host: no sync
@@ -259,12 +270,14 @@ class Linear(torch.nn.Module):
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("pdl", False)  # pickled before pdl existed
         if self.packed is not None and self.packed.device.type == "cuda":
             self._prepare()
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}, fmt={self.fmt!r}, x_format={self.x_format!r}")
+                f"bias={self.bias is not None}, fmt={self.fmt!r}, x_format={self.x_format!r}"
+                + (", pdl=True" if self.pdl else ""))
 
 
 def _apply_keeping_tensor_scale(mod: Any, apply: Callable[..., Any],
@@ -389,7 +402,7 @@ def _matches(name: str, patterns: Optional[Iterable[str]]) -> bool:
 def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = None,
                    include: Union[None, str, Iterable[str]] = None,
                    exclude: Union[None, str, Iterable[str]] = DEFAULT_EXCLUDE,
-                   embeddings: bool = False) -> torch.nn.Module:
+                   embeddings: bool = False, pdl: bool = False) -> torch.nn.Module:
     """Swap ``model``'s ``torch.nn.Linear`` layers for :class:`bfp.nn.Linear`, in place.
 
     Parameters
@@ -414,6 +427,9 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
         also swap ``torch.nn.Embedding`` layers (those that ``include`` and
         ``exclude`` let through) for :class:`bfp.nn.Embedding` in ``fmt``;
         off by default, as most recipes keep the embedding in 16 bits.
+    pdl:
+        each :class:`Linear`'s ``pdl`` (programmatic dependent launch of the
+        GEMV kernel on Hopper; see the class).
 
     Returns
     -------
@@ -442,6 +458,6 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     for name, mod in swaps:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, Linear.from_float(mod, fmt, x_format)
+        setattr(parent, child, Linear.from_float(mod, fmt, x_format, pdl=pdl)
                 if type(mod) is torch.nn.Linear else Embedding.from_float(mod, fmt))
     return model

@@ -122,6 +122,10 @@ def _view(packed: torch.Tensor, fmt: str, n: int, k: int) -> _View:
         raise ValueError(f"bfp.matmul_packed: the packed buffer's address is not {_ALIGN}-byte "
                          "aligned (a slice of a larger tensor?); pass a tensor of its own")
     with torch.cuda.device(packed.device):
+        # the bytes may have been written on this stream, which the header's
+        # synchronous copy (legacy stream) does not wait for when it is a
+        # non-blocking one; this also lets matmul_packed's pdl rely on it
+        torch.cuda.current_stream(packed.device).synchronize()
         cap = _core.cuda_weight_view(_fmt_id(fmt), n, k, packed.data_ptr(), packed.numel())
         ws_max = int(_core.cuda_matmul_workspace_size_max(cap))
     def gone(r: Any) -> None:
@@ -223,7 +227,7 @@ def _(packed: torch.Tensor, fmt: str, n: int, k: int,
 @torch.library.custom_op("bfp::matmul_packed", mutates_args=("workspace",))
 def matmul_packed(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor,
                   bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
-                  x_format: str = "bf16") -> torch.Tensor:
+                  x_format: str = "bf16", pdl: bool = False) -> torch.Tensor:
     """``y = x @ W.T (+ bias)``: x bfloat16 ``[..., k]``, W a packed ``[n, k]``
     weight (:func:`pack`), y bfloat16 ``[..., n]``.
 
@@ -232,6 +236,12 @@ def matmul_packed(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor
     :func:`workspace_bytes`, zeros before its first use; scratch the call
     writes). CPU: W decoded to float32 (exact), the product and bias in
     float32 by torch, rounded once to bfloat16; the workspace is not used.
+
+    ``pdl``: the tuning ``gemv_pdl = 1`` (Hopper, up to 16 rows of x: the GEMV
+    kernel with programmatic dependent launch, which starts reading W while
+    the previous kernel in the stream still runs). Pass it only when that
+    kernel cannot be writing W; a write torch tracks (``copy_``,
+    ``load_state_dict``) makes a new view first, which waits for it.
     """
     _check_matmul(x, bias, fmt, n, k, x_format)
     _bf16_only(x_format)
@@ -248,7 +258,7 @@ def matmul_packed(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor
                              f"workspace on {workspace.device}: they must share a device")
         with torch.cuda.device(x.device):
             v = _view(packed, fmt, n, k)
-            need = int(_core.cuda_matmul_workspace_size(v.cap, m, _PATH_AUTO))
+            need = int(_core.cuda_matmul_workspace_size(v.cap, m, _PATH_AUTO, int(pdl)))
             if workspace.dtype != torch.uint8 or workspace.numel() < need:
                 raise ValueError(f"bfp.matmul_packed: the workspace has {workspace.numel()} "
                                  f"bytes, m={m} needs {need} (bfp.torch_packed.workspace_bytes "
@@ -257,7 +267,7 @@ def matmul_packed(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor
             b = bias.contiguous() if bias is not None else None
             _core.cuda_matmul(v.cap, x2.data_ptr(), m, b.data_ptr() if b is not None else 0,
                               y.data_ptr(), workspace.data_ptr(), workspace.numel(), _PATH_AUTO,
-                              _stream(x))
+                              _stream(x), int(pdl))
         return y.view(list(lead) + [n])
     wf = _unpack_f32(packed, fmt, n, k)
     yf = x2.float() @ wf.t()
@@ -269,7 +279,7 @@ def matmul_packed(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor
 @matmul_packed.register_fake
 def _(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor,
       bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
-      x_format: str = "bf16") -> torch.Tensor:
+      x_format: str = "bf16", pdl: bool = False) -> torch.Tensor:
     _check_matmul(x, bias, fmt, n, k, x_format)
     _bf16_only(x_format)
     _check_packed(packed, fmt, n, k)
@@ -284,11 +294,11 @@ class _MatmulPackedFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor,
                 bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
-                x_format: str) -> torch.Tensor:
+                x_format: str, pdl: bool) -> torch.Tensor:
         ctx.save_for_backward(packed)
         ctx.fmt, ctx.n, ctx.k, ctx.has_bias = fmt, n, k, bias is not None
         y: torch.Tensor = torch.ops.bfp.matmul_packed(x, packed, workspace, bias, fmt, n, k,
-                                                      x_format)
+                                                      x_format, pdl)
         return y
 
     @staticmethod
@@ -298,20 +308,20 @@ class _MatmulPackedFn(torch.autograd.Function):
         g = grad.float()
         gx = (g @ w).to(torch.bfloat16)
         gb = g.reshape(-1, ctx.n).sum(0).to(torch.bfloat16) if ctx.has_bias else None
-        return (gx, None, None, gb, None, None, None, None)
+        return (gx, None, None, gb, None, None, None, None, None)
 
 
 def linear(x: torch.Tensor, packed: torch.Tensor, workspace: torch.Tensor,
            bias: Optional[torch.Tensor], fmt: str, n: int, k: int,
-           x_format: str = "bf16") -> torch.Tensor:
+           x_format: str = "bf16", pdl: bool = False) -> torch.Tensor:
     """``torch.ops.bfp.matmul_packed``, differentiable in x and bias when a
     gradient is needed."""
     if torch.is_grad_enabled() and (x.requires_grad or
                                     (bias is not None and bias.requires_grad)):
         out: torch.Tensor = _MatmulPackedFn.apply(x, packed, workspace, bias, fmt, n, k,
-                                                  x_format)
+                                                  x_format, pdl)
         return out
     y: torch.Tensor = torch.ops.bfp.matmul_packed(x, packed, workspace, bias, fmt, n, k,
-                                                  x_format)
+                                                  x_format, pdl)
     return y
 

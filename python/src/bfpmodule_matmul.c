@@ -309,30 +309,48 @@ static PyObject *py_cuda_matmul_workspace_size_max(PyObject *self, PyObject *cap
     return PyLong_FromSize_t(bfp_cuda_matmul_workspace_size_max(w));
 }
 
-/* cuda_matmul_workspace_size(weight, m, path) -> bytes */
+/* The tuning the torch ops pass: the defaults, or gemv_pdl (0 / 1) */
+static int pdl_tuning(int gemv_pdl, bfp_matmul_tuning *t)
+{
+    const bfp_matmul_tuning zero = {0};
+    *t = zero;
+    t->gemv_pdl = gemv_pdl;
+    if (bfp_matmul_tuning_check(t) != BFP_OK) {
+        bfpmod_raise(BFP_ERR_ARG, "cuda_matmul: gemv_pdl must be 0 or 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* cuda_matmul_workspace_size(weight, m, path, gemv_pdl=0) -> bytes */
 static PyObject *py_cuda_matmul_workspace_size(PyObject *self, PyObject *args)
 {
     PyObject *cap;
     Py_ssize_t m;
-    int path;
-    if (!PyArg_ParseTuple(args, "Oni", &cap, &m, &path))
+    int path, gemv_pdl = 0;
+    bfp_matmul_tuning t;
+    if (!PyArg_ParseTuple(args, "Oni|i", &cap, &m, &path, &gemv_pdl) ||
+        pdl_tuning(gemv_pdl, &t) < 0)
         return NULL;
     bfp_cuda_weight *w = get_weight(cap);
     if (!w)
         return NULL;
-    return PyLong_FromSize_t(bfp_cuda_matmul_workspace_size(w, (size_t)m,
-                                                            (bfp_matmul_path)path));
+    return PyLong_FromSize_t(bfp_cuda_matmul_workspace_size_ex(w, (size_t)m,
+                                                               (bfp_matmul_path)path, &t));
 }
 
-/* cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream) */
+/* cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream,
+ *             gemv_pdl=0) */
 static PyObject *py_cuda_matmul(PyObject *self, PyObject *args)
 {
     PyObject *cap;
     unsigned long long x, bias, y, ws, stream;
     Py_ssize_t m, ws_bytes;
-    int path;
-    if (!PyArg_ParseTuple(args, "OKnKKKniK", &cap, &x, &m, &bias, &y, &ws, &ws_bytes, &path,
-                          &stream))
+    int path, gemv_pdl = 0;
+    bfp_matmul_tuning t;
+    if (!PyArg_ParseTuple(args, "OKnKKKniK|i", &cap, &x, &m, &bias, &y, &ws, &ws_bytes, &path,
+                          &stream, &gemv_pdl) ||
+        pdl_tuning(gemv_pdl, &t) < 0)
         return NULL;
     bfp_cuda_weight *w = get_weight(cap);
     if (!w)
@@ -341,10 +359,10 @@ static PyObject *py_cuda_matmul(PyObject *self, PyObject *args)
         return bfpmod_raise(BFP_ERR_SHAPE, "cuda_matmul: m must be positive, ws_bytes >= 0");
     bfp_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = bfp_cuda_matmul(w, (const void *)(uintptr_t)x, (size_t)m,
-                         (const void *)(uintptr_t)bias, (void *)(uintptr_t)y,
-                         (void *)(uintptr_t)ws, (size_t)ws_bytes, (bfp_matmul_path)path,
-                         (void *)(uintptr_t)stream);
+    st = bfp_cuda_matmul_ex(w, (const void *)(uintptr_t)x, (size_t)m,
+                            (const void *)(uintptr_t)bias, (void *)(uintptr_t)y,
+                            (void *)(uintptr_t)ws, (size_t)ws_bytes, (bfp_matmul_path)path, &t,
+                            (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     if (st != BFP_OK)
         return bfpmod_raise(st, "cuda_matmul");
@@ -441,9 +459,10 @@ PyMethodDef bfpmod_matmul_methods[] = {
     {"cuda_matmul_workspace_size_max", py_cuda_matmul_workspace_size_max, METH_O,
      "cuda_matmul_workspace_size_max(weight) -> bytes serving AUTO at every m."},
     {"cuda_matmul_workspace_size", py_cuda_matmul_workspace_size, METH_VARARGS,
-     "cuda_matmul_workspace_size(weight, m, path) -> bytes."},
+     "cuda_matmul_workspace_size(weight, m, path, gemv_pdl=0) -> bytes."},
     {"cuda_matmul", py_cuda_matmul, METH_VARARGS,
-     "cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream)."},
+     "cuda_matmul(weight, x_ptr, m, bias_ptr, y_ptr, ws_ptr, ws_bytes, path, stream, "
+     "gemv_pdl=0)."},
     {"cuda_matmul_xq_supported", py_cuda_matmul_xq_supported, METH_VARARGS,
      "cuda_matmul_xq_supported(w_fmt, x_fmt) -> bool: a GPU kernel for this pair."},
     {"cuda_matmul_xq_workspace_size", py_cuda_matmul_xq_workspace_size, METH_VARARGS,

@@ -706,11 +706,23 @@ constexpr size_t GEMV_AUTO_MIN_M = 9;
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
+    return bfp_cuda_matmul_auto_path_ex(w, m, nullptr);
+}
+
+/* With gemv_pdl = 1 the GEMV kernel was the fastest path at m = 1 in 14 of
+ * the 15 measured cases on the H200 (the 15th a tie) and at m = 16 in all
+ * (docs/gemm.md), so AUTO takes it at every m <= 16 when the caller allows
+ * PDL; the Hopper test stands in for the TMA maps the kernel needs. */
+bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
+                                             const bfp_matmul_tuning *tuning)
+{
     if (w && m > FUSED_MAX_M && m <= WGMMA_MAX_M && w->wgmma_ok)
         return BFP_MATMUL_WGMMA;
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
     const double elems = (double)w->n * (double)w->k;
+    if (tuning && tuning->gemv_pdl == 1 && w->wgmma_ok && m <= 16 && gemv_fits(w, m))
+        return BFP_MATMUL_GEMV;
     if (m >= GEMV_AUTO_MIN_M && elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
     if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
@@ -726,7 +738,7 @@ size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
         return 0;
     const bfp_matmul_tuning &t = tuning ? *tuning : DEFAULTS;
     if (path == BFP_MATMUL_AUTO)
-        path = bfp_cuda_matmul_auto_path(w, m);
+        path = bfp_cuda_matmul_auto_path_ex(w, m, &t);
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m) ? plan_skinny(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_GEMV)
@@ -789,7 +801,7 @@ bfp_status bfp_cuda_matmul_ex(const bfp_cuda_weight *w, const void *d_x, size_t 
     if (m == 0 || m > INT_MAX || m > SIZE_MAX / 4 / w->n)
         return BFP_ERR_SHAPE;
     if (path == BFP_MATMUL_AUTO)
-        path = bfp_cuda_matmul_auto_path(w, m);
+        path = bfp_cuda_matmul_auto_path_ex(w, m, &t);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (path == BFP_MATMUL_FUSED)
         return run_fused(w, d_x, m, d_bias, d_y, d_workspace, workspace_bytes, K_FUSED, t, s);

@@ -96,6 +96,12 @@ bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
     return BFP_MATMUL_DEQUANT_CUBLAS;
 }
 
+bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
+                                             const bfp_matmul_tuning *tuning)
+{
+    return BFP_MATMUL_DEQUANT_CUBLAS;
+}
+
 bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
                            const void *d_bias, void *d_y, void *d_workspace,
                            size_t workspace_bytes, bfp_matmul_path path, void *stream)

@@ -1,5 +1,6 @@
 """bfp.nn.Linear and bfp.quantize_model (issue #22): weights as torch
 buffers that survive state_dict / torch.save; the README's example."""
+import copy
 import io
 import pathlib
 import re
@@ -105,7 +106,8 @@ def test_packed_ops_opcheck_unpack_and_gradients():
     x = torch.randn(2, 5, 130).bfloat16()
     b = lin.bias.detach().bfloat16()
     for args in ((x, q.packed, ws, b, "nvfp4+", 33, 130, "bf16"),
-                 (x[0], q.packed, ws, None, "nvfp4+", 33, 130, "bf16")):
+                 (x[0], q.packed, ws, None, "nvfp4+", 33, 130, "bf16"),
+                 (x[0], q.packed, ws, b, "nvfp4+", 33, 130, "bf16", True)):
         torch.library.opcheck(torch.ops.bfp.matmul_packed.default, args)
     torch.library.opcheck(torch.ops.bfp.unpack.default, (q.packed, "nvfp4+", 33, 130,
                                                          torch.bfloat16))
@@ -125,6 +127,20 @@ def test_packed_ops_opcheck_unpack_and_gradients():
     gx = (torch.ones(4, 33) @ w).bfloat16().float()
     assert torch.equal(xr.grad, gx)
     assert torch.equal(q.bias.grad, torch.full((33,), 4.0))
+
+
+def test_pdl_option_reaches_every_linear_and_keeps_the_cpu_result():
+    torch.manual_seed(6)
+    base = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.Linear(48, 40))
+    x = torch.randn(3, 64)
+    plain = bfp.quantize_model(copy.deepcopy(base), "mxfp4", exclude=())
+    fast = bfp.quantize_model(copy.deepcopy(base), "mxfp4", exclude=(), pdl=True)
+    assert [lin.pdl for lin in fast] == [True, True] and not plain[0].pdl
+    assert "pdl=True" in repr(fast[0]) and "pdl" not in repr(plain[0])
+    assert torch.equal(fast(x), plain(x))  # the CPU path has no launch to overlap
+    # a runtime setting, not part of the weight: the state dict is the same
+    assert fast.state_dict().keys() == plain.state_dict().keys()
+    assert bfp.nn.Linear.from_float(base[0], "nvfp4", pdl=True).pdl
 
 
 def test_quantize_model_default_include_exclude():
