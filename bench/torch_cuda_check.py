@@ -192,37 +192,109 @@ def state_and_moves(bad):
             w0.cpu(), mlp("nvfp4", "cpu")[0].dequantize()), bad)
 
 
+def raw_gemv(bad, g):
+    """The GEMV path called directly (bfp_cuda_matmul_ex, path GEMV) on the
+    shapes the pdl check uses, with and without PDL, on a private zeroed
+    workspace: y within the float64 bound and the workspace all zeros after
+    each call; then two calls chained (the second's x the first's y)"""
+    for fmt in MATMUL_FORMATS:
+        res = {}
+        for pdl_on in (0, 1):
+            ok_y, ok_ws, ok_chain = True, True, True
+            for (n, k) in ((1000, 512), (333, 1000)):
+                w = torch.randn(n, k, generator=g)
+                wp = torch.ops.bfp.quantize(w.cuda(), fmt)
+                wq = torch.ops.bfp.dequantize(*[q.cpu() for q in wp], fmt, [n, k], -1,
+                                              torch.float32)
+                packed = tp.pack(*wp, fmt, n, k)
+                v = tp._view(packed, fmt, n, k)
+                ws = torch.zeros(v.ws_max, dtype=torch.uint8, device="cuda")
+                for m in (1, 3, 8, 16):
+                    xb = torch.randn(m, k, generator=g).bfloat16().cuda()
+                    y = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                    core.cuda_matmul(v.cap, xb.data_ptr(), m, 0, y.data_ptr(), ws.data_ptr(),
+                                     ws.numel(), 6, tp._stream(xb), pdl_on)
+                    torch.cuda.synchronize()
+                    ok_y &= within(y, xb.cpu(), wq)
+                    ok_ws &= int(ws.count_nonzero()) == 0
+            # chained: 1000 x 512 then 333 x 1000, x2 = y1, no kernel between
+            n1, k1, n2 = 1000, 512, 333
+            w1, w2 = torch.randn(n1, k1, generator=g), torch.randn(n2, n1, generator=g)
+            p1, p2 = torch.ops.bfp.quantize(w1.cuda(), fmt), torch.ops.bfp.quantize(w2.cuda(), fmt)
+            q2 = torch.ops.bfp.dequantize(*[q.cpu() for q in p2], fmt, [n2, n1], -1,
+                                          torch.float32)
+            v1, v2 = tp._view(tp.pack(*p1, fmt, n1, k1), fmt, n1, k1), \
+                tp._view(tp.pack(*p2, fmt, n2, n1), fmt, n2, n1)
+            ws = torch.zeros(max(v1.ws_max, v2.ws_max), dtype=torch.uint8, device="cuda")
+            for m in (1, 5, 16):
+                xb = torch.randn(m, k1, generator=g).bfloat16().cuda()
+                y1 = torch.full((m, n1), float("nan"), device="cuda", dtype=torch.bfloat16)
+                y2 = torch.full((m, n2), float("nan"), device="cuda", dtype=torch.bfloat16)
+                torch.cuda.synchronize()
+                st = tp._stream(xb)
+                core.cuda_matmul(v1.cap, xb.data_ptr(), m, 0, y1.data_ptr(), ws.data_ptr(),
+                                 ws.numel(), 6, st, pdl_on)
+                core.cuda_matmul(v2.cap, y1.data_ptr(), m, 0, y2.data_ptr(), ws.data_ptr(),
+                                 ws.numel(), 6, st, pdl_on)
+                torch.cuda.synchronize()
+                ok_chain &= within(y2, y1.cpu(), q2) and int(ws.count_nonzero()) == 0
+            res[pdl_on] = (ok_y, ok_ws, ok_chain)
+            check(f"{fmt}: GEMV path direct, gemv_pdl={pdl_on}: y within bound {ok_y}, "
+                  f"workspace left zero {ok_ws}, chained {ok_chain}",
+                  ok_y and ok_ws and ok_chain, bad)
+
+
 def pdl(bad, g):
-    """Linear(pdl=True): the GEMV kernel with programmatic dependent launch
-    chained straight into another (the second's x is the first's y), eager
-    and replayed in a CUDA graph with new x each time, against the same
-    model without pdl; then a weight rewritten by load_state_dict just
-    before the forward pass"""
+    """Linear(pdl=True): two modules chained (the second's x the first's y,
+    no kernel between), each within the float64 bound of its own input, on a
+    private zeroed workspace that must stay zero; eager, in 20 replays of a
+    CUDA graph with new x each time, and after load_state_dict right before
+    the call"""
     for fmt in MATMUL_FORMATS:
         torch.manual_seed(3)
         base = torch.nn.Sequential(torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333))
-        base = base.cuda().bfloat16()
-        plain = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=())
-        fast = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=(), pdl=True)
-        ok = fast[0].pdl and not plain[0].pdl
+        fast = bfp.quantize_model(base.cuda().bfloat16(), fmt, exclude=(), pdl=True)
+        need = max(tp.workspace_bytes(lin.packed, fmt, lin.out_features, lin.in_features)
+                   for lin in fast)
+        ws = torch.zeros(need, dtype=torch.uint8, device="cuda")
+        for lin in fast:
+            lin._workspace = ws
+
+        def both(x):
+            y1 = fast[0](x)
+            return y1, fast[1](y1)
+
+        def good(x, y1, y2):
+            w0, w1 = fast[0].dequantize(), fast[1].dequantize()
+            torch.cuda.synchronize()
+            return within(y1, x.cpu(), w0.cpu()) and within(y2, y1.cpu(), w1.cpu())
+
         with torch.no_grad():
-            for m in (1, 3, 16, 17):
-                x = torch.randn(m, 512, generator=g).bfloat16().cuda()
-                ok &= close(fast(x), plain(x))
+            eager = all(good(x, *both(x)) for x in
+                        (torch.randn(m, 512, generator=g).bfloat16().cuda()
+                         for m in (1, 3, 16, 17)))
+            eager_ws = int(ws.count_nonzero()) == 0
             static_x = torch.zeros(1, 512, device="cuda", dtype=torch.bfloat16)
-            graph, static_y = captured(fast, static_x)
+            graph, (sy1, sy2) = captured(both, static_x)
+            replays = True
             for _ in range(20):
                 static_x.copy_(torch.randn(1, 512, generator=g).bfloat16())
                 graph.replay()
-                ok &= close(static_y, plain(static_x))
+                replays &= good(static_x, sy1, sy2)
+            del graph
+            graph_ws = int(ws.count_nonzero()) == 0
             other = bfp.quantize_model(torch.nn.Sequential(
                 torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333)).cuda().bfloat16(),
                 fmt, exclude=())
             fast.load_state_dict(other.state_dict())
+            for lin in fast:
+                lin._workspace = ws
             x = torch.randn(1, 512, generator=g).bfloat16().cuda()
-            ok &= close(fast(x), other(x))
-        check(f"{fmt}: Linear(pdl=True) chained, m = 1..17, eager and 20 graph replays, "
-              "and after load_state_dict == without pdl", ok, bad)
+            loaded = good(x, *both(x)) and torch.equal(fast[0].packed, other[0].packed)
+        check(f"{fmt}: Linear(pdl=True) chained: eager m = 1..17 {eager} (workspace zero "
+              f"{eager_ws}), 20 graph replays {replays} (workspace zero {graph_ws}), after "
+              f"load_state_dict {loaded}", eager and eager_ws and replays and graph_ws and loaded,
+              bad)
 
 
 XQ_PAIRS = [("mxfp4", "mxfp8_e4m3"), ("mxfp4", "mxfp4"), ("mxfp4", "mxfp4+"),
@@ -313,6 +385,7 @@ def main() -> int:
     ops(bad, torch.Generator().manual_seed(0))
     graphs(bad)
     state_and_moves(bad)
+    raw_gemv(bad, torch.Generator().manual_seed(2))
     pdl(bad, torch.Generator().manual_seed(1))
     quantized_x(bad)
     memory()
