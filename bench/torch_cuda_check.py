@@ -267,7 +267,8 @@ def pdl(bad, g):
         def good(x, y1, y2):
             w0, w1 = fast[0].dequantize(), fast[1].dequantize()
             torch.cuda.synchronize()
-            return within(y1, x.cpu(), w0.cpu()) and within(y2, y1.cpu(), w1.cpu())
+            return within(y1, x.cpu(), w0.cpu(), fast[0].bias) and \
+                within(y2, y1.cpu(), w1.cpu(), fast[1].bias)
 
         with torch.no_grad():
             eager = all(good(x, *both(x)) for x in
