@@ -223,8 +223,8 @@ def raw_gemv(bad, g):
             p1, p2 = torch.ops.bfp.quantize(w1.cuda(), fmt), torch.ops.bfp.quantize(w2.cuda(), fmt)
             q2 = torch.ops.bfp.dequantize(*[q.cpu() for q in p2], fmt, [n2, n1], -1,
                                           torch.float32)
-            v1, v2 = tp._view(tp.pack(*p1, fmt, n1, k1), fmt, n1, k1), \
-                tp._view(tp.pack(*p2, fmt, n2, n1), fmt, n2, n1)
+            b1, b2 = tp.pack(*p1, fmt, n1, k1), tp.pack(*p2, fmt, n2, n1)  # kept alive:
+            v1, v2 = tp._view(b1, fmt, n1, k1), tp._view(b2, fmt, n2, n1)  # views hold no ref
             ws = torch.zeros(max(v1.ws_max, v2.ws_max), dtype=torch.uint8, device="cuda")
             for m in (1, 5, 16):
                 xb = torch.randn(m, k1, generator=g).bfloat16().cuda()
@@ -296,6 +296,49 @@ def pdl(bad, g):
               f"{eager_ws}), 20 graph replays {replays} (workspace zero {graph_ws}), after "
               f"load_state_dict {loaded}", eager and eager_ws and replays and graph_ws and loaded,
               bad)
+
+
+def pdl_mixed(bad, g):
+    """Linear(pdl=True) and plain Linear modules of the same weights taking
+    turns on one zeroed workspace (PDL GEMV calls between ordinary fused /
+    skinny ones), eager and with a CUDA graph of the pdl pair replayed
+    between eager plain calls: every output within its bound (bias
+    included) and the workspace zero at the end"""
+    for fmt in MATMUL_FORMATS:
+        torch.manual_seed(3)
+        base = torch.nn.Sequential(torch.nn.Linear(512, 1000),
+                                   torch.nn.Linear(1000, 333)).cuda().bfloat16()
+        plain = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=())
+        fast = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=(), pdl=True)
+        need = max(tp.workspace_bytes(lin.packed, fmt, lin.out_features, lin.in_features)
+                   for lin in list(fast) + list(plain))
+        ws = torch.zeros(need, dtype=torch.uint8, device="cuda")
+        for lin in list(fast) + list(plain):
+            lin._workspace = ws
+        w = [lin.dequantize().cpu() for lin in fast]
+
+        def layer_ok(model, x):
+            y1 = model[0](x)
+            y2 = model[1](y1)
+            return within(y1, x.cpu(), w[0], model[0].bias) and \
+                within(y2, y1.cpu(), w[1], model[1].bias)
+
+        ok = True
+        with torch.no_grad():
+            for m in (1, 3, 16, 17, 1, 40):
+                x = torch.randn(m, 512, generator=g).bfloat16().cuda()
+                ok &= layer_ok(fast, x) and layer_ok(plain, x)
+            static_x = torch.zeros(1, 512, device="cuda", dtype=torch.bfloat16)
+            graph, _ = captured(lambda x: fast[1](fast[0](x)), static_x)
+            for i in range(10):
+                static_x.copy_(torch.randn(1, 512, generator=g).bfloat16())
+                graph.replay()
+                ok &= layer_ok(plain, torch.randn(1 + i, 512, generator=g).bfloat16().cuda())
+            del graph
+            torch.cuda.synchronize()
+        zero = int(ws.count_nonzero()) == 0
+        check(f"{fmt}: pdl and plain modules taking turns on one workspace: outputs within "
+              f"bound {ok}, workspace zero {zero}", ok and zero, bad)
 
 
 XQ_PAIRS = [("mxfp4", "mxfp8_e4m3"), ("mxfp4", "mxfp4"), ("mxfp4", "mxfp4+"),
@@ -388,6 +431,7 @@ def main() -> int:
     state_and_moves(bad)
     raw_gemv(bad, torch.Generator().manual_seed(2))
     pdl(bad, torch.Generator().manual_seed(1))
+    pdl_mixed(bad, torch.Generator().manual_seed(4))
     quantized_x(bad)
     memory()
     print("FAILED" if bad[0] else "OK")
