@@ -192,106 +192,121 @@ def state_and_moves(bad):
             w0.cpu(), mlp("nvfp4", "cpu")[0].dequantize()), bad)
 
 
+def gemv_weight(fmt, n, k, g):
+    """(packed buffer, its view, the exact float32 weight) of a random n x k
+    weight; keep the buffer alive while the view is used (a view holds no
+    reference)"""
+    wp = torch.ops.bfp.quantize(torch.randn(n, k, generator=g).cuda(), fmt)
+    wq = torch.ops.bfp.dequantize(*[q.cpu() for q in wp], fmt, [n, k], -1, torch.float32)
+    packed = tp.pack(*wp, fmt, n, k)
+    return packed, tp._view(packed, fmt, n, k), wq
+
+
+def gemv_call(v, x, n, ws, pdl_on):
+    """bfp_cuda_matmul_ex on path GEMV (6) into a NaN-poisoned y, not synchronized"""
+    y = torch.full((x.shape[0], n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    core.cuda_matmul(v.cap, x.data_ptr(), x.shape[0], 0, y.data_ptr(), ws.data_ptr(),
+                     ws.numel(), 6, tp._stream(x), pdl_on)
+    return y
+
+
 def raw_gemv(bad, g):
     """The GEMV path called directly (bfp_cuda_matmul_ex, path GEMV) on the
     shapes the pdl check uses, with and without PDL, on a private zeroed
     workspace: y within the float64 bound and the workspace all zeros after
     each call; then two calls chained (the second's x the first's y)"""
     for fmt in MATMUL_FORMATS:
-        res = {}
         for pdl_on in (0, 1):
             ok_y, ok_ws, ok_chain = True, True, True
             for (n, k) in ((1000, 512), (333, 1000)):
-                w = torch.randn(n, k, generator=g)
-                wp = torch.ops.bfp.quantize(w.cuda(), fmt)
-                wq = torch.ops.bfp.dequantize(*[q.cpu() for q in wp], fmt, [n, k], -1,
-                                              torch.float32)
-                packed = tp.pack(*wp, fmt, n, k)
-                v = tp._view(packed, fmt, n, k)
+                packed, v, wq = gemv_weight(fmt, n, k, g)
                 ws = torch.zeros(v.ws_max, dtype=torch.uint8, device="cuda")
                 for m in (1, 3, 8, 16):
                     xb = torch.randn(m, k, generator=g).bfloat16().cuda()
-                    y = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                    core.cuda_matmul(v.cap, xb.data_ptr(), m, 0, y.data_ptr(), ws.data_ptr(),
-                                     ws.numel(), 6, tp._stream(xb), pdl_on)
+                    y = gemv_call(v, xb, n, ws, pdl_on)
                     torch.cuda.synchronize()
                     ok_y &= within(y, xb.cpu(), wq)
                     ok_ws &= int(ws.count_nonzero()) == 0
             # chained: 1000 x 512 then 333 x 1000, x2 = y1, no kernel between
             n1, k1, n2 = 1000, 512, 333
-            w1, w2 = torch.randn(n1, k1, generator=g), torch.randn(n2, n1, generator=g)
-            p1, p2 = torch.ops.bfp.quantize(w1.cuda(), fmt), torch.ops.bfp.quantize(w2.cuda(), fmt)
-            q2 = torch.ops.bfp.dequantize(*[q.cpu() for q in p2], fmt, [n2, n1], -1,
-                                          torch.float32)
-            b1, b2 = tp.pack(*p1, fmt, n1, k1), tp.pack(*p2, fmt, n2, n1)  # kept alive:
-            v1, v2 = tp._view(b1, fmt, n1, k1), tp._view(b2, fmt, n2, n1)  # views hold no ref
+            b1, v1, _ = gemv_weight(fmt, n1, k1, g)
+            b2, v2, q2 = gemv_weight(fmt, n2, n1, g)
             ws = torch.zeros(max(v1.ws_max, v2.ws_max), dtype=torch.uint8, device="cuda")
             for m in (1, 5, 16):
                 xb = torch.randn(m, k1, generator=g).bfloat16().cuda()
-                y1 = torch.full((m, n1), float("nan"), device="cuda", dtype=torch.bfloat16)
-                y2 = torch.full((m, n2), float("nan"), device="cuda", dtype=torch.bfloat16)
                 torch.cuda.synchronize()
-                st = tp._stream(xb)
-                core.cuda_matmul(v1.cap, xb.data_ptr(), m, 0, y1.data_ptr(), ws.data_ptr(),
-                                 ws.numel(), 6, st, pdl_on)
-                core.cuda_matmul(v2.cap, y1.data_ptr(), m, 0, y2.data_ptr(), ws.data_ptr(),
-                                 ws.numel(), 6, st, pdl_on)
+                y1 = gemv_call(v1, xb, n1, ws, pdl_on)
+                y2 = gemv_call(v2, y1, n2, ws, pdl_on)
                 torch.cuda.synchronize()
                 ok_chain &= within(y2, y1.cpu(), q2) and int(ws.count_nonzero()) == 0
-            res[pdl_on] = (ok_y, ok_ws, ok_chain)
             check(f"{fmt}: GEMV path direct, gemv_pdl={pdl_on}: y within bound {ok_y}, "
                   f"workspace left zero {ok_ws}, chained {ok_chain}",
                   ok_y and ok_ws and ok_chain, bad)
 
 
+def private_workspace(fmt, modules):
+    """one zeroed workspace for these bfp.nn.Linear modules in place of the
+    device's shared one, so that a check can see the calls leave it zero"""
+    need = max(tp.workspace_bytes(lin.packed, fmt, lin.out_features, lin.in_features)
+               for lin in modules)
+    ws = torch.zeros(need, dtype=torch.uint8, device="cuda")
+    for lin in modules:
+        lin._workspace = ws
+    return ws
+
+
+def pair(model, x):
+    """the two layers of model, the second's x the first's y (no kernel between)"""
+    y1 = model[0](x)
+    return y1, model[1](y1)
+
+
+def pair_within(model, w, x, y1, y2):
+    """each layer's y within the float64 bound of its own input (w: the exact weights)"""
+    torch.cuda.synchronize()
+    return within(y1, x.cpu(), w[0], model[0].bias) and \
+        within(y2, y1.cpu(), w[1], model[1].bias)
+
+
+def pdl_pair(fmt, pdl_on):
+    torch.manual_seed(3)
+    base = torch.nn.Sequential(torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333))
+    return bfp.quantize_model(base.cuda().bfloat16(), fmt, exclude=(), pdl=pdl_on)
+
+
 def pdl(bad, g):
-    """Linear(pdl=True): two modules chained (the second's x the first's y,
-    no kernel between), each within the float64 bound of its own input, on a
-    private zeroed workspace that must stay zero; eager, in 20 replays of a
-    CUDA graph with new x each time, and after load_state_dict right before
-    the call"""
+    """Linear(pdl=True): two modules chained, each within the float64 bound
+    of its own input, on a private zeroed workspace that must stay zero;
+    eager, in 20 replays of a CUDA graph with new x each time, and after
+    load_state_dict right before the call"""
     for fmt in MATMUL_FORMATS:
-        torch.manual_seed(3)
-        base = torch.nn.Sequential(torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333))
-        fast = bfp.quantize_model(base.cuda().bfloat16(), fmt, exclude=(), pdl=True)
-        need = max(tp.workspace_bytes(lin.packed, fmt, lin.out_features, lin.in_features)
-                   for lin in fast)
-        ws = torch.zeros(need, dtype=torch.uint8, device="cuda")
-        for lin in fast:
-            lin._workspace = ws
-
-        def both(x):
-            y1 = fast[0](x)
-            return y1, fast[1](y1)
-
-        def good(x, y1, y2):
-            w0, w1 = fast[0].dequantize(), fast[1].dequantize()
-            torch.cuda.synchronize()
-            return within(y1, x.cpu(), w0.cpu(), fast[0].bias) and \
-                within(y2, y1.cpu(), w1.cpu(), fast[1].bias)
-
+        fast = pdl_pair(fmt, True)
+        ws = private_workspace(fmt, fast)
+        w = [lin.dequantize().cpu() for lin in fast]
         with torch.no_grad():
-            eager = all(good(x, *both(x)) for x in
+            eager = all(pair_within(fast, w, x, *pair(fast, x)) for x in
                         (torch.randn(m, 512, generator=g).bfloat16().cuda()
                          for m in (1, 3, 16, 17)))
             eager_ws = int(ws.count_nonzero()) == 0
             static_x = torch.zeros(1, 512, device="cuda", dtype=torch.bfloat16)
-            graph, (sy1, sy2) = captured(both, static_x)
+            graph, (sy1, sy2) = captured(lambda x: pair(fast, x), static_x)
             replays = True
             for _ in range(20):
                 static_x.copy_(torch.randn(1, 512, generator=g).bfloat16())
                 graph.replay()
-                replays &= good(static_x, sy1, sy2)
+                replays &= pair_within(fast, w, static_x, sy1, sy2)
             del graph
             graph_ws = int(ws.count_nonzero()) == 0
+            torch.manual_seed(5)
             other = bfp.quantize_model(torch.nn.Sequential(
                 torch.nn.Linear(512, 1000), torch.nn.Linear(1000, 333)).cuda().bfloat16(),
                 fmt, exclude=())
             fast.load_state_dict(other.state_dict())
-            for lin in fast:
-                lin._workspace = ws
+            private_workspace(fmt, fast)  # loading took the shared one again
+            w = [lin.dequantize().cpu() for lin in fast]
             x = torch.randn(1, 512, generator=g).bfloat16().cuda()
-            loaded = good(x, *both(x)) and torch.equal(fast[0].packed, other[0].packed)
+            loaded = pair_within(fast, w, x, *pair(fast, x)) and \
+                torch.equal(fast[0].packed, other[0].packed)
         check(f"{fmt}: Linear(pdl=True) chained: eager m = 1..17 {eager} (workspace zero "
               f"{eager_ws}), 20 graph replays {replays} (workspace zero {graph_ws}), after "
               f"load_state_dict {loaded}", eager and eager_ws and replays and graph_ws and loaded,
@@ -305,35 +320,22 @@ def pdl_mixed(bad, g):
     between eager plain calls: every output within its bound (bias
     included) and the workspace zero at the end"""
     for fmt in MATMUL_FORMATS:
-        torch.manual_seed(3)
-        base = torch.nn.Sequential(torch.nn.Linear(512, 1000),
-                                   torch.nn.Linear(1000, 333)).cuda().bfloat16()
-        plain = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=())
-        fast = bfp.quantize_model(copy.deepcopy(base), fmt, exclude=(), pdl=True)
-        need = max(tp.workspace_bytes(lin.packed, fmt, lin.out_features, lin.in_features)
-                   for lin in list(fast) + list(plain))
-        ws = torch.zeros(need, dtype=torch.uint8, device="cuda")
-        for lin in list(fast) + list(plain):
-            lin._workspace = ws
+        plain, fast = pdl_pair(fmt, False), pdl_pair(fmt, True)
+        ws = private_workspace(fmt, list(fast) + list(plain))
         w = [lin.dequantize().cpu() for lin in fast]
-
-        def layer_ok(model, x):
-            y1 = model[0](x)
-            y2 = model[1](y1)
-            return within(y1, x.cpu(), w[0], model[0].bias) and \
-                within(y2, y1.cpu(), w[1], model[1].bias)
-
-        ok = True
+        ok = all(torch.equal(a.packed, b.packed) for a, b in zip(fast, plain))  # one weight
         with torch.no_grad():
             for m in (1, 3, 16, 17, 1, 40):
                 x = torch.randn(m, 512, generator=g).bfloat16().cuda()
-                ok &= layer_ok(fast, x) and layer_ok(plain, x)
+                ok &= pair_within(fast, w, x, *pair(fast, x)) and \
+                    pair_within(plain, w, x, *pair(plain, x))
             static_x = torch.zeros(1, 512, device="cuda", dtype=torch.bfloat16)
-            graph, _ = captured(lambda x: fast[1](fast[0](x)), static_x)
+            graph, _ = captured(lambda x: pair(fast, x), static_x)
             for i in range(10):
                 static_x.copy_(torch.randn(1, 512, generator=g).bfloat16())
                 graph.replay()
-                ok &= layer_ok(plain, torch.randn(1 + i, 512, generator=g).bfloat16().cuda())
+                x = torch.randn(1 + i, 512, generator=g).bfloat16().cuda()
+                ok &= pair_within(plain, w, x, *pair(plain, x))
             del graph
             torch.cuda.synchronize()
         zero = int(ws.count_nonzero()) == 0
