@@ -20,7 +20,7 @@
  * GEMM_WG_CONSUMERS=3 also times the wgmma path with that many consumer
  * warpgroups, the rest of the tuning the same: wgmma_alt_us and
  * wgmma_alt_rel_err, its count in "wgmma_alt_consumers" (-1: not run).
- * GEMM_SHAPES=8192x8192,28672x8192 limits the shapes (NxK). */
+ * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead. */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -138,7 +138,29 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     CB(cublasSetStream(blas, st));
     const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS, BFP_HIF4};
-    const size_t shapes[][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
+    /* GEMM_SHAPES=4096x4096,1024x4096 replaces the three issue shapes (NxK,
+     * at most 8; the decoder's own shapes for AUTO's small-weight rules) */
+    constexpr int MAX_SHAPES = 8;
+    size_t shapes[MAX_SHAPES][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
+    int nshapes = quick ? 1 : 3;
+    if (const char *e = getenv("GEMM_SHAPES"); e && *e) {
+        nshapes = 0;
+        for (const char *q = e; *q;) {
+            char *end;
+            unsigned long n = strtoul(q, &end, 10), k = 0;
+            if (end != q && *end == 'x')
+                k = strtoul(end + 1, &end, 10);
+            if (n == 0 || k == 0 || n > 65536 || k > 65536 || nshapes == MAX_SHAPES ||
+                (*end && *end != ',')) {
+                fprintf(stderr, "gpu_gemm: bad GEMM_SHAPES '%s' (at most 8 NxK, comma-separated)\n",
+                        e);
+                return 2;
+            }
+            shapes[nshapes][0] = n;
+            shapes[nshapes++][1] = k;
+            q = *end == ',' ? end + 1 : end;
+        }
+    }
     /* GEMM_MS=1,16 limits the m values (for a quick look at one regime) */
     constexpr int MAX_MS = 8;
     size_t ms[MAX_MS] = {1, 16, 128, 4096};
@@ -159,17 +181,12 @@ int main(int argc, char **argv)
             q = *end == ',' ? end + 1 : end;
         }
     }
-    int nshapes = quick ? 1 : 3;
     bool first = true;
     printf("%-8s %5s %6s %6s %10s %10s %8s %10s %9s %9s %s\n", "format", "M", "N", "K", "us",
            "cublas_us", "speedup", "rel_err", "TFLOP/s", "W GB/s", "path");
 
     for (int si = 0; si < nshapes; si++) {
         size_t n = shapes[si][0], k = shapes[si][1];
-        char shape_name[48];
-        snprintf(shape_name, sizeof shape_name, "%zux%zu", n, k);
-        if (!in_env_list("GEMM_SHAPES", shape_name))
-            continue;
         size_t wbytes16 = n * k * 2;
         int rot16 = wbytes16 >= ((size_t)200 << 20) ? 1 : (int)(((size_t)200 << 20) / wbytes16 + 1);
         std::vector<__nv_bfloat16 *> wb(rot16);

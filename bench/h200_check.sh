@@ -19,7 +19,8 @@
 # bench/results/cpu-real-model-torch.json, into $OUT/h200-real-model.json,
 # once bench/carry_models.sh has brought the models; "moe" runs
 # bench/moe_gpu.sh on this build (sanitizers on test_cuda_grouped's quick set,
-# bench/gpu_moe.cu and its torch peer) into $OUT/h200-moe.json. cJSON, when the machine lacks it: carry .deb
+# bench/gpu_moe.cu and its torch peer) into $OUT/h200-moe.json; "gemm" runs
+# bench/gpu_gemm.cu (its GEMM_* variables pass through) into $OUT/gemm.json. cJSON, when the machine lacks it: carry .deb
 # files and set DEBS=dir (dpkg -x into /).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,9 +64,14 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
         step pytest_gpu 180 python3 -m pytest -q -rf --tb=short tests/python/test_torch_moe.py \
             tests/python/test_torch_ops.py tests/python/test_torch_nn.py
     fi
-    if want wgprof; then
-        step wgprof_build 120 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude \
+    if want wgprof || want gemm; then
+        step gemm_build 120 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude \
             -Itests bench/gpu_gemm.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm
+    fi
+    if want gemm; then # GEMM_SHAPES, GEMM_MS, GEMM_PATHS, GEMM_FORMATS pass through
+        step gemm "${GEMM_CAP:-240}" $B/gpu_gemm "$OUT/gemm.json"
+    fi
+    if want wgprof; then
         step wgprof 200 env GEMM_MS=${WGPROF_M:-128} GEMM_FORMATS=${WGPROF_FORMATS:-mxfp4} \
             GEMM_PATHS=${WGPROF_PATHS:-} ncu --kernel-name-base demangled \
             -k "regex:${WGPROF_KERNEL:-gemm_wgmma_kernel<.int.0}" -c 1 \
