@@ -249,6 +249,30 @@ def graphed(fn: Any, device: str) -> Any:
     return g.replay
 
 
+def kernel_profile(step: Any, reps: int = 4, top: int = 24) -> Dict[str, Any]:
+    """The GPU kernels of `reps` replays of a step's graph (torch.profiler,
+    CUPTI): per kernel name, launches and microseconds per step, the `top`
+    longest; busy_us_per_step, their sum over all kernels, against the step's
+    time shows the gaps between kernels."""
+    from torch.profiler import ProfilerActivity, profile
+    sync("cuda")
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            step()
+        sync("cuda")
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        if us is None:
+            us = getattr(e, "self_cuda_time_total", 0.0)
+        if us > 0:
+            rows.append({"kernel": e.key[:120], "calls_per_step": e.count / reps,
+                         "us_per_step": us / reps})
+    rows.sort(key=lambda r: -r["us_per_step"])
+    return {"busy_us_per_step": sum(r["us_per_step"] for r in rows),
+            "launches_per_step": sum(r["calls_per_step"] for r in rows), "top": rows[:top]}
+
+
 @torch.no_grad()  # inference: no autograd graph
 def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any]:
     torch._dynamo.utils.counters.clear()
@@ -273,6 +297,8 @@ def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any
         out[f"decode_b{batch}"] = {"tokens_per_s": batch * a.decode_steps / dt,
                                    "ms_per_step": 1e3 * dt / a.decode_steps,
                                    "context": a.context, "steps": a.decode_steps}
+        if a.profile and device == "cuda":
+            out[f"decode_b{batch}"]["kernels"] = kernel_profile(step)
     model.set_cache(1, a.prefill)
     ids = torch.randint(0, model.c["vocab"], (1, a.prefill), device=device)
     pos = torch.arange(a.prefill, device=device)
@@ -303,6 +329,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--fused", action="store_true",
                     help="one q/k/v and one gate/up weight per layer (as vLLM and SGLang load "
                          "Llama), on both sides")
+    ap.add_argument("--profile", action="store_true",
+                    help="also record each decode step's kernels (torch.profiler): time per "
+                         "kernel name and the step's busy time, in the JSON")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=None,
                     help="decoder layers (default 32; fewer for a quick check, not a result)")
@@ -374,7 +403,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         runs[name] = measure(model, a, device)
         runs[name]["setup_s"] = round(t1 - t0, 1)  # build (+ quantize_model)
         runs[name]["measure_s"] = round(time.perf_counter() - t1, 1)  # compile + capture + timing
-        print(f"{name}: {json.dumps(runs[name])}", file=sys.stderr, flush=True)
+        brief = {k: ({kk: vv for kk, vv in v.items() if kk != "kernels"}
+                     if isinstance(v, dict) else v) for k, v in runs[name].items()}
+        print(f"{name}: {json.dumps(brief)}", file=sys.stderr, flush=True)
         del model
         torch._dynamo.reset()
         # after every variant, so a run cut short keeps what it measured

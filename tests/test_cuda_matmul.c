@@ -323,21 +323,34 @@ static void auto_rule_case(void)
     for (size_t i = 0; i < m * k; i++)
         x[i] = bfp_f32_to_bf16((float)gauss());
     CHECK(bfp_matmul_ref(BFP_MXFP4, &cw, n, k, x, m, NULL, ref) == BFP_OK, "ref");
-    bfp_cuda_weight *big = NULL, *small = NULL, *mid = NULL;
+    bfp_cuda_weight *big = NULL, *small = NULL, *mid = NULL, *w22 = NULL, *w25 = NULL;
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n, k, &big) == BFP_OK, "upload big");
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 1024, &small) == BFP_OK, "upload small");
-    /* 8192 x 8192 (the first rows of the same planes): GEMV only at m = 9..16 */
+    /* the first rows of the same planes: 8192 x 8192 (2^26), 4096 x 8192 (2^25)
+     * and 512 x 8192 (2^22), the GEMV thresholds at m = 2..8 and 9..16 */
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 2, k, &mid) == BFP_OK, "upload 8192^2");
-    if (!big || !small || !mid)
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 4, k, &w25) == BFP_OK, "upload 2^25");
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 32, k, &w22) == BFP_OK, "upload 2^22");
+    if (!big || !small || !mid || !w22 || !w25)
         goto out;
     /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
-    CHECK(bfp_cuda_matmul_auto_path(mid, 1) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(mid, 8) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(mid, 9) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(mid, 16) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(mid, 17) == BFP_MATMUL_FUSED,
-          "AUTO's path choice at 8192 x 8192");
+    for (int i = 0; i < 2; i++) {
+        bfp_cuda_weight *w = i ? mid : w25;
+        CHECK(bfp_cuda_matmul_auto_path(w, 1) == BFP_MATMUL_FUSED &&
+                  bfp_cuda_matmul_auto_path(w, 2) == BFP_MATMUL_GEMV &&
+                  bfp_cuda_matmul_auto_path(w, 8) == BFP_MATMUL_GEMV &&
+                  bfp_cuda_matmul_auto_path(w, 9) == BFP_MATMUL_GEMV &&
+                  bfp_cuda_matmul_auto_path(w, 16) == BFP_MATMUL_GEMV &&
+                  bfp_cuda_matmul_auto_path(w, 17) == BFP_MATMUL_FUSED,
+              i ? "AUTO's path choice at 8192 x 8192" : "AUTO's path choice at 2^25");
+    }
+    CHECK(bfp_cuda_matmul_auto_path(w22, 1) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(w22, 8) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(w22, 9) == BFP_MATMUL_GEMV &&
+              bfp_cuda_matmul_auto_path(w22, 16) == BFP_MATMUL_GEMV &&
+              bfp_cuda_matmul_auto_path(w22, 17) == BFP_MATMUL_FUSED,
+          "AUTO's path choice at 2^22");
     CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 8) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(big, 9) == BFP_MATMUL_GEMV &&
@@ -391,6 +404,8 @@ out:
     bfp_cuda_weight_free(big);
     bfp_cuda_weight_free(small);
     bfp_cuda_weight_free(mid);
+    bfp_cuda_weight_free(w25);
+    bfp_cuda_weight_free(w22);
     free(codes), free(scales), free(x), free(y), free(ref);
     auto_rule_nvfp4plus(n, k);
 }

@@ -695,13 +695,17 @@ constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
  * bench/results/h200-gemm-wgmma.json). */
 constexpr size_t WGMMA_MAX_M = 256;
 
-/* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^26 elements
- * (8192 x 8192, the smallest measured): on the H200 it beat the skinny
- * kernel at m = 16 on all three shapes in every format. At m = 1 it was
- * about even with the better of the fused and skinny kernels (ahead with
- * gemv_pdl, which AUTO cannot assume), so AUTO keeps those at m <= 8
- * (docs/gemm.md, bench/results/h200-gemv-c78b16c.json). */
-constexpr double GEMV_MIN_ELEMS = 67108864.0; /* 2^26 */
+/* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^22 elements
+ * and at m = 2..8 from 2^25 up to where the skinny kernel takes over. On the
+ * H200 it beat the skinny kernel at m = 16 on the three 2^26..2^28 shapes in
+ * every format (bench/results/h200-gemv-c78b16c.json); on an H100 it beat
+ * the fused kernel on the 8B decoder's shapes (1024..28672 x 4096 and 4096 x
+ * 14336) at m = 9..16 from 2^22 elements (0.70-0.98x, ties at 4096^2) and at
+ * m = 2..8 from 2^25 (0.69-1.04x, the losses mxfp4+ / nvfp4 at m = 2..4);
+ * docs/gemm.md. At m = 1 it was about even with the better of the fused and
+ * skinny kernels (ahead with gemv_pdl, which AUTO cannot assume). */
+constexpr double GEMV_MIN_ELEMS = 4194304.0;     /* 2^22, m = 9..16 */
+constexpr double GEMV_MIN_ELEMS_NT1 = 33554432.0; /* 2^25, m = 2..8 */
 constexpr size_t GEMV_AUTO_MIN_M = 9;
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
@@ -724,6 +728,8 @@ bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
     if (tuning && tuning->gemv_pdl == 1 && w->wgmma_ok && gemv_fits(w, m)) /* m <= 16 */
         return BFP_MATMUL_GEMV;
     if (m >= GEMV_AUTO_MIN_M && elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
+        return BFP_MATMUL_GEMV;
+    if (m >= 2 && elems >= GEMV_MIN_ELEMS_NT1 && elems < SKINNY_MIN_ELEMS && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
     if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
         skinny_fits(w, m))
