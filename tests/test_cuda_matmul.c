@@ -273,12 +273,27 @@ static void two_threads_case(void)
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
  * dequantize path must not leave W where the kernels expect zeros. */
-/* AUTO's rule: the GEMV kernel for m = 9..16 on a weight of 2^26 elements
- * or more, the skinny kernel for m <= 8 from 2^27, the fused one for the
- * rest up to m = 32, then wgmma or dequantize + cuBLAS; and AUTO gives the
- * path's result on the large weight (at m = 2: skinny). Its planes are
- * random bytes (codes) under scales near 1, so no reference quantize of
- * 2^27 values is needed. */
+/* AUTO's rule: the GEMV kernel for m = 9..16 on a weight of 2^22 elements
+ * or more and for m = 2..8 from 2^25 below 2^27, the skinny kernel for
+ * m <= 8 from 2^27, the fused one for the rest up to m = 32, then wgmma or
+ * dequantize + cuBLAS; and AUTO gives the path's result on the large weight
+ * (at m = 2: skinny). Its planes are random bytes (codes) under scales near
+ * 1, so no reference quantize of 2^27 values is needed. */
+
+/* from 2^27 elements: skinny up to m = 8, GEMV to 16 */
+static const bfp_matmul_path BIG_RULE[6] = {BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY,
+                                            BFP_MATMUL_GEMV,   BFP_MATMUL_GEMV,   BFP_MATMUL_FUSED};
+
+/* AUTO's path at m = 1, 2, 8, 9, 16 and 17 is want[0..5] */
+static void check_auto(const bfp_cuda_weight *w, const bfp_matmul_path want[6], const char *what)
+{
+    static const size_t ms[6] = {1, 2, 8, 9, 16, 17};
+    int ok = 1;
+    for (int i = 0; i < 6; i++)
+        ok &= bfp_cuda_matmul_auto_path(w, ms[i]) == want[i];
+    CHECK(ok, what);
+}
+
 /* NVFP4+ follows the same rule on large weights; only the choice is
  * checked, on random planes */
 static void auto_rule_nvfp4plus(size_t n, size_t k)
@@ -297,12 +312,7 @@ static void auto_rule_nvfp4plus(size_t n, size_t k)
     bfp_cuda_weight *w = NULL;
     CHECK(bfp_cuda_weight_upload(BFP_NVFP4_PLUS, &cw, n, k, &w) == BFP_OK, "upload nvfp4+");
     if (w)
-        CHECK(bfp_cuda_matmul_auto_path(w, 1) == BFP_MATMUL_SKINNY &&
-                  bfp_cuda_matmul_auto_path(w, 8) == BFP_MATMUL_SKINNY &&
-                  bfp_cuda_matmul_auto_path(w, 9) == BFP_MATMUL_GEMV &&
-                  bfp_cuda_matmul_auto_path(w, 16) == BFP_MATMUL_GEMV &&
-                  bfp_cuda_matmul_auto_path(w, 17) == BFP_MATMUL_FUSED,
-              "AUTO's path choice, nvfp4+");
+        check_auto(w, BIG_RULE, "AUTO's path choice, nvfp4+");
     bfp_cuda_weight_free(w);
     free(codes), free(scales), free(meta);
 }
@@ -335,28 +345,13 @@ static void auto_rule_case(void)
         goto out;
     /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
-    for (int i = 0; i < 2; i++) {
-        bfp_cuda_weight *w = i ? mid : w25;
-        CHECK(bfp_cuda_matmul_auto_path(w, 1) == BFP_MATMUL_FUSED &&
-                  bfp_cuda_matmul_auto_path(w, 2) == BFP_MATMUL_GEMV &&
-                  bfp_cuda_matmul_auto_path(w, 8) == BFP_MATMUL_GEMV &&
-                  bfp_cuda_matmul_auto_path(w, 9) == BFP_MATMUL_GEMV &&
-                  bfp_cuda_matmul_auto_path(w, 16) == BFP_MATMUL_GEMV &&
-                  bfp_cuda_matmul_auto_path(w, 17) == BFP_MATMUL_FUSED,
-              i ? "AUTO's path choice at 8192 x 8192" : "AUTO's path choice at 2^25");
-    }
-    CHECK(bfp_cuda_matmul_auto_path(w22, 1) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(w22, 8) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(w22, 9) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(w22, 16) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(w22, 17) == BFP_MATMUL_FUSED,
-          "AUTO's path choice at 2^22");
-    CHECK(bfp_cuda_matmul_auto_path(big, 1) == BFP_MATMUL_SKINNY &&
-              bfp_cuda_matmul_auto_path(big, 8) == BFP_MATMUL_SKINNY &&
-              bfp_cuda_matmul_auto_path(big, 9) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(big, 16) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path(big, 17) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
+    const bfp_matmul_path F = BFP_MATMUL_FUSED, G = BFP_MATMUL_GEMV;
+    const bfp_matmul_path mid_rule[6] = {F, G, G, G, G, F}, small_rule[6] = {F, F, F, G, G, F};
+    check_auto(w25, mid_rule, "AUTO's path choice at 2^25");
+    check_auto(mid, mid_rule, "AUTO's path choice at 8192 x 8192");
+    check_auto(w22, small_rule, "AUTO's path choice at 2^22");
+    check_auto(big, BIG_RULE, "AUTO's path choice at 2^27");
+    CHECK(bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 256) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 257) == BFP_MATMUL_DEQUANT_CUBLAS &&
               bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
