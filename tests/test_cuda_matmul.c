@@ -274,15 +274,19 @@ static void two_threads_case(void)
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
  * dequantize path must not leave W where the kernels expect zeros. */
 /* AUTO's rule: the GEMV kernel for m = 9..16 on a weight of 2^22 elements
- * or more and for m = 2..8 from 2^25 below 2^27, the skinny kernel for
- * m <= 8 from 2^27, the fused one for the rest up to m = 32, then wgmma or
+ * or more, for m = 2..8 from 2^25 below 2^27 and for mxfp4 at m = 1 from
+ * 2^26, the skinny kernel for the rest of m <= 8 from 2^27, the fused one
+ * for the rest up to m = 32, then wgmma or
  * dequantize + cuBLAS; and AUTO gives the path's result on the large weight
  * (at m = 2: skinny). Its planes are random bytes (codes) under scales near
  * 1, so no reference quantize of 2^27 values is needed. */
 
-/* from 2^27 elements: skinny up to m = 8, GEMV to 16 */
+/* from 2^27 elements: skinny up to m = 8 (mxfp4: GEMV at m = 1), GEMV to 16 */
 static const bfp_matmul_path BIG_RULE[6] = {BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY,
                                             BFP_MATMUL_GEMV,   BFP_MATMUL_GEMV,   BFP_MATMUL_FUSED};
+static const bfp_matmul_path BIG_RULE_MXFP4[6] = {BFP_MATMUL_GEMV, BFP_MATMUL_SKINNY,
+                                                  BFP_MATMUL_SKINNY, BFP_MATMUL_GEMV,
+                                                  BFP_MATMUL_GEMV,   BFP_MATMUL_FUSED};
 
 /* AUTO's path at m = 1, 2, 8, 9, 16 and 17 is want[0..5] */
 static void check_auto(const bfp_cuda_weight *w, const bfp_matmul_path want[6], const char *what)
@@ -346,11 +350,12 @@ static void auto_rule_case(void)
     /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
     const bfp_matmul_path F = BFP_MATMUL_FUSED, G = BFP_MATMUL_GEMV;
-    const bfp_matmul_path mid_rule[6] = {F, G, G, G, G, F}, small_rule[6] = {F, F, F, G, G, F};
-    check_auto(w25, mid_rule, "AUTO's path choice at 2^25");
+    const bfp_matmul_path mid_rule[6] = {G, G, G, G, G, F}, w25_rule[6] = {F, G, G, G, G, F},
+                          small_rule[6] = {F, F, F, G, G, F};
+    check_auto(w25, w25_rule, "AUTO's path choice at 2^25");
     check_auto(mid, mid_rule, "AUTO's path choice at 8192 x 8192");
     check_auto(w22, small_rule, "AUTO's path choice at 2^22");
-    check_auto(big, BIG_RULE, "AUTO's path choice at 2^27");
+    check_auto(big, BIG_RULE_MXFP4, "AUTO's path choice at 2^27");
     CHECK(bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 256) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 257) == BFP_MATMUL_DEQUANT_CUBLAS &&
@@ -363,12 +368,11 @@ static void auto_rule_case(void)
     const bfp_matmul_tuning pdl = {.gemv_pdl = 1};
     const bfp_matmul_path pg = hopper ? BFP_MATMUL_GEMV : BFP_MATMUL_FUSED;
     CHECK(bfp_cuda_matmul_auto_path_ex(small, 1, &pdl) == pg &&
-              bfp_cuda_matmul_auto_path_ex(mid, 8, &pdl) == pg &&
-              bfp_cuda_matmul_auto_path_ex(big, 1, &pdl) ==
-                  (hopper ? BFP_MATMUL_GEMV : BFP_MATMUL_SKINNY) &&
+              bfp_cuda_matmul_auto_path_ex(w25, 1, &pdl) == pg &&
+              bfp_cuda_matmul_auto_path_ex(w22, 8, &pdl) == pg &&
               bfp_cuda_matmul_auto_path_ex(big, 16, &pdl) == BFP_MATMUL_GEMV &&
               bfp_cuda_matmul_auto_path_ex(big, 17, &pdl) == BFP_MATMUL_FUSED &&
-              bfp_cuda_matmul_auto_path_ex(big, 1, NULL) == BFP_MATMUL_SKINNY,
+              bfp_cuda_matmul_auto_path_ex(w25, 1, NULL) == BFP_MATMUL_FUSED,
           "AUTO's path choice with gemv_pdl = 1");
     CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==
               bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_SKINNY, tun),

@@ -707,6 +707,12 @@ constexpr size_t WGMMA_MAX_M = 256;
 constexpr double GEMV_MIN_ELEMS = 4194304.0;     /* 2^22, m = 9..16 */
 constexpr double GEMV_MIN_ELEMS_NT1 = 33554432.0; /* 2^25, m = 2..8 */
 constexpr size_t GEMV_AUTO_MIN_M = 9;
+/* m = 1, MXFP4 only, from 2^26 elements: there GEMV took 0.98-1.00x the
+ * better of the fused and skinny kernels' time on the H200 (c78b16c) and
+ * 0.84-0.97x on an H100 (c13d106, dff0bb1); for the other formats it lost
+ * somewhere (NVFP4 1.03-1.04x on the H200; MX+ and HiF4 up to 1.06x, where
+ * the skinny kernel adds the block max after the mma). */
+constexpr double GEMV_MIN_ELEMS_M1 = 67108864.0; /* 2^26 */
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
@@ -730,6 +736,8 @@ bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
     if (m >= GEMV_AUTO_MIN_M && elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
     if (m >= 2 && elems >= GEMV_MIN_ELEMS_NT1 && elems < SKINNY_MIN_ELEMS && gemv_fits(w, m))
+        return BFP_MATMUL_GEMV;
+    if (m == 1 && w->kind == FMT_MX && elems >= GEMV_MIN_ELEMS_M1 && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
     if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
         skinny_fits(w, m))
