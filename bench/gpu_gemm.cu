@@ -20,7 +20,10 @@
  * GEMM_WG_CONSUMERS=3 also times the wgmma path with that many consumer
  * warpgroups, the rest of the tuning the same: wgmma_alt_us and
  * wgmma_alt_rel_err, its count in "wgmma_alt_consumers" (-1: not run).
- * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead. */
+ * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead.
+ * empty_kernel_us / empty_grid_us: an empty kernel's call in the same kind
+ * of graph (one CTA; two 288-thread CTAs per SM, the GEMV's grid): the
+ * floor under every call's time. */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -86,6 +89,8 @@ static bool path_wanted(int pth)
     return false;
 }
 
+__global__ void empty_kernel() {}
+
 /* a JSON number: -1 for a path or error not measured (NaN is not JSON) */
 static double jv(double v) { return isnan(v) ? -1.0 : v; }
 
@@ -131,8 +136,22 @@ int main(int argc, char **argv)
      * hbm_fraction = weight bytes / time / this */
     const double copy_gbps = stream_copy_gbps(st, (size_t)512 << 20, 5, 7);
     printf("device copy (512 MiB, read + write): %.1f GB/s\n", copy_gbps);
-    fprintf(fp, "{\"date\": \"%s\", \"gpu\": \"%s\", \"copy_gbps\": %.1f, \"results\": [\n", date,
-            prop.name, copy_gbps);
+    /* the floor of a call in a graph: an empty kernel of one CTA, and of a
+     * GEMV-sized grid (2 CTAs of 288 threads per SM) */
+    const double floor1_us = graph_us(st, [&](int) {
+        empty_kernel<<<1, 32, 0, st>>>();
+        CU(cudaGetLastError());
+    });
+    const double floor_grid_us = graph_us(st, [&](int) {
+        empty_kernel<<<2 * prop.multiProcessorCount, 288, 0, st>>>();
+        CU(cudaGetLastError());
+    });
+    printf("empty kernel in a graph: %.2f us (1 CTA), %.2f us (%d CTAs)\n", floor1_us,
+           floor_grid_us, 2 * prop.multiProcessorCount);
+    fprintf(fp,
+            "{\"date\": \"%s\", \"gpu\": \"%s\", \"copy_gbps\": %.1f, "
+            "\"empty_kernel_us\": %.2f, \"empty_grid_us\": %.2f, \"results\": [\n",
+            date, prop.name, copy_gbps, floor1_us, floor_grid_us);
 
     cublasHandle_t blas;
     CB(cublasCreate(&blas));

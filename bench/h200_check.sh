@@ -14,7 +14,7 @@
 # (default "tests torch e2e"): which groups run after the build; "wgprof" adds
 # an ncu profile of the wgmma kernel (WGPROF_M rows of x, default 128; mxfp4,
 # or WGPROF_KERNEL / WGPROF_PATHS / WGPROF_FORMATS: another kernel, path, format;
-# 8192^2) to $OUT/wgprof.txt; "realmodel" runs bench/real_model_torch.py on
+# 8192^2, or WGPROF_SHAPES) to $OUT/wgprof.txt; "realmodel" runs bench/real_model_torch.py on
 # the GPU (SmolLM2 and MiniLM, REAL_FORMATS) against the CPU study's values in
 # bench/results/cpu-real-model-torch.json, into $OUT/h200-real-model.json,
 # once bench/carry_models.sh has brought the models; "moe" runs
@@ -73,6 +73,7 @@ if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI
     fi
     if want wgprof; then
         step wgprof 200 env GEMM_MS=${WGPROF_M:-128} GEMM_FORMATS=${WGPROF_FORMATS:-mxfp4} \
+            GEMM_SHAPES=${WGPROF_SHAPES:-${GEMM_SHAPES:-}} \
             GEMM_PATHS=${WGPROF_PATHS:-} ncu --kernel-name-base demangled \
             -k "regex:${WGPROF_KERNEL:-gemm_wgmma_kernel<.int.0}" -c 1 \
             --section SpeedOfLight --section Occupancy --section LaunchStats \
