@@ -14,7 +14,9 @@
  * "path" is what BFP_MATMUL_AUTO picks; fused_us, dequant_cublas_us,
  * skinny_us, wgmma_us and gemv_us time each path explicitly (-1: not
  * run); gemv_pdl_us is the GEMV path with tuning gemv_pdl = 1 (programmatic
- * dependent launch: each call's first W copies overlap the previous call).
+ * dependent launch: each call's first W copies overlap the previous call);
+ * gemv_cl_us and gemv_cl_pdl_us the same with tuning gemv_split = 2 (cluster
+ * plans; GEMM_PATHS 9 and 10).
  * The BFP_MATMUL_* variables set the matmul's tuning (tests/matmul_tuning_env.h;
  * bench/gpu.sh's sweeps); "wgmma_consumers" is the tuning's for wgmma_us.
  * GEMM_WG_CONSUMERS=3 also times the wgmma path with that many consumer
@@ -285,13 +287,15 @@ int main(int argc, char **argv)
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
-                double us[9], err[9];
-                bfp_matmul_tuning tpdl = tuning;
+                double us[11], err[11];
+                bfp_matmul_tuning tpdl = tuning, tcl = tuning, tclpdl = tuning;
                 tpdl.gemv_pdl = 1;
-                for (int pth = 0; pth < 9; pth++) {
+                tcl.gemv_split = tclpdl.gemv_split = 2; /* 9, 10: GEMV with cluster plans */
+                tclpdl.gemv_pdl = 1;
+                for (int pth = 0; pth < 11; pth++) {
                     /* 4: the retired mid kernel */
                     if (pth == 4 || (pth == 2 && m < 16) || (pth == 3 && m > 32) ||
-                        ((pth == 6 || pth == 7) && m > 16) || (pth == 8 && !alt) ||
+                        ((pth == 6 || pth == 7 || pth >= 9) && m > 16) || (pth == 8 && !alt) ||
                         (pth != 8 && !path_wanted(pth))) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
@@ -303,10 +307,14 @@ int main(int argc, char **argv)
                     if (pth != 2)
                         CU(cudaMemset(ws, 0, wsb));
                     CU(cudaMemset(y, 0xFF, m * n * 2)); /* NaN: a path that writes nothing fails */
-                    const bfp_matmul_path pp = (bfp_matmul_path)(pth == 7   ? 6
-                                                                 : pth == 8 ? 5
-                                                                            : pth);
-                    const bfp_matmul_tuning *tp = pth == 7 ? &tpdl : pth == 8 ? &talt : &tuning;
+                    const bfp_matmul_path pp = (bfp_matmul_path)(pth == 7 || pth >= 9 ? 6
+                                                                 : pth == 8           ? 5
+                                                                                      : pth);
+                    const bfp_matmul_tuning *tp = pth == 7    ? &tpdl
+                                                  : pth == 8  ? &talt
+                                                  : pth == 9  ? &tcl
+                                                  : pth == 10 ? &tclpdl
+                                                              : &tuning;
                     us[pth] = graph_us(st, [&](int i) {
                         BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb, pp, tp, st));
                     }, slow ? 2 : 20, slow ? 3 : 7);
@@ -323,10 +331,10 @@ int main(int argc, char **argv)
                 const int wga = alt ? (talt.wgmma_consumers ? talt.wgmma_consumers : 2) : -1;
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
                        "skinny %.1f, wgmma/%d %.1f err %.1e, wgmma/%d %.1f err %.1e, "
-                       "gemv %.1f pdl %.1f err %.1e)\n",
+                       "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
                        us[1], us[3], wgc, us[5], err[5], wga, us[8], err[8], us[6], us[7],
-                       err[6]);
+                       err[6], us[9], us[10], err[9]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
@@ -337,11 +345,14 @@ int main(int argc, char **argv)
                         "\"wgmma_consumers\": %d, \"wgmma_alt_consumers\": %d, "
                         "\"wgmma_alt_us\": %.2f, \"wgmma_alt_rel_err\": %.3e, "
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
-                        "\"gemv_pdl_rel_err\": %.3e}",
+                        "\"gemv_pdl_rel_err\": %.3e, \"gemv_cl_us\": %.2f, "
+                        "\"gemv_cl_pdl_us\": %.2f, \"gemv_cl_rel_err\": %.3e, "
+                        "\"gemv_cl_pdl_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp,
                         jv(err[0]), tflops, wgbps, qbytes, wgbps / copy_gbps, path, jv(us[1]),
                         jv(us[2]), jv(us[3]), jv(us[5]), jv(err[5]), wgc, wga, jv(us[8]),
-                        jv(err[8]), jv(us[6]), jv(us[7]), jv(err[6]), jv(err[7]));
+                        jv(err[8]), jv(us[6]), jv(us[7]), jv(err[6]), jv(err[7]), jv(us[9]),
+                        jv(us[10]), jv(err[9]), jv(err[10]));
                 first = false;
                 fflush(stdout);
             }

@@ -75,6 +75,9 @@ static inline int matmul_tuning_from_env(bfp_matmul_tuning *t)
     if ((r = tuning_env_int("BFP_MATMUL_GROUPED_KERNEL", &t->grouped_kernel)) < 0)
         return -1;
     any |= r;
+    if ((r = tuning_env_int("BFP_MATMUL_GEMV_SPLIT", &t->gemv_split)) < 0)
+        return -1;
+    any |= r;
     if (bfp_matmul_tuning_check(t) != BFP_OK) {
         fprintf(stderr, "BFP_MATMUL_*: a value out of range (bfp.h, bfp_matmul_tuning)\n");
         return -1;

@@ -7,8 +7,8 @@
  * turn, NaN weight blocks giving NaN columns, two products on two streams at
  * once and on two threads at once (each thread's cuBLAS handle), every path
  * under a non-default tuning, two GEMV calls chained with programmatic
- * dependent launch (BFP_TEST_GEMV_ONLY=1 runs the GEMV cases alone, for the
- * sanitizers), the wgmma kernel with 2 and 3 consumer warpgroups
+ * dependent launch, the GEMV cases again with cluster plans (gemv_split = 2;
+ * BFP_TEST_GEMV_ONLY=1 runs the GEMV cases alone, for the sanitizers), the wgmma kernel with 2 and 3 consumer warpgroups
  * (BFP_TEST_WGMMA_ONLY=1 runs its cases alone). The BFP_MATMUL_* variables (bench/gpu.sh) set
  * the tuning of every other case (matmul_tuning_env.h). The packed-weight API
  * and the tuning's argument checks: test_cuda_matmul_api.c. Without a GPU it
@@ -551,6 +551,29 @@ static void gemv_cases(bfp_format f, int quick)
     run_case(f, 16, 64, 64, 1, 1, 1, BFP_MATMUL_GEMV);
 }
 
+/* The GEMV path's cluster plans (tuning gemv_split = 2): the GEMV cases,
+ * then shapes whose plans (the GPU's capacity decides) take clusters of 1 to
+ * 8 CTAs with one or several groups each: 1024 x 4096 (16 groups of 8
+ * chunks), 6144 x 4096 and 6000 x 4000 (96 and 94 groups: 3 per cluster of
+ * 8), 3000 x 1000 (2 chunks), and 20000 x 512 (one chunk: clusters of 1) */
+static void gemv_cluster_cases(bfp_format f, int quick)
+{
+    bfp_matmul_tuning tc = tun ? *tun : (bfp_matmul_tuning){0};
+    tc.gemv_split = 2;
+    const bfp_matmul_tuning *saved = tun;
+    tun = &tc;
+    gemv_cases(f, quick);
+    run_case(f, 1, 6144, 4096, 1, 1, 0, BFP_MATMUL_GEMV);
+    if (!quick) {
+        run_case(f, 1, 1024, 4096, 0, 1, 0, BFP_MATMUL_GEMV);
+        run_case(f, 2, 6000, 4000, 1, 0, 1, BFP_MATMUL_GEMV);
+        run_case(f, 16, 6144, 2048, 0, 1, 0, BFP_MATMUL_GEMV);
+        run_case(f, 4, 3000, 1000, 1, 0, 1, BFP_MATMUL_GEMV);
+        run_case(f, 9, 20000, 512, 1, 1, 0, BFP_MATMUL_GEMV);
+    }
+    tun = saved;
+}
+
 static const size_t shapes[][3] = {/* m, n, k */
     {1, 256, 4096}, {3, 100, 640}, {16, 17, 1000}, {17, 300, 333}, {128, 512, 1024},
     {1, 1, 1},      {5, 33, 65},   {300, 130, 520}};
@@ -605,7 +628,7 @@ static void tuned_cases(void)
 {
     const bfp_matmul_tuning t = {.ctas_per_sm = 64, .warps_per_sm = 4,
                                  .post_max_m = 8, .wgmma_serial = 1, .gemv_pdl = 1,
-                                 .wgmma_consumers = 3};
+                                 .wgmma_consumers = 3, .gemv_split = 2};
     const bfp_matmul_tuning *saved = tun;
     tun = &t;
     for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
@@ -620,6 +643,11 @@ static void tuned_cases(void)
     }
     pdl_chain_case(BFP_MXFP4_PLUS, 1);
     pdl_chain_case(BFP_NVFP4, 16);
+    bfp_matmul_tuning t1 = t; /* the chain again with stream-K runs */
+    t1.gemv_split = 1;
+    tun = &t1;
+    pdl_chain_case(BFP_MXFP4, 1);
+    pdl_chain_case(BFP_HIF4, 16);
     tun = saved;
 }
 
@@ -643,6 +671,7 @@ int main(void)
     if (go && *go && *go != '0') {
         for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
             gemv_cases(fmts[fi], quick);
+            gemv_cluster_cases(fmts[fi], quick);
             if (!quick)
                 shared_ws_case(fmts[fi]);
         }
@@ -683,6 +712,7 @@ int main(void)
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_FUSED);   /* unaligned x */
         run_case(f, 3, 40, 256, 2, 0, 0, BFP_MATMUL_FUSED);   /* huge weight rows */
         gemv_cases(f, quick);
+        gemv_cluster_cases(f, quick);
         if (quick)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */

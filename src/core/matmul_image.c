@@ -166,6 +166,7 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)
              (t->gemv_pdl == 0 || t->gemv_pdl == 1) &&
              (t->wgmma_consumers == 0 || t->wgmma_consumers == 2 || t->wgmma_consumers == 3) &&
              t->xq_kernel >= 0 && t->xq_kernel <= 2 && t->grouped_kernel >= 0 &&
-             t->grouped_kernel <= 3;
+             t->grouped_kernel <= 3 &&
+             t->gemv_split >= 0 && t->gemv_split <= 2;
     return ok ? BFP_OK : BFP_ERR_ARG;
 }

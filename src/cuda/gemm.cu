@@ -197,14 +197,15 @@ SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuni
 }
 
 /* The GEMV kernel's plan (gemm_gemv.cu, m <= GEMV_MAX_M): units of GV_R
- * row tiles by GV_CW k tiles, a grid of every CTA the SMs hold at once (at
- * most one per unit), each CTA an equal contiguous run. The workspace
- * (m x n fp32 sums, then a counter per group) only when a run starts or
- * ends inside a group. */
+ * row tiles by GV_CW k tiles. By default a grid of every CTA the SMs hold
+ * at once (at most one per unit), each CTA an equal contiguous run; the
+ * workspace (m x n fp32 sums, then a counter per group) only when a run
+ * starts or ends inside a group. With tuning gemv_split = 2, clusters
+ * (GemvArgs::cluster) that add their sums in shared memory: no workspace. */
 constexpr size_t GEMV_MAX_M = 16;
 
 struct GemvPlan {
-    int nt, groups, chunks, units;
+    int nt, groups, chunks, units, cluster;
     unsigned grid;
     size_t ws_bytes, ctr_offset;
 };
@@ -214,13 +215,44 @@ bool gemv_fits(const bfp_cuda_weight *w, size_t m)
     return m <= GEMV_MAX_M && w->tiles_n * w->tiles_k <= (size_t)INT_MAX / 2;
 }
 
-GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m)
+/* The cluster plan: the size S (1, 2, 4 or 8, at most the chunks when above
+ * 1) whose busiest SM has the fewest units (iterations x chunks per rank x
+ * CTAs per SM), ties to the most CTAs; as many clusters as the GPU holds at
+ * once, at most one per group. false when the runtime gives no capacity. */
+static bool plan_gemv_cluster(const bfp_cuda_weight *w, GemvPlan *P)
+{
+    long long best = -1, best_ctas = 0;
+    for (int S = 1; S <= 8; S *= 2) {
+        if (S > 1 && S > P->chunks)
+            break;
+        const long long cap = gemv_cluster_capacity(w->kind, P->nt, S);
+        if (cap < 1)
+            continue;
+        const long long ncl = cap < P->groups ? cap : P->groups;
+        const long long iters = (P->groups + ncl - 1) / ncl, per_rank = (P->chunks + S - 1) / S;
+        const long long ctas = ncl * S, per_sm = (ctas + w->sms - 1) / w->sms;
+        const long long cost = iters * per_rank * per_sm;
+        if (best < 0 || cost < best || (cost == best && ctas > best_ctas)) {
+            best = cost, best_ctas = ctas;
+            P->cluster = S;
+            P->grid = (unsigned)ctas;
+        }
+    }
+    return best >= 0;
+}
+
+GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     GemvPlan P;
     P.nt = m <= 8 ? 1 : 2;
     P.groups = (int)((w->tiles_n + GV_R - 1) / GV_R);
     P.chunks = (int)((w->tiles_k + GV_CW - 1) / GV_CW);
     P.units = P.groups * P.chunks;
+    P.cluster = 0;
+    if (t.gemv_split == 2 && plan_gemv_cluster(w, &P)) {
+        P.ws_bytes = P.ctr_offset = 0;
+        return P;
+    }
     size_t ctas = (size_t)w->sms * (size_t)gemv_resident_ctas(w->kind, P.nt);
     P.grid = (unsigned)(ctas < (size_t)P.units ? ctas : (size_t)P.units);
     /* some run may start or end inside a group (an overestimate: the
@@ -309,8 +341,8 @@ size_t small_ws_bytes(const bfp_cuda_weight *w)
         size_t b = plan_fused(w, m, DEFAULTS).ws_bytes;
         if (skinny_fits(w, m) && plan_skinny(w, m, DEFAULTS).ws_bytes > b)
             b = plan_skinny(w, m, DEFAULTS).ws_bytes;
-        if (gemv_fits(w, m) && plan_gemv(w, m).ws_bytes > b)
-            b = plan_gemv(w, m).ws_bytes;
+        if (gemv_fits(w, m) && plan_gemv(w, m, DEFAULTS).ws_bytes > b)
+            b = plan_gemv(w, m, DEFAULTS).ws_bytes;
         most = b > most ? b : most;
     }
     return align256(most);
@@ -341,7 +373,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     WgPlan G = {};
     GemvPlan V = {};
     if (gemv)
-        V = plan_gemv(w, m);
+        V = plan_gemv(w, m, t);
     else if (skinny)
         S = plan_skinny(w, m, t);
     else if (wgk)
@@ -409,7 +441,9 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         SkinnyMaps maps = w->gv;
         if (p.x_vec && gemv_stages_x() && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
-        const GemvArgs a = {V.units, V.chunks};
+        GemvArgs a = {V.units, V.chunks};
+        a.groups = V.groups;
+        a.cluster = V.cluster;
         return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl, s) == cudaSuccess
                    ? BFP_OK
                    : BFP_ERR_DEVICE;
@@ -756,7 +790,7 @@ size_t bfp_cuda_matmul_workspace_size_ex(const bfp_cuda_weight *w, size_t m,
     if (path == BFP_MATMUL_SKINNY)
         return skinny_fits(w, m) ? plan_skinny(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_GEMV)
-        return gemv_fits(w, m) ? plan_gemv(w, m).ws_bytes : 0;
+        return gemv_fits(w, m) ? plan_gemv(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_WGMMA)
         return wgmma_fits(m) ? plan_wgmma(w, m, t).ws_bytes : 0;
     if (path == BFP_MATMUL_FUSED)

@@ -1,6 +1,8 @@
 /* gemm_async.cuh - mbarrier and TMA tensor-copy wrappers (PTX ISA 8.0, sm_90)
  * shared by the matmul kernels that stage operands with the copy engine
- * (gemm_skinny.cu, gemm_wgmma.cu, gemm_grouped_wgmma.cu). */
+ * (gemm_skinny.cu, gemm_wgmma.cu, gemm_grouped_wgmma.cu, gemm_gemv.cu), and
+ * the cluster primitives with which the GEMV kernel's CTAs add their sums
+ * in each other's shared memory. */
 #ifndef BFP_GEMM_ASYNC_CUH
 #define BFP_GEMM_ASYNC_CUH
 
@@ -41,6 +43,84 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
                      "selp.u32 %0, 1, 0, p; }"
                      : "=r"(done)
                      : "r"(bar), "r"(parity)
+                     : "memory");
+}
+
+/* mbar_init with a count known only at run time */
+__device__ __forceinline__ void mbar_init_n(uint32_t bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* mbar_wait that also acquires what other CTAs of the cluster released
+ * with their arrivals (cl_arrive) */
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p;\n"
+                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+
+/* Thread block clusters (PTX ISA 7.8, sm_90): this CTA's rank in its
+ * cluster, the cluster's size, the cluster's index and the clusters in
+ * the grid (1-D grids) */
+__device__ __forceinline__ int cl_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return (int)r;
+}
+__device__ __forceinline__ int cl_size()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return (int)r;
+}
+__device__ __forceinline__ int cl_id()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return (int)r;
+}
+__device__ __forceinline__ int cl_count()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+    return (int)r;
+}
+
+/* the shared address a (of this CTA) in CTA rank r of the cluster */
+__device__ __forceinline__ uint32_t cl_map(uint32_t a, int r)
+{
+    uint32_t d;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(r));
+    return d;
+}
+
+/* a float into another CTA's shared memory (an address from cl_map) */
+__device__ __forceinline__ void cl_st(uint32_t a, float v)
+{
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(a), "f"(v) : "memory");
+}
+
+/* one arrival on another CTA's mbarrier (an address from cl_map),
+ * releasing this thread's earlier writes to the cluster */
+__device__ __forceinline__ void cl_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar)
+                 : "memory");
+}
+
+/* every thread of every CTA of the cluster meets here (all must call it) */
+__device__ __forceinline__ void cl_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;" ::
                      : "memory");
 }
 

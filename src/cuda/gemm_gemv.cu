@@ -76,23 +76,35 @@ struct GvStage {
 
 /* The ring: as many stages as fit CTAS CTAs per SM (228 KB, 1 KB of it
  * reserved per CTA, the barriers' static bytes and a grouped call's unit
- * counts, 1 KB of slack to align the dynamic part), at least 2 */
-template <int F, int NT, bool G = false>
+ * counts, 1 KB of slack to align the dynamic part, a cluster plan's
+ * receive buffer), at least 2 */
+/* The receive buffer of a cluster plan: [2 (iteration parity)][size
+ * (sender)][8 NT (row of x)][ROWS / size (row of the receiver's part)]
+ * floats; rank r owns rows [r ROWS / size, (r + 1) ROWS / size) of every
+ * group */
+template <int NT>
+constexpr int gv_recv_bytes()
+{
+    return 2 * GV_R * 16 * 8 * NT * 4;
+}
+template <int F, int NT, bool G = false, bool CL = false>
 struct GvRing {
     static constexpr int CTAS = NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2;
     static constexpr int UPRE = G ? (G_MAX_EXPERTS + 1) * 4 : 0; /* grouped: units per expert */
+    static constexpr int RECV = CL ? gv_recv_bytes<NT>() : 0;
     static constexpr int BUDGET =
-        228 * 1024 / CTAS - 1024 - 256 - UPRE - 1024 - GvStage<F, NT>::RED;
+        228 * 1024 / CTAS - 1024 - 256 - UPRE - 1024 - GvStage<F, NT>::RED - RECV;
     static constexpr int FIT = BUDGET / GvStage<F, NT>::BYTES;
     static constexpr int STAGES = FIT < 2 ? 2 : FIT > GV_MAX_STAGES ? GV_MAX_STAGES : FIT;
 };
 
-template <int F, int NT, bool G = false>
+template <int F, int NT, bool G = false, bool CL = false>
 constexpr int gemv_smem()
 {
-    return GvRing<F, NT, G>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED + 1024;
+    return GvRing<F, NT, G, CL>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED +
+           GvRing<F, NT, G, CL>::RECV + 1024;
 }
-static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024, "one CTA per SM at least");
+static_assert(gemv_smem<FMT_NVPLUS, 2, false, true>() <= 227 * 1024, "one CTA per SM at least");
 
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void griddep_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
@@ -187,14 +199,14 @@ __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][N
  * across warps in red, then written to y (the whole group) or added to the
  * workspace, the group's last CTA writing y and zeroing its part. All
  * GV_CW * 32 consumer threads call it. */
+/* The consumer warps' sums into the GV_SLICES slices of red (zeroing
+ * acc); all GV_CW * 32 consumer threads call it, and it ends with their
+ * barrier */
 template <int NT>
-__device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
-                                         float (&acc)[GV_R][NT][4], float *red,
-                                         unsigned *last_flag, int grp, int c0, int c1, int warp,
-                                         int lane)
+__device__ __forceinline__ void gv_red_add(float (&acc)[GV_R][NT][4], float *red, int warp,
+                                           int lane)
 {
-    const int g = lane >> 2, t = lane & 3, tid = warp * 32 + lane;
-    constexpr int ROWS = GV_R * 16;
+    const int g = lane >> 2, t = lane & 3;
     /* round j: warps [j S, (j + 1) S) store (j = 0) or add their sums into
      * slice warp % S */
     float *slice = red + (warp % GV_SLICES) * NT * 8 * GV_RED_LD;
@@ -215,14 +227,33 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
         }
         bar_consumers();
     }
+}
+
+/* row's sum for x row mm over red's slices */
+template <int NT>
+__device__ __forceinline__ float gv_red_sum(const float *red, int mm, int row)
+{
+    float v = 0.0f;
+#pragma unroll
+    for (int w = 0; w < GV_SLICES; w++)
+        v += red[(w * NT * 8 + mm) * GV_RED_LD + row];
+    return v;
+}
+
+template <int NT>
+__device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
+                                         float (&acc)[GV_R][NT][4], float *red,
+                                         unsigned *last_flag, int grp, int c0, int c1, int warp,
+                                         int lane)
+{
+    const int tid = warp * 32 + lane;
+    constexpr int ROWS = GV_R * 16;
+    gv_red_add<NT>(acc, red, warp, lane);
     const bool whole = c0 == 0 && c1 == a.chunks;
     const int nbase = grp * ROWS;
     for (int i = tid; i < ROWS * p.m; i += GV_CW * 32) {
         const int row = i % ROWS, mm = i / ROWS, n = nbase + row;
-        float v = 0.0f;
-#pragma unroll
-        for (int w = 0; w < GV_SLICES; w++)
-            v += red[(w * NT * 8 + mm) * GV_RED_LD + row];
+        float v = gv_red_sum<NT>(red, mm, row);
         if (n >= p.n)
             continue;
         v *= p.post;
@@ -254,6 +285,71 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
     }
     if (tid == 0)
         p.counters[grp] = 0u;
+}
+
+/* A CTA's part of a cluster plan (GemvArgs::cluster): its rank of size
+ * CTAs, its cluster cid of ncl, the groups it takes (cid, cid + ncl, ...:
+ * iters of them, as every rank of its cluster) and its chunks [c0, c1) of
+ * each */
+struct GvCluster {
+    int rank, size, cid, ncl, iters, c0, c1;
+};
+
+__device__ __forceinline__ GvCluster gv_cluster(const GemvArgs &a)
+{
+    GvCluster c;
+    c.rank = cl_rank();
+    c.size = cl_size();
+    c.cid = cl_id();
+    c.ncl = cl_count();
+    c.iters = c.cid < a.groups ? (a.groups - c.cid + c.ncl - 1) / c.ncl : 0;
+    c.c0 = c.rank * a.chunks / c.size;
+    c.c1 = (c.rank + 1) * a.chunks / c.size;
+    return c;
+}
+
+/* A cluster plan's end of group grp (its iteration it): the warps' sums
+ * into red, then warp w < size (w != rank) sends rank w its rows (summed
+ * over red's slices) through DSMEM and arrives on w's cfull; each rank adds
+ * the size parts of its rows in rank order (the same sum whichever rank
+ * owns a row) and writes y. cfree tells a sender that the receiver is done
+ * with a parity's buffer (waited for from iteration 2 on; not given for the
+ * last two, whose buffers nobody reuses). size 1: the CTA's own sums. */
+template <int NT>
+__device__ __forceinline__ void gv_flush_cluster(const Params &p, const GvCluster &c,
+                                                 float (&acc)[GV_R][NT][4], float *red,
+                                                 float *recv, uint64_t *cfull, uint64_t *cfree,
+                                                 int grp, int it, int warp, int lane)
+{
+    constexpr int ROWS = GV_R * 16, MC = 8 * NT;
+    const int tid = warp * 32 + lane, S = c.size, rpo = ROWS / S, par = it & 1;
+    const int vals = rpo * p.m;
+    gv_red_add<NT>(acc, red, warp, lane);
+    if (S > 1 && warp < S && warp != c.rank) {
+        if (it >= 2) /* the receiver is done with this parity's buffer */
+            mbar_wait_cluster(smem_addr(&cfree[par]), (uint32_t)((it - 2) >> 1) & 1u);
+        const uint32_t dst = cl_map(smem_addr(recv), warp);
+        for (int v = lane; v < vals; v += 32) {
+            const int rl = v % rpo, mm = v / rpo;
+            cl_st(dst + 4u * (uint32_t)(((par * S + c.rank) * MC + mm) * rpo + rl),
+                  gv_red_sum<NT>(red, mm, warp * rpo + rl));
+        }
+        cl_arrive(cl_map(smem_addr(&cfull[par]), warp));
+    }
+    if (S > 1)
+        mbar_wait_cluster(smem_addr(&cfull[par]), (uint32_t)(it >> 1) & 1u);
+    for (int v = tid; v < vals; v += GV_CW * 32) {
+        const int rl = v % rpo, mm = v / rpo, row = c.rank * rpo + rl, n = grp * ROWS + row;
+        float sum = 0.0f;
+        for (int r = 0; r < S; r++)
+            sum += r == c.rank ? gv_red_sum<NT>(red, mm, row)
+                               : recv[((par * S + r) * MC + mm) * rpo + rl];
+        if (n < p.n)
+            p.y[(size_t)mm * p.n + n] = finish(p, sum * p.post, n);
+    }
+    bar_consumers(); /* red and this parity's buffer are free again */
+    if (S > 1 && it + 2 < c.iters && tid < S && tid != c.rank)
+        cl_arrive(cl_map(smem_addr(&cfree[par]), tid));
 }
 
 /* A grouped call's unit u (G): expert e, the first of its 8 NT rows of x
@@ -355,14 +451,16 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
  * maps {record, k tiles, row tiles, experts}, x through a map with boxes of
  * 8 NT rows at the unit's row0, and each unit's sums go to its expert's
  * rows (gv_unit_params). */
-template <int F, int NT, bool G>
+template <int F, int NT, bool G, bool CL>
 __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2)
     gemm_gemv_kernel(const Params p, const __grid_constant__ SkinnyMaps mp, const GemvArgs a)
 {
+    static_assert(!(G && CL), "a grouped call has no cluster plan");
     using S = GvStage<F, NT>;
-    constexpr int STAGES = GvRing<F, NT, G>::STAGES;
+    constexpr int STAGES = GvRing<F, NT, G, CL>::STAGES;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ __align__(8) uint64_t cfull[CL ? 2 : 1], cfree[CL ? 2 : 1]; /* cluster plans */
     __shared__ unsigned last_flag;
     __shared__ int upre[G ? G_MAX_EXPERTS + 1 : 1]; /* grouped: units before expert e */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -373,19 +471,33 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
                     a.units, upre, lane);
     unsigned char *ring = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
     float *red = reinterpret_cast<float *>(ring + STAGES * S::BYTES);
+    float *recv = red + S::RED / 4; /* cluster plans (at one offset in every CTA) */
     const uint32_t ring_a = smem_addr(ring);
+    GvCluster c = {};
+    if (CL)
+        c = gv_cluster(a);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init<1>(smem_addr(&full[s]));
             mbar_init<GV_CW>(smem_addr(&empty[s]));
         }
+        if (CL && c.size > 1)
+            for (int s = 0; s < 2; s++) {
+                mbar_init_n(smem_addr(&cfull[s]), (unsigned)(c.size - 1) * 32u);
+                mbar_init_n(smem_addr(&cfree[s]), (unsigned)(c.size - 1));
+            }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    if (CL)
+        cl_sync(); /* every CTA's barriers are set before any other CTA arrives on them */
+    else
+        __syncthreads();
     if (G) { /* the units, counted above */
         u0 = (int)((long long)blockIdx.x * upre[a.e_count] / gridDim.x);
         u1 = (int)((long long)(blockIdx.x + 1) * upre[a.e_count] / gridDim.x);
     }
+    if (CL) /* iters groups of c1 - c0 units each */
+        u0 = 0, u1 = c.iters * (c.c1 - c.c0);
     griddep_launch(); /* the next kernel may start as our CTAs leave */
     const int nu = u1 - u0;
 
@@ -440,33 +552,33 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
             }
             return;
         }
-        int grp = grp0, ch = ch0;
-        for (int i = 0; i < pre; i++) {
+        /* the run's units in order: stream-K from (grp0, ch0) over whole
+         * groups; a cluster plan's chunks [c0, c1) of groups cid, cid + ncl, ... */
+        const int lo = CL ? c.c0 : 0, hi = CL ? c.c1 : a.chunks, gstep = CL ? c.ncl : 1;
+        const int gfirst = CL ? c.cid : grp0, cfirst = CL ? c.c0 : ch0;
+        int grp = gfirst, ch = cfirst;
+        auto next = [&]() {
+            if (++ch == hi)
+                ch = lo, grp += gstep;
+        };
+        for (int i = 0; i < pre; i++, next())
             copy_w(i, grp, ch, 0);
-            if (++ch == a.chunks)
-                ch = 0, grp++;
-        }
         griddep_wait();
-        grp = grp0, ch = ch0;
-        for (int i = 0; i < pre; i++) {
+        grp = gfirst, ch = cfirst;
+        for (int i = 0; i < pre; i++, next())
             copy_x(i, ch, 0);
-            if (++ch == a.chunks)
-                ch = 0, grp++;
-        }
-        for (int i = pre; i < nu; i++) {
+        for (int i = pre; i < nu; i++, next()) {
             const int s = i % STAGES;
             mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
             copy_w(s, grp, ch, 0);
             copy_x(s, ch, 0);
-            if (++ch == a.chunks)
-                ch = 0, grp++;
         }
         return;
     }
 
     /* the consumers */
     griddep_wait();
-    if (nu <= 0)
+    if (CL ? c.iters == 0 : nu <= 0) /* a cluster plan's rank without chunks still adds */
         return;
     float acc[GV_R][NT][4];
 #pragma unroll
@@ -477,6 +589,16 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     if (G) {
         gv_grouped_consumers<F, NT>(p, a, upre, u0, nu, acc, ring, ring_a, red, full, empty,
                                     &last_flag, warp, lane);
+        return;
+    }
+    if (CL) {
+        for (int it = 0, i = 0; it < c.iters; it++) {
+            for (int ch = c.c0; ch < c.c1; ch++, i++)
+                gv_stage<F, NT, STAGES>(p, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp,
+                                        warp, lane);
+            gv_flush_cluster<NT>(p, c, acc, red, recv, cfull, cfree, c.cid + it * c.ncl, it,
+                                 warp, lane);
+        }
         return;
     }
     int grp = u0 / a.chunks, ch = u0 - grp * a.chunks, c0 = ch;
@@ -491,46 +613,65 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     }
 }
 
-template <int F, int NT, bool G>
+/* One launch of gemm_gemv_kernel<F, NT, G, CL> (clusters of a.cluster CTAs
+ * when CL), or with resident set the CTAs of it one SM holds, or with
+ * clusters set the clusters the GPU holds (the grid unused) */
+template <int F, int NT, bool G, bool CL>
 static cudaError_t gemv_k(unsigned grid, const Params *p, const SkinnyMaps *mp,
-                          const GemvArgs *a, int pdl, int *resident, cudaStream_t s)
+                          const GemvArgs *a, int pdl, int csize, int *resident, int *clusters,
+                          cudaStream_t s)
 {
-    constexpr int smem = gemv_smem<F, NT, G>();
+    constexpr int smem = gemv_smem<F, NT, G, CL>();
+    auto kern = gemm_gemv_kernel<F, NT, G, CL>;
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute(gemm_gemv_kernel<F, NT, G>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e =
+            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         raised = true;
     }
     if (resident)
-        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, gemm_gemv_kernel<F, NT, G>,
-                                                             GV_THREADS, smem);
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(resident, kern, GV_THREADS, smem);
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
+    cfg.gridDim = dim3(clusters ? (unsigned)csize : grid);
     cfg.blockDim = dim3(GV_THREADS);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    int na = 0;
+    if (CL) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = (unsigned)csize;
+        attr[na].val.clusterDim.y = 1;
+        attr[na++].val.clusterDim.z = 1;
+    }
+    if (pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, gemm_gemv_kernel<F, NT, G>, *p, *mp, *a);
+    cfg.numAttrs = na;
+    if (clusters)
+        return cudaOccupancyMaxActiveClusters(clusters, kern, &cfg);
+    return cudaLaunchKernelEx(&cfg, kern, *p, *mp, *a);
 }
 
 static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, const Params *p,
-                            const SkinnyMaps *mp, const GemvArgs *a, int pdl, int *resident,
-                            cudaStream_t s)
+                            const SkinnyMaps *mp, const GemvArgs *a, int pdl, int csize,
+                            int *resident, int *clusters, cudaStream_t s)
 {
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
         if (grouped)
-            return nt == 1 ? gemv_k<F, 1, true>(grid, p, mp, a, 0, resident, s)
-                           : gemv_k<F, 2, true>(grid, p, mp, a, 0, resident, s);
-        return nt == 1 ? gemv_k<F, 1, false>(grid, p, mp, a, pdl, resident, s)
-                       : gemv_k<F, 2, false>(grid, p, mp, a, pdl, resident, s);
+            return nt == 1 ? gemv_k<F, 1, true, false>(grid, p, mp, a, 0, 0, resident, nullptr, s)
+                           : gemv_k<F, 2, true, false>(grid, p, mp, a, 0, 0, resident, nullptr, s);
+        if (csize > 0)
+            return nt == 1
+                       ? gemv_k<F, 1, false, true>(grid, p, mp, a, pdl, csize, resident, clusters, s)
+                       : gemv_k<F, 2, false, true>(grid, p, mp, a, pdl, csize, resident, clusters, s);
+        return nt == 1 ? gemv_k<F, 1, false, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s)
+                       : gemv_k<F, 2, false, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s);
     });
 }
 
@@ -542,8 +683,8 @@ int gemv_resident_ctas(int fmt_kind, int nt, bool grouped)
     int &c = cache[fmt_kind][nt == 1 ? 0 : 1][grouped ? 1 : 0];
     if (c == 0) {
         int blocks = 0;
-        if (gemv_any(fmt_kind, nt, grouped, 1, nullptr, nullptr, nullptr, 0, &blocks, 0) !=
-                cudaSuccess ||
+        if (gemv_any(fmt_kind, nt, grouped, 1, nullptr, nullptr, nullptr, 0, 0, &blocks, nullptr,
+                     0) != cudaSuccess ||
             blocks < 1)
             blocks = 1;
         c = blocks;
@@ -551,10 +692,31 @@ int gemv_resident_ctas(int fmt_kind, int nt, bool grouped)
     return c;
 }
 
+int gemv_cluster_capacity(int fmt_kind, int nt, int size)
+{
+    static int cache[5][2][4]; /* size 1, 2, 4, 8; -1: the query failed */
+    if (size != 1 && size != 2 && size != 4 && size != 8)
+        return 0;
+    const int si = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
+    int &c = cache[fmt_kind][nt == 1 ? 0 : 1][si];
+    if (c == 0) {
+        int n = 0;
+        if (gemv_any(fmt_kind, nt, false, 0, nullptr, nullptr, nullptr, 0, size, nullptr, &n, 0) !=
+                cudaSuccess ||
+            n < 1) {
+            (void)cudaGetLastError(); /* a refused query leaves no error behind */
+            n = -1;
+        }
+        c = n;
+    }
+    return c > 0 ? c : 0;
+}
+
 cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
                         int nt, unsigned grid, int pdl, cudaStream_t s, bool grouped)
 {
-    cudaError_t e = gemv_any(fmt_kind, nt, grouped, grid, &p, &maps, &a, pdl, nullptr, s);
+    cudaError_t e = gemv_any(fmt_kind, nt, grouped, grid, &p, &maps, &a, pdl,
+                             grouped ? 0 : a.cluster, nullptr, nullptr, s);
     return e == cudaSuccess ? cudaGetLastError() : e;
 }
 

@@ -83,12 +83,21 @@ struct GemvArgs {
     const uint8_t *base;
     size_t stride;
     int e_count, t_rows, groups;
+    /* dense calls: 0 for the stream-K runs above; S >= 1 for clusters of S
+     * CTAs (tuning gemv_split = 2): cluster c takes groups c, c + clusters,
+     * ..., rank r of it chunks [r chunks / S, (r + 1) chunks / S) of each,
+     * and the ranks add their sums in each other's shared memory (no
+     * workspace); groups must be set */
+    int cluster;
 };
 /* whether its stages carry x (then it needs the map of x) */
 bool gemv_stages_x();
 /* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x; the
  * grouped kernel's) */
 int gemv_resident_ctas(int fmt_kind, int nt, bool grouped = false);
+/* clusters of size CTAs of the dense kernel that one GPU holds at once (0:
+ * the runtime could not say) */
+int gemv_cluster_capacity(int fmt_kind, int nt, int size);
 /* pdl: launch with programmatic stream serialization (W's first stages are
  * copied before the previous kernel in the stream has finished); grouped:
  * a grouped call (GemvArgs), no pdl */
