@@ -314,7 +314,9 @@ __device__ __forceinline__ GvCluster gv_cluster(const GemvArgs &a)
  * the size parts of its rows in rank order (the same sum whichever rank
  * owns a row) and writes y. cfree tells a sender that the receiver is done
  * with a parity's buffer (waited for from iteration 2 on; not given for the
- * last two, whose buffers nobody reuses). size 1: the CTA's own sums. */
+ * last two, whose buffers nobody reuses). size 1: the CTA's own sums. Each
+ * iteration waits for the whole cluster, hence the plan's limit of two
+ * (gemm.cu, plan_gemv). */
 template <int NT>
 __device__ __forceinline__ void gv_flush_cluster(const Params &p, const GvCluster &c,
                                                  float (&acc)[GV_R][NT][4], float *red,
@@ -334,7 +336,12 @@ __device__ __forceinline__ void gv_flush_cluster(const Params &p, const GvCluste
             cl_st(dst + 4u * (uint32_t)(((par * S + c.rank) * MC + mm) * rpo + rl),
                   gv_red_sum<NT>(red, mm, warp * rpo + rl));
         }
-        cl_arrive(cl_map(smem_addr(&cfull[par]), warp));
+        /* one arrival per sender warp (remote arrivals serialize at the
+         * receiver): each lane's stores are ordered before lane 0's release */
+        asm volatile("fence.acq_rel.cluster;" ::: "memory");
+        __syncwarp();
+        if (lane == 0)
+            cl_arrive(cl_map(smem_addr(&cfull[par]), warp));
     }
     if (S > 1)
         mbar_wait_cluster(smem_addr(&cfull[par]), (uint32_t)(it >> 1) & 1u);
@@ -483,7 +490,7 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
         }
         if (CL && c.size > 1)
             for (int s = 0; s < 2; s++) {
-                mbar_init_n(smem_addr(&cfull[s]), (unsigned)(c.size - 1) * 32u);
+                mbar_init_n(smem_addr(&cfull[s]), (unsigned)(c.size - 1));
                 mbar_init_n(smem_addr(&cfree[s]), (unsigned)(c.size - 1));
             }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -599,6 +606,9 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
             gv_flush_cluster<NT>(p, c, acc, red, recv, cfull, cfree, c.cid + it * c.ncl, it,
                                  warp, lane);
         }
+        /* no CTA leaves while another may still write its shared memory (the
+         * producer's threads have left: they do not count) */
+        cl_sync();
         return;
     }
     int grp = u0 / a.chunks, ch = u0 - grp * a.chunks, c0 = ch;
