@@ -759,13 +759,13 @@ typedef struct {
                          3: the Hopper GEMV kernel (2 and 3: sm_90,
                          BFP_ERR_UNSUPPORTED otherwise) */
     int gemv_split;   /* GEMV: how the CTAs that share a group of 64 rows
-                         of W add their sums: 1: fp32 atomics in the
-                         workspace, the group's last CTA writing y
-                         (stream-K runs), 2: thread block clusters of 1-8
-                         CTAs adding them in each other's shared memory (no
-                         workspace), 0: the default, clusters where the
-                         planner expects them to do no worse (at most two
-                         groups per cluster; docs/gemm.md), else 1 */
+                         of W add their sums: 0: the default (1), 1: fp32
+                         atomics in the workspace, the group's last CTA
+                         writing y (stream-K runs), 2: thread block
+                         clusters of 1-8 CTAs adding them in each other's
+                         shared memory, no workspace (an experiment: faster
+                         on some weights, slower on others, and racecheck
+                         reports hazards on it; docs/gemm.md) */
 } bfp_matmul_tuning;
 
 /**

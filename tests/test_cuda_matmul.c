@@ -551,12 +551,12 @@ static void gemv_cases(bfp_format f, int quick)
     run_case(f, 16, 64, 64, 1, 1, 1, BFP_MATMUL_GEMV);
 }
 
-/* The GEMV path's cluster plans forced (tuning gemv_split = 2; the default
- * takes them only where they do no worse): the GEMV cases, then shapes whose plans (the GPU's capacity decides) take clusters of 1 to
+/* The GEMV path's cluster plans (tuning gemv_split = 2): the GEMV cases,
+ * then shapes whose plans (the GPU's capacity decides) take clusters of 1 to
  * 8 CTAs with one or several groups each: 1024 x 4096 (16 groups of 8
  * chunks), 6144 x 4096 and 6000 x 4000 (96 and 94 groups: 3 per cluster of
  * 8), 3000 x 1000 (2 chunks), and 20000 x 512 (one chunk: clusters of 1);
- * then two with stream-K runs forced (gemv_split = 1) */
+ * then two with stream-K runs (gemv_split = 1) */
 static void gemv_cluster_cases(bfp_format f, int quick)
 {
     bfp_matmul_tuning tc = tun ? *tun : (bfp_matmul_tuning){0};
@@ -571,7 +571,7 @@ static void gemv_cluster_cases(bfp_format f, int quick)
         run_case(f, 16, 6144, 2048, 0, 1, 0, BFP_MATMUL_GEMV);
         run_case(f, 4, 3000, 1000, 1, 0, 1, BFP_MATMUL_GEMV);
         run_case(f, 9, 20000, 512, 1, 1, 0, BFP_MATMUL_GEMV);
-        tc.gemv_split = 1; /* the same weights with stream-K runs forced */
+        tc.gemv_split = 1; /* the same weights with stream-K runs, as by default */
         run_case(f, 1, 4096, 4096, 0, 1, 0, BFP_MATMUL_GEMV);
         run_case(f, 16, 6144, 2048, 1, 1, 0, BFP_MATMUL_GEMV);
     }

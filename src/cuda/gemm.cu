@@ -200,10 +200,10 @@ SkinnyPlan plan_skinny(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuni
  * row tiles by GV_CW k tiles. By default a grid of every CTA the SMs hold
  * at once (at most one per unit), each CTA an equal contiguous run; the
  * workspace (m x n fp32 sums, then a counter per group) only when a run
- * starts or ends inside a group. Or clusters (GemvArgs::cluster) that add
- * their sums in shared memory, with no workspace: always with tuning
- * gemv_split = 2, by default where their busiest SM has no more units than
- * stream-K's in at most two iterations (plan_gemv_cluster). */
+ * starts or ends inside a group. With tuning gemv_split = 2, clusters
+ * (GemvArgs::cluster) that add their sums in shared memory: no workspace
+ * (opt-in: faster at one or two groups per cluster, slower beyond, and
+ * racecheck reports hazards on the exchange; docs/gemm.md). */
 constexpr size_t GEMV_MAX_M = 16;
 
 struct GemvPlan {
@@ -218,14 +218,10 @@ bool gemv_fits(const bfp_cuda_weight *w, size_t m)
 }
 
 /* The cluster plan: the size S (1, 2, 4 or 8, at most the chunks when above
- * 1) whose busiest SM has the fewest units (*cost: iterations x chunks per
- * rank x CTAs per SM), ties to the most CTAs; as many clusters as the GPU
- * holds at once, at most one per group. auto_only: only sizes with at most
- * two iterations (each waits for the whole cluster: at 3 and more they lost
- * to stream-K, docs/gemm.md) and CTAs for every SM. false when no size
- * qualifies or the runtime gives no capacity. */
-static bool plan_gemv_cluster(const bfp_cuda_weight *w, GemvPlan *P, bool auto_only,
-                              long long *cost_out)
+ * 1) whose busiest SM has the fewest units (iterations x chunks per rank x
+ * CTAs per SM), ties to the most CTAs; as many clusters as the GPU holds at
+ * once, at most one per group. false when the runtime gives no capacity. */
+static bool plan_gemv_cluster(const bfp_cuda_weight *w, GemvPlan *P)
 {
     long long best = -1, best_ctas = 0;
     for (int S = 1; S <= 8; S *= 2) {
@@ -238,15 +234,12 @@ static bool plan_gemv_cluster(const bfp_cuda_weight *w, GemvPlan *P, bool auto_o
         const long long iters = (P->groups + ncl - 1) / ncl, per_rank = (P->chunks + S - 1) / S;
         const long long ctas = ncl * S, per_sm = (ctas + w->sms - 1) / w->sms;
         const long long cost = iters * per_rank * per_sm;
-        if (auto_only && (iters > 2 || ctas < (long long)w->sms))
-            continue;
         if (best < 0 || cost < best || (cost == best && ctas > best_ctas)) {
             best = cost, best_ctas = ctas;
             P->cluster = S;
             P->grid = (unsigned)ctas;
         }
     }
-    *cost_out = best;
     return best >= 0;
 }
 
@@ -258,20 +251,12 @@ GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &
     P.chunks = (int)((w->tiles_k + GV_CW - 1) / GV_CW);
     P.units = P.groups * P.chunks;
     P.cluster = 0;
+    if (t.gemv_split == 2 && plan_gemv_cluster(w, &P)) {
+        P.ws_bytes = P.ctr_offset = 0;
+        return P;
+    }
     size_t ctas = (size_t)w->sms * (size_t)gemv_resident_ctas(w->kind, P.nt);
     P.grid = (unsigned)(ctas < (size_t)P.units ? ctas : (size_t)P.units);
-    /* stream-K's busiest SM, in units */
-    const long long sk_cost = (long long)((P.units + P.grid - 1) / P.grid) *
-                              (long long)((P.grid + w->sms - 1) / w->sms);
-    if (t.gemv_split != 1) { /* 2: clusters; 0 (default): where they do no worse */
-        GemvPlan C = P;
-        long long cost;
-        if (plan_gemv_cluster(w, &C, t.gemv_split == 0, &cost) &&
-            (t.gemv_split == 2 || cost <= sk_cost)) {
-            C.ws_bytes = C.ctr_offset = 0;
-            return C;
-        }
-    }
     /* some run may start or end inside a group (an overestimate: the
      * kernel decides per run, and then needs the workspace) */
     const bool split = P.chunks > 1 && !(P.units % P.grid == 0 &&

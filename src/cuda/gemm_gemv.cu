@@ -315,8 +315,8 @@ __device__ __forceinline__ GvCluster gv_cluster(const GemvArgs &a)
  * owns a row) and writes y. cfree tells a sender that the receiver is done
  * with a parity's buffer (waited for from iteration 2 on; not given for the
  * last two, whose buffers nobody reuses). size 1: the CTA's own sums. Each
- * iteration waits for the whole cluster, hence the plan's limit of two
- * (gemm.cu, plan_gemv). */
+ * iteration waits for the whole cluster (at three and more iterations per
+ * CTA the plans lost to stream-K; docs/gemm.md). */
 template <int NT>
 __device__ __forceinline__ void gv_flush_cluster(const Params &p, const GvCluster &c,
                                                  float (&acc)[GV_R][NT][4], float *red,
