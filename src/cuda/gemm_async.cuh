@@ -68,31 +68,19 @@ __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
 
 /* Thread block clusters (PTX ISA 7.8, sm_90): this CTA's rank in its
  * cluster, the cluster's size, the cluster's index and the clusters in
- * the grid (1-D grids) */
-__device__ __forceinline__ int cl_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return (int)r;
-}
-__device__ __forceinline__ int cl_size()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-    return (int)r;
-}
-__device__ __forceinline__ int cl_id()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-    return (int)r;
-}
-__device__ __forceinline__ int cl_count()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-    return (int)r;
-}
+ * the grid (1-D grids), each a special register */
+#define BFP_CLUSTER_SREG(fn, reg)                                                          \
+    __device__ __forceinline__ int fn()                                                    \
+    {                                                                                      \
+        uint32_t r;                                                                        \
+        asm volatile("mov.u32 %0, %%" reg ";" : "=r"(r));                                  \
+        return (int)r;                                                                     \
+    }
+BFP_CLUSTER_SREG(cl_rank, "cluster_ctarank")
+BFP_CLUSTER_SREG(cl_size, "cluster_nctarank")
+BFP_CLUSTER_SREG(cl_id, "clusterid.x")
+BFP_CLUSTER_SREG(cl_count, "nclusterid.x")
+#undef BFP_CLUSTER_SREG
 
 /* the shared address a (of this CTA) in CTA rank r of the cluster */
 __device__ __forceinline__ uint32_t cl_map(uint32_t a, int r)

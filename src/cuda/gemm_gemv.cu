@@ -74,10 +74,6 @@ struct GvStage {
     static constexpr int RED = GV_SLICES * NT * 8 * GV_RED_LD * 4; /* the sums' buffer */
 };
 
-/* The ring: as many stages as fit CTAS CTAs per SM (228 KB, 1 KB of it
- * reserved per CTA, the barriers' static bytes and a grouped call's unit
- * counts, 1 KB of slack to align the dynamic part, a cluster plan's
- * receive buffer), at least 2 */
 /* The receive buffer of a cluster plan: [2 (iteration parity)][size
  * (sender)][8 NT (row of x)][ROWS / size (row of the receiver's part)]
  * floats; rank r owns rows [r ROWS / size, (r + 1) ROWS / size) of every
@@ -87,6 +83,11 @@ constexpr int gv_recv_bytes()
 {
     return 2 * GV_R * 16 * 8 * NT * 4;
 }
+
+/* The ring: as many stages as fit CTAS CTAs per SM (228 KB, 1 KB of it
+ * reserved per CTA, the barriers' static bytes and a grouped call's unit
+ * counts, 1 KB of slack to align the dynamic part, a cluster plan's
+ * receive buffer), at least 2 */
 template <int F, int NT, bool G = false, bool CL = false>
 struct GvRing {
     static constexpr int CTAS = NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2;
@@ -104,7 +105,9 @@ constexpr int gemv_smem()
     return GvRing<F, NT, G, CL>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED +
            GvRing<F, NT, G, CL>::RECV + 1024;
 }
-static_assert(gemv_smem<FMT_NVPLUS, 2, false, true>() <= 227 * 1024, "one CTA per SM at least");
+static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024 &&
+                  gemv_smem<FMT_NVPLUS, 2, false, true>() <= 227 * 1024,
+              "one CTA per SM at least");
 
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void griddep_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
@@ -195,10 +198,6 @@ __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][N
     }
 }
 
-/* The consumers' sums of group grp over units [c0, c1) of its chunks: added
- * across warps in red, then written to y (the whole group) or added to the
- * workspace, the group's last CTA writing y and zeroing its part. All
- * GV_CW * 32 consumer threads call it. */
 /* The consumer warps' sums into the GV_SLICES slices of red (zeroing
  * acc); all GV_CW * 32 consumer threads call it, and it ends with their
  * barrier */
@@ -240,6 +239,10 @@ __device__ __forceinline__ float gv_red_sum(const float *red, int mm, int row)
     return v;
 }
 
+/* The consumers' sums of group grp over units [c0, c1) of its chunks: added
+ * across warps in red, then written to y (the whole group) or added to the
+ * workspace, the group's last CTA writing y and zeroing its part. All
+ * GV_CW * 32 consumer threads call it. */
 template <int NT>
 __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
                                          float (&acc)[GV_R][NT][4], float *red,
