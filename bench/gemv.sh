@@ -90,4 +90,24 @@ for v in "${VARS[@]}"; do
     GEMM_MS=${GEMM_MS:-1,16} GEMM_PATHS=6,7 timeout 120 $B/$name/gpu_gemm "$OUT/h200-gemv-$name.json" 2>&1 |
         grep -v "^$" | sed 's/(fused.*wgmma nan err nan, //' || status=1
 done
+# NCU_SHAPE=NxK: ncu of the GEMV kernel (mxfp4, m = NCU_M or 1) in the base build
+# and the variants named in NCU_VARIANTS (space-separated): issue and pipe utilization and warp states (section bodies),
+# then per-pipe instruction counts, into $OUT/gemv-ncu.txt
+if [ -n "${NCU_SHAPE:-}" ]; then
+    M=smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_active.avg
+    for pipe in alu fma fmaheavy fp16 lsu uniform; do
+        M="$M,sm__inst_executed_pipe_$pipe.avg.pct_of_peak_sustained_active"
+    done
+    for bin in $B/gpu_gemm $(for v in ${NCU_VARIANTS:-}; do echo "$B/$v/gpu_gemm"; done); do
+        [ -x "$bin" ] || continue
+        echo "== ncu $bin ${NCU_SHAPE} m=${NCU_M:-1}"
+        for what in "--section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --print-details all" \
+            "--metrics $M"; do
+            # shellcheck disable=SC2086
+            GEMM_MS=${NCU_M:-1} GEMM_FORMATS=mxfp4 GEMM_SHAPES=$NCU_SHAPE GEMM_PATHS=6 timeout 120 \
+                ncu --kernel-name-base demangled -k "regex:gemm_gemv_kernel" -c 1 $what \
+                "$bin" /tmp/ncu.json quick 2>&1 | grep -v "^\s*$"
+        done
+    done 2>&1 | tee "$OUT/gemv-ncu.txt"
+fi
 exit $status

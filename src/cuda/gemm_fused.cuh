@@ -75,9 +75,29 @@ __device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b) { return bfpcu
  * word and one AND, magnitude and sign in place; one register of the four
  * (E1M2: two) takes a second rotation and AND. */
 
+/* BFP_DECODE_IMAD (build-time experiment, off by default): rotations as
+ * IMAD.WIDE (the FMA pipe: product's low word | high word) instead of SHF.W
+ * (the ALU pipe, which the decode keeps the busiest); the multipliers
+ * 2^(32 - d) come from constant memory, so ptxas cannot turn them back into
+ * shifts */
+#ifndef BFP_DECODE_IMAD
+#define BFP_DECODE_IMAD 0
+#endif
+#if BFP_DECODE_IMAD && defined(__CUDACC__)
+static __constant__ uint32_t rot_mul[32] = {0u, 0x80000000u, 0x40000000u, 0x20000000u, 0x10000000u, 0x8000000u, 0x4000000u, 0x2000000u, 0x1000000u, 0x800000u, 0x400000u, 0x200000u, 0x100000u, 0x80000u, 0x40000u, 0x20000u, 0x10000u, 0x8000u, 0x4000u, 0x2000u, 0x1000u, 0x800u, 0x400u, 0x200u, 0x100u, 0x80u, 0x40u, 0x20u, 0x10u, 0x8u, 0x4u, 0x2u};
+#endif
+
 __device__ __forceinline__ uint32_t rotr(uint32_t x, int d)
 {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) && BFP_DECODE_IMAD
+    if (d == 0)
+        return x;
+    uint32_t lo, hi;
+    asm("{\n.reg .b64 t;\nmul.wide.u32 t, %2, %3;\nmov.b64 {%0, %1}, t;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x), "r"(rot_mul[d]));
+    return lo | hi;
+#elif defined(__CUDA_ARCH__)
     return __funnelshift_r(x, x, d);
 #else
     return d ? (x >> d) | (x << (32 - d)) : x;
