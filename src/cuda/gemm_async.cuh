@@ -34,36 +34,29 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-}
+/* Spin on try_wait.parity until the phase of parity has completed; SEM
+ * the wait's semantics (mbar_wait_cluster also acquires what other CTAs of
+ * the cluster released with their arrivals, cl_arrive) */
+#define BFP_MBAR_WAIT(name, sem)                                                                \
+    __device__ __forceinline__ void name(uint32_t bar, uint32_t parity)                          \
+    {                                                                                            \
+        uint32_t done = 0;                                                                       \
+        while (!done)                                                                            \
+            asm volatile("{ .reg .pred p;\n"                                                     \
+                         "mbarrier.try_wait.parity" sem ".shared::cta.b64 p, [%1], %2;\n"        \
+                         "selp.u32 %0, 1, 0, p; }"                                               \
+                         : "=r"(done)                                                            \
+                         : "r"(bar), "r"(parity)                                                 \
+                         : "memory");                                                            \
+    }
+BFP_MBAR_WAIT(mbar_wait, "")
+BFP_MBAR_WAIT(mbar_wait_cluster, ".acquire.cluster")
+#undef BFP_MBAR_WAIT
 
 /* mbar_init with a count known only at run time */
 __device__ __forceinline__ void mbar_init_n(uint32_t bar, unsigned count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-
-/* mbar_wait that also acquires what other CTAs of the cluster released
- * with their arrivals (cl_arrive) */
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p;\n"
-                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
 }
 
 /* Thread block clusters (PTX ISA 7.8, sm_90): this CTA's rank in its
