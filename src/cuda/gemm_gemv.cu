@@ -171,12 +171,15 @@ __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][N
     if (!GV_XSMEM) {
         /* xb was loaded before the stage's wait (gv_x_early) */
     } else if (p.x_vec) {
+        /* rows of x from m on are stale bytes (the boxes have m rows): they
+         * reach only the sums of those rows, which nobody reads, so no lane
+         * needs a branch */
         const uint32_t xl = st_a + (uint32_t)(kw * S::XPART + g * 144 + 4 * t);
 #pragma unroll
         for (int i = 0; i < 8; i++)
 #pragma unroll
             for (int q = 0; q < NT; q++)
-                xb[q][i] = q * 8 + g < p.m ? gv_lds32((xl ^ (16u * i)) + 1024u * q) : 0u;
+                xb[q][i] = gv_lds32((xl ^ (16u * i)) + 1024u * q);
     } else {
         load_x<NT>(p, kt, g, t, xb);
     }
