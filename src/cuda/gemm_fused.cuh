@@ -75,31 +75,10 @@ __device__ __forceinline__ uint32_t bmul2(uint32_t a, uint32_t b) { return bfpcu
  * word and one AND, magnitude and sign in place; one register of the four
  * (E1M2: two) takes a second rotation and AND. */
 
-/* Rotation right by d. MUL: as IMAD.WIDE (the product by 2^(32 - d), low
- * word | high word), which runs on the FMA pipe, instead of SHF.W on the
- * ALU pipe, the decode's busiest; the multipliers come from constant memory
- * so that ptxas cannot turn them back into shifts. */
-#ifdef __CUDACC__
-static __constant__ uint32_t rot_mul[32] = {
-    0u, 0x80000000u, 0x40000000u, 0x20000000u, 0x10000000u, 0x8000000u, 0x4000000u, 0x2000000u,
-    0x1000000u, 0x800000u, 0x400000u, 0x200000u, 0x100000u, 0x80000u, 0x40000u, 0x20000u,
-    0x10000u, 0x8000u, 0x4000u, 0x2000u, 0x1000u, 0x800u, 0x400u, 0x200u,
-    0x100u, 0x80u, 0x40u, 0x20u, 0x10u, 0x8u, 0x4u, 0x2u};
-#endif
-
-template <bool MUL = false>
 __device__ __forceinline__ uint32_t rotr(uint32_t x, int d)
 {
 #ifdef __CUDA_ARCH__
-    if (!MUL)
-        return __funnelshift_r(x, x, d);
-    if (d == 0)
-        return x;
-    uint32_t lo, hi;
-    asm("{\n.reg .b64 t;\nmul.wide.u32 t, %2, %3;\nmov.b64 {%0, %1}, t;\n}"
-        : "=r"(lo), "=r"(hi)
-        : "r"(x), "r"(rot_mul[d]));
-    return lo | hi;
+    return __funnelshift_r(x, x, d);
 #else
     return d ? (x >> d) | (x << (32 - d)) : x;
 #endif
@@ -133,12 +112,12 @@ __host__ __device__ constexpr uint32_t code_mask(bool e1m2, int pp, int i)
 
 /* Operand register pp of code word w; extra (MX+ / NVFP4+ block-max bits
  * under E2M1's mantissa bit) ORed in by the same instruction */
-template <bool E1M2, bool MUL = false>
+template <bool E1M2>
 __device__ __forceinline__ uint32_t code_reg(uint32_t w, int pp, uint32_t extra)
 {
-    uint32_t r = (rotr<MUL>(w, code_rot(E1M2, pp, 0)) & code_mask(E1M2, pp, 0)) | extra;
+    uint32_t r = (rotr(w, code_rot(E1M2, pp, 0)) & code_mask(E1M2, pp, 0)) | extra;
     if (code_mask(E1M2, pp, 1))
-        r |= rotr<MUL>(w, code_rot(E1M2, pp, 1)) & code_mask(E1M2, pp, 1);
+        r |= rotr(w, code_rot(E1M2, pp, 1)) & code_mask(E1M2, pp, 1);
     return r;
 }
 
@@ -263,9 +242,8 @@ __host__ __device__ __forceinline__ float corr_coef(uint32_t cb, uint32_t sb, fl
 }
 
 /* One prepacked tile (this lane's codes wc, scale record sc, correction
- * record cr) as the A operands of its four k16 steps: a[j] feeds step j;
- * MUL: the rotations on the FMA pipe (rotr). */
-template <int F, bool MUL = false>
+ * record cr) as the A operands of its four k16 steps: a[j] feeds step j. */
+template <int F>
 __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, const uint2 &cr,
                                             int t, int mx_fold, uint32_t (&a)[4][4])
 {
@@ -332,7 +310,7 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
                 extra = corr_bits<F>(z[h][j >> 1], z2[h][j >> 1], (j & 1) * 2 + kh);
             if (F == FMT_NVPLUS)
                 extra = corr_bits<F>(z[h][j], 0u, kh);
-            const uint32_t c = code_reg<HIF, MUL>(words[j], pp, extra);
+            const uint32_t c = code_reg<HIF>(words[j], pp, extra);
             a[j][pp] = bmul2(c, s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
         }
 }

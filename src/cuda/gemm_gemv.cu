@@ -53,11 +53,6 @@ constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
 #define BFP_GV_RED_SLICES 8
 #endif
 constexpr int GV_SLICES = BFP_GV_RED_SLICES;
-/* BFP_GV_MULROT 1: the decode's rotations on the FMA pipe (rotr) */
-#ifndef BFP_GV_MULROT
-#define BFP_GV_MULROT 0
-#endif
-constexpr bool GV_MULROT = BFP_GV_MULROT != 0;
 static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
 constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
 constexpr int GV_MAX_STAGES = 6;
@@ -197,7 +192,7 @@ __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][N
         if (F == FMT_NVPLUS)
             cr = *reinterpret_cast<const uint2 *>(st + S::CORR + tile * 64 + g * 8);
         uint32_t a[4][4];
-        decode_tile<F, GV_MULROT>(wc, sc, cr, t, p.mx_fold, a);
+        decode_tile<F>(wc, sc, cr, t, p.mx_fold, a);
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
