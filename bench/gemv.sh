@@ -47,13 +47,16 @@ nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests -c ben
     -o $B/gpu_gemm.o >>"$OUT/build.log" 2>&1 &&
     nvcc $B/gpu_gemm.o $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm >>"$OUT/build.log" 2>&1 &&
     link_tests $B/libbfp_cuda.a $B >>"$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log"; exit 1; }
-# the variants: gemm_gemv.cu rebuilt with their flags into a copy of the library
+# the variants: the files that read the GEMV's build knobs (gemm_internal.h's
+# BFP_GV_R among them) rebuilt with their flags into a copy of the library
 IFS=';' read -r -a VARS <<<"${GEMV_VARIANTS:-}"
+GV_FILES="gemm.cu gemm_gemv.cu gemm_grouped_api.cu"
 for v in "${VARS[@]}"; do
     [ -n "$v" ] || continue
     name=${v%%:*} flags=${v#*:}
-    (mkdir -p $B/$name && $NV $flags -c src/cuda/gemm_gemv.cu -o $B/$name/gemm_gemv.cu.o &&
-        cp $B/libbfp_cuda.a $B/$name/ && cd $B/$name && ar r libbfp_cuda.a gemm_gemv.cu.o) \
+    (mkdir -p $B/$name && for f in $GV_FILES; do
+        $NV $flags -c src/cuda/$f -o $B/$name/$f.o || exit 1
+    done && cp $B/libbfp_cuda.a $B/$name/ && cd $B/$name && ar r libbfp_cuda.a $(printf "%s.o " $GV_FILES)) \
         >>"$OUT/build.log" 2>&1 &
 done
 wait

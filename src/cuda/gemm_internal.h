@@ -64,11 +64,18 @@ cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int
                          int consumers, dim3 grid, cudaStream_t s);
 
 /* The GEMV kernel (gemm_gemv.cu, m <= 16): CTAs of GV_CW consumer warps
- * and a producer warp; a unit is GV_R row tiles of W (a group, 64 rows) by
- * GV_CW k tiles, copied with the maps of boxes {record / 8, GV_CW, GV_R};
+ * and a producer warp; a unit is GV_R row tiles of W (a group, 16 GV_R rows)
+ * by GV_CW k tiles, copied with the maps of boxes {record / 8, GV_CW, GV_R};
  * units group-major, units = groups * chunks (chunks = ceil(tiles_k / GV_CW)),
- * each CTA of the grid an equal contiguous run. */
-constexpr int GV_CW = 8, GV_R = 4;
+ * each CTA of the grid an equal contiguous run. BFP_GV_R (build time, for
+ * bench/gemv.sh's variants): the row tiles of a unit, 4 by default (8: x's
+ * fragments and a stage's bookkeeping shared by twice the tiles, half the
+ * stages) */
+#ifndef BFP_GV_R
+#define BFP_GV_R 4
+#endif
+constexpr int GV_CW = 8, GV_R = BFP_GV_R;
+static_assert(GV_R == 4 || GV_R == 8, "a group of 64 or 128 rows");
 struct GemvArgs {
     int units, chunks;
     /* grouped calls (gemm_grouped_api.cu, grouped_kernel = 3): the units are
