@@ -532,6 +532,59 @@ static void pdl_chain_case(bfp_format f, size_t m)
  * from global memory), groups split across CTAs; unaligned x; NaN blocks;
  * runs of whole groups (k <= 512: one unit per group) and runs that end
  * inside groups after whole ones */
+/* The GEMV's stages hold only m rows of x; the fragments read the rest as
+ * whatever an earlier call left there. An m = 8 call whose rows 1..7 are
+ * NaN, then m = 1 on the same weight: y must match the reference, no NaN. */
+static void stale_x_case(bfp_format f)
+{
+    const char *name = bfp_format_get(f)->name;
+    const size_t n = 1001, k = 4168;
+    hplanes w;
+    make_weight(f, n, k, 0, -1, &w);
+    uint16_t *x = malloc(8 * k * 2), *y = malloc(n * 2);
+    float *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < 8 * k; i++)
+        x[i] = i < k ? bfp_f32_to_bf16((float)gauss()) : 0x7FC0u;
+    bfp_const_planes cw = {w.codes, w.scales, w.meta, &w.ts};
+    CHECK(bfp_matmul_ref(f, &cw, n, k, x, 1, NULL, ref) == BFP_OK, "ref");
+    bfp_cuda_weight *dw = NULL;
+    bfp_status st = bfp_cuda_weight_upload(f, &cw, n, k, &dw);
+    CHECK(st == BFP_OK, "%s upload: %s", name, bfp_status_str(st));
+    if (st != BFP_OK)
+        goto out;
+    size_t wsb = bfp_cuda_matmul_workspace_size_ex(dw, 8, BFP_MATMUL_GEMV, tun);
+    const size_t ws1 = bfp_cuda_matmul_workspace_size_ex(dw, 1, BFP_MATMUL_GEMV, tun);
+    wsb = ws1 > wsb ? ws1 : wsb;
+    void *dx, *dy, *dws = NULL;
+    CU(cudaMalloc(&dx, 8 * k * 2));
+    CU(cudaMalloc(&dy, 8 * n * 2));
+    if (wsb) {
+        CU(cudaMalloc(&dws, wsb));
+        CU(cudaMemset(dws, 0, wsb));
+    }
+    CU(cudaMemcpy(dx, x, 8 * k * 2, cudaMemcpyHostToDevice));
+    st = bfp_cuda_matmul_ex(dw, dx, 8, NULL, dy, dws, wsb, BFP_MATMUL_GEMV, tun, NULL);
+    CHECK(st == BFP_OK, "%s m = 8 with NaN rows: %s", name, bfp_status_str(st));
+    CU(cudaMemset(dy, 0xFF, n * 2));
+    st = bfp_cuda_matmul_ex(dw, dx, 1, NULL, dy, dws, wsb, BFP_MATMUL_GEMV, tun, NULL);
+    CHECK(st == BFP_OK, "%s m = 1 after it: %s", name, bfp_status_str(st));
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(y, dy, n * 2, cudaMemcpyDeviceToHost));
+    double num, den;
+    size_t nans = err_sums(y, ref, n, &num, &den);
+    CHECK(nans == 0 && sqrt(num / den) < 5e-3,
+          "%s GEMV m = 1 after NaN rows of x: rel err %.3g, %zu NaN", name, sqrt(num / den),
+          nans);
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    if (dws)
+        CU(cudaFree(dws));
+    bfp_cuda_weight_free(dw);
+out:
+    free(x), free(y), free(ref);
+    free_weight(&w);
+}
+
 static void gemv_cases(bfp_format f, int quick)
 {
     static const size_t gm[] = {1, 2, 3, 8, 15, 16};
@@ -542,6 +595,7 @@ static void gemv_cases(bfp_format f, int quick)
     }
     run_case(f, 7, 200, 1000, 1, 0, 1, BFP_MATMUL_GEMV); /* unaligned x */
     nan_case(f, BFP_MATMUL_GEMV);
+    stale_x_case(f);
     if (quick)
         return;
     run_case(f, 3, 40000, 256, 0, 1, 0, BFP_MATMUL_GEMV);
