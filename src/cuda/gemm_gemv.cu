@@ -535,12 +535,14 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
         /* W of the first stages before the wait (W is not written by the
          * kernels this one may overlap), x after it */
         const int pre = nu < STAGES ? nu : STAGES;
+        /* X1: chunk ch's x in boxes of 4 k tiles (256 columns), one or two */
+        auto x1_boxes = [&](int ch) { return p.tiles_k - ch * GV_CW > 4 ? 2 : 1; };
         auto xbytes = [&](int ch) {
             if (!GV_XSMEM || !p.x_vec)
                 return 0u;
             const int kts = p.tiles_k - ch * GV_CW;
-            if (X1) /* boxes of 4 k tiles, each whole: its columns past k read as zeros */
-                return (kts > 4 ? 2u : 1u) * 512u;
+            if (X1) /* each box whole: its columns past k read as zeros */
+                return (uint32_t)x1_boxes(ch) * 4u * S::XPART;
             return (uint32_t)(kts < GV_CW ? kts : GV_CW) * (uint32_t)(G ? 8 * NT : p.m) * 128u;
         };
         auto copy_w = [&](int s, int grp, int ch, int e) {
@@ -562,8 +564,8 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
             if (!GV_XSMEM || !p.x_vec)
                 return;
             const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
-            if (X1) /* two boxes of 4 k tiles */
-                for (int h = 0; h < 2 && ch * GV_CW + 4 * h < p.tiles_k; h++)
+            if (X1)
+                for (int h = 0; h < x1_boxes(ch); h++)
                     tma_2d(st + h * 4 * S::XPART, mp.x, (ch * GV_CW + 4 * h) * 64, 0, bar);
             else
                 for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
@@ -645,7 +647,7 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     }
 }
 
-/* One launch of gemm_gemv_kernel<F, NT, G, CL> (clusters of a.cluster CTAs
+/* One launch of gemm_gemv_kernel<F, NT, G, CL, X1> (clusters of a.cluster CTAs
  * when CL), or with resident set the CTAs of it one SM holds, or with
  * clusters set the clusters the GPU holds (the grid unused) */
 template <int F, int NT, bool G, bool CL, bool X1 = false>
@@ -716,10 +718,13 @@ static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, c
 
 bool gemv_stages_x() { return GV_XSMEM; }
 
+/* the caches' slot of an nt code: 1, 2 or GV_NT_X1 */
+static int gv_nt_slot(int nt) { return nt == GV_NT_X1 ? 2 : nt == 1 ? 0 : 1; }
+
 int gemv_resident_ctas(int fmt_kind, int nt, bool grouped)
 {
     static int cache[5][3][2]; /* the same value every time: a race is harmless */
-    int &c = cache[fmt_kind][nt == GV_NT_X1 ? 2 : nt == 1 ? 0 : 1][grouped ? 1 : 0];
+    int &c = cache[fmt_kind][gv_nt_slot(nt)][grouped ? 1 : 0];
     if (c == 0) {
         int blocks = 0;
         if (gemv_any(fmt_kind, nt, grouped, 1, nullptr, nullptr, nullptr, 0, 0, &blocks, nullptr,
@@ -737,7 +742,7 @@ int gemv_cluster_capacity(int fmt_kind, int nt, int size)
     if (size != 1 && size != 2 && size != 4 && size != 8)
         return 0;
     const int si = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
-    int &c = cache[fmt_kind][nt == GV_NT_X1 ? 2 : nt == 1 ? 0 : 1][si];
+    int &c = cache[fmt_kind][gv_nt_slot(nt)][si];
     if (c == 0) {
         int n = 0;
         if (gemv_any(fmt_kind, nt, false, 0, nullptr, nullptr, nullptr, 0, size, nullptr, &n, 0) !=
