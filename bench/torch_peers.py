@@ -6,6 +6,9 @@ on that shape (the reason is printed).
 
 - cuBLAS bf16 (torch.matmul)
 - cuBLASLt FP8 E4M3 per-tensor (torch._scaled_mm, x and W prepared beforehand)
+- cuBLASLt FP8 E4M3 with fp32 scales per row and 128 columns of K on both
+  operands (torch._scaled_mm's BlockWise1x128 pair, DeepSeek-style; cuBLAS >=
+  12.9, compute capability 9.0 only)
 - tinygemm int4, group 128 (torch.ops.aten._weight_int4pack_mm)
 - gemlite A16W4 (PyPI, Triton): int4 group 64, and MXFP4 (A16W4_MXFP)
 
@@ -89,6 +92,19 @@ def time_scaled_mm(m, n, k):
                                                out_dtype=torch.bfloat16))
 
 
+def time_scaled_mm_1x128(m, n, k):
+    rot = rotation(n * k)
+    f8 = torch.float8_e4m3fn
+    kb = (k + 127) // 128
+    ws = [(torch.randn(n, k, device=DEV) * 0.05).to(f8) for _ in range(rot)]
+    x = torch.randn(m, k, device=DEV).to(f8)
+    # cuBLASLt reads both scale arrays outer-dimension-major: [kb][m] and [kb][n]
+    sa = torch.rand(kb, m, device=DEV).add_(0.5).t()
+    sb = torch.rand(kb, n, device=DEV).add_(0.5)
+    return graph_us(lambda i: torch._scaled_mm(x, ws[i % rot].t(), scale_a=sa, scale_b=sb,
+                                               out_dtype=torch.bfloat16))
+
+
 def time_tinygemm(m, n, k, group=128):
     rot = rotation(n * k // 2)
     ws, szs = [], []
@@ -139,6 +155,7 @@ def time_gemlite(m, n, k, kind):
 PEERS = {  # name in the JSON: timer(m, n, k)
     "cublas_bf16": time_bf16,
     "cublaslt_fp8_e4m3_per_tensor": time_scaled_mm,
+    "cublaslt_fp8_e4m3_block1x128": time_scaled_mm_1x128,
     "tinygemm_int4_g128": time_tinygemm,
     "gemlite_a16w4_int4_g64": lambda m, n, k: time_gemlite(m, n, k, "int4_g64"),
     "gemlite_a16w4_mxfp4": lambda m, n, k: time_gemlite(m, n, k, "mxfp4"),
@@ -156,3 +173,26 @@ def time_peers(shapes, names=None):
             out.append({"peer": name, "M": m, "N": n, "K": k, "us": round(us, 2)})
             print("peer %-30s m %5d n %6d k %6d: %9.1f us" % (name, m, n, k, us), flush=True)
     return out
+
+
+def main():
+    """python3 bench/torch_peers.py OUT.json PEER[,PEER] MxNxK[,MxNxK...]: the
+    named peers on the shapes, written as {"command", "date", "gpu", "torch",
+    "peers": [...]}"""
+    import datetime
+    import json
+    import os
+    import sys
+    dst, names, shapes = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+    shapes = [tuple(int(v) for v in s.split("x")) for s in shapes]
+    peers = time_peers(shapes, names)
+    json.dump({"command": "python3 " + " ".join(sys.argv),
+               "date": datetime.date.today().isoformat(),
+               "code": os.environ.get("BFP_CODE", "unknown"),
+               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+               "cuda": torch.version.cuda,
+               "peers": peers}, open(dst, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
