@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# bench/wg_exp.sh - the wgmma kernel with 2 against 3 consumer warpgroups
-# (bfp_matmul_tuning.wgmma_consumers), in one GPU call of at most 420 s:
-# build bfp_cuda and test_cuda_matmul, check the wgmma SASS's A operands,
-# run test_cuda_matmul's wgmma cases (BFP_TEST_WGMMA_ONLY=1), then time
-# mxfp4 and nvfp4+ at m = 64, 128, 256, 1024, 4096 on 8192x8192 and (with
-# the time left) 28672x8192: AUTO, wgmma with 2 consumers (wgmma_us) and
-# with 3 (wgmma_alt_us), cuBLAS bf16, in the same run.
+# bench/wg_exp.sh - the wgmma kernel in its default shape against a variant
+# of its tuning (3 consumer warpgroups, bfp_matmul_tuning.wgmma_consumers, or
+# 256 rows of x per CTA, wgmma_bn), in one GPU call of at most BUDGET s
+# (400): build bfp_cuda and test_cuda_matmul, check the wgmma SASS's A
+# operands, run test_cuda_matmul's wgmma cases (BFP_TEST_WGMMA_ONLY=1), then
+# time the formats at the m values on 8192x8192 and (with the time left)
+# 28672x8192 and 8192x28672: AUTO, wgmma with the default tuning (wgmma_us)
+# and the variant (wgmma_alt_us), dequantize + cuBLAS, cuBLAS bf16, in the
+# same run.
 #
-#   OUT=/some/dir bash bench/wg_exp.sh
+#   OUT=/some/dir bash bench/wg_exp.sh                  # 3 consumers
+#   ALT_BN=256 OUT=/some/dir bash bench/wg_exp.sh       # 256 rows of x
 #
+# FORMATS (mxfp4,nvfp4+), MS (64,128,256,1024,4096), SHAPES (8192x8192
+# 28672x8192) pick the cases. PREBUILT=dir takes libbfp.a and libbfp_cuda.a
+# built from this tree (sm_90a) instead of building them here.
 # Writes to $OUT: build.log, test.log, sass_check.log, bench.log,
-# wg_8192x8192.json, wg_28672x8192.json, summary.txt (the table printed last).
-# WG_PIPE=0 times the serial mainloops instead (BFP_MATMUL_WG_PIPE).
+# wg_NxK.json per shape, summary.txt (the table printed last).
+# WG_PIPE=0 times the serial mainloops instead (BFP_MATMUL_WG_PIPE). SAN=1
+# then runs compute-sanitizer memcheck and racecheck on the quick wgmma set
+# with the time left (memcheck.log, racecheck.log).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -22,8 +30,23 @@ left() { echo $((${BUDGET:-400} - ($(date +%s) - T0))); }
 say() { echo "== $* ($(($(date +%s) - T0)) s)"; }
 status=0
 
+if [ -n "${ALT_BN:-}" ]; then
+    ALT="GEMM_WG_BN=$ALT_BN GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-}"
+else
+    ALT="GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-3}"
+fi
+CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
 say "build"
-if ! timeout 240 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF \
+if [ -n "${PREBUILT:-}" ]; then
+    mkdir -p $B && cp "$PREBUILT/libbfp.a" "$PREBUILT/libbfp_cuda.a" $B/ &&
+        gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" \
+            tests/test_cuda_matmul.c $B/libbfp_cuda.a $B/libbfp.a -L"$CUDA_HOME/lib64" -lcublas \
+            -lcudart_static -lstdc++ -lrt -lpthread -ldl -lm -o $B/test_cuda_matmul \
+            >"$OUT/build.log" 2>&1 &&
+        (cd $B && ar x libbfp_cuda.a gemm_wgmma.cu.o && mkdir -p CMakeFiles/bfp_cuda.dir/src/cuda &&
+            mv gemm_wgmma.cu.o CMakeFiles/bfp_cuda.dir/src/cuda/) >>"$OUT/build.log" 2>&1 ||
+        { tail -n 20 "$OUT/build.log"; echo "build failed"; exit 1; }
+elif ! timeout 240 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF \
         -DBFP_PYTHON=OFF -DBFP_MPI=OFF && cmake --build $B -j $(nproc) --target bfp_cuda \
         test_cuda_matmul" >"$OUT/build.log" 2>&1; then
     tail -n 20 "$OUT/build.log"
@@ -44,8 +67,8 @@ rc=$?
 tail -n 3 "$OUT/sass_check.log"
 [ $rc -eq 0 ] || { echo "operand check rc=$rc"; status=1; }
 
-say "test_cuda_matmul, wgmma cases (2 and 3 consumers)"
-BFP_TEST_WGMMA_ONLY=1 timeout 120 "$B/test_cuda_matmul" >"$OUT/test.log" 2>&1
+say "test_cuda_matmul, wgmma cases (2 and 3 consumers, 256 rows of x)"
+BFP_TEST_WGMMA_ONLY=1 timeout 150 "$B/test_cuda_matmul" >"$OUT/test.log" 2>&1
 rc=$?
 grep -E "FAIL|passed|failed" "$OUT/test.log" | head -20
 [ $rc -eq 0 ] || { echo "test rc=$rc"; status=1; }
@@ -60,19 +83,32 @@ cat "$OUT/bench_build.log" >>"$OUT/build.log"
 rm -f "$OUT/bench_build.log"
 
 : >"$OUT/bench.log"
-for shape in 8192x8192 28672x8192; do
+for shape in ${SHAPES:-8192x8192 28672x8192}; do
     cap=$(left)
     if [ "$cap" -lt 40 ]; then
         echo "$shape: skipped, $cap s left"
         continue
     fi
     say "gpu_gemm $shape (cap $cap s)"
-    GEMM_SHAPES=$shape GEMM_FORMATS=mxfp4,nvfp4+ GEMM_MS=64,128,256,1024,4096 GEMM_PATHS=0,5 \
-        GEMM_WG_CONSUMERS=3 BFP_MATMUL_WG_PIPE=${WG_PIPE:-} timeout "$cap" "$B/gpu_gemm" \
+    env GEMM_SHAPES=$shape GEMM_FORMATS=${FORMATS:-mxfp4,nvfp4+} \
+        GEMM_MS=${MS:-64,128,256,1024,4096} GEMM_PATHS=0,2,5 $ALT \
+        BFP_MATMUL_WG_PIPE=${WG_PIPE:-} timeout "$cap" "$B/gpu_gemm" \
         "$OUT/wg_$shape.json" >>"$OUT/bench.log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || { echo "gpu_gemm $shape rc=$rc"; tail -n 5 "$OUT/bench.log"; status=1; }
 done
+
+if [ -n "${SAN:-}" ]; then # compute-sanitizer on the quick wgmma set, with the time left
+    for tool in memcheck racecheck; do
+        cap=$(left)
+        [ "$cap" -ge 30 ] || { echo "$tool: skipped, $cap s left"; continue; }
+        say "$tool (cap $cap s)"
+        BFP_TEST_WGMMA_ONLY=1 BFP_TEST_QUICK=1 timeout "$cap" compute-sanitizer --tool $tool \
+            "$B/test_cuda_matmul" >"$OUT/$tool.log" 2>&1
+        echo "$tool: exit $?; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed' "$OUT/$tool.log" |
+            tail -2 | tr '\n' ' ')"
+    done
+fi
 
 say "summary"
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
@@ -86,15 +122,16 @@ for f in sorted(glob.glob(sys.argv[1] + "/wg_*.json")):
         rows += json.loads(t)["results"]
     except (OSError, ValueError) as e:
         print(f, "unreadable:", e)
-print("%-7s %-12s %5s %9s %9s %-15s %9s %9s %7s %8s %8s" % (
-    "format", "NxK", "M", "cublas", "auto", "(path)", "wg2_us", "wg3_us", "wg3/2", "cub/wg2",
-    "cub/wg3"))
+print("%-7s %-12s %5s %9s %9s %-15s %9s %9s %9s %7s %8s %8s" % (
+    "format", "NxK", "M", "cublas", "auto", "(path)", "deq+cub", "wg_us", "alt_us", "alt/wg",
+    "cub/wg", "cub/alt"))
 for r in rows:
     w2, w3, cb = r["wgmma_us"], r["wgmma_alt_us"], r["cublas_bf16_us"]
     q = lambda a, b: "%.3f" % (a / b) if a > 0 and b > 0 else "-"
-    print("%-7s %-12s %5d %9.1f %9.1f %-15s %9.1f %9.1f %7s %8s %8s  err %.1e %.1e" % (
-        r["format"], "%dx%d" % (r["N"], r["K"]), r["M"], cb, r["us"], r["path"], w2, w3,
-        q(w3, w2), q(cb, w2), q(cb, w3), r["wgmma_rel_err"], r["wgmma_alt_rel_err"]))
+    print("%-7s %-12s %5d %9.1f %9.1f %-15s %9.1f %9.1f %9.1f %7s %8s %8s  err %.1e %.1e" % (
+        r["format"], "%dx%d" % (r["N"], r["K"]), r["M"], cb, r["us"], r["path"],
+        r["dequant_cublas_us"], w2, w3, q(w3, w2), q(cb, w2), q(cb, w3), r["wgmma_rel_err"],
+        r["wgmma_alt_rel_err"]))
 EOF
 say "done, status $status"
 exit $status

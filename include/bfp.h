@@ -766,6 +766,11 @@ typedef struct {
                          shared memory, no workspace (an experiment: faster
                          on some weights, slower on others, and racecheck
                          reports hazards on it; docs/gemm.md) */
+    int wgmma_bn;     /* WGMMA: rows of x per CTA: 64, 128, or 256 (with
+                         2 consumer warpgroups only: each decoded tile of W
+                         then feeds two n128 products, half the decode per
+                         multiply-add); 0: the default (64 up to m = 64,
+                         else 128) */
 } bfp_matmul_tuning;
 
 /**
@@ -789,7 +794,7 @@ typedef enum {
     BFP_MATMUL_WGMMA = 5,    /* Hopper (sm_90) kernel: wgmma with W decoded in
                                 registers, x and W through a TMA ring; CTAs of
                                 128 rows of W x 64 or 128 rows of x (64 when
-                                m <= 64). Workspace: when K is split in s
+                                m <= 64; 256 by the tuning's wgmma_bn). Workspace: when K is split in s
                                 parts, s fp32 [m, n] slices + counters, else
                                 none. BFP_ERR_UNSUPPORTED on other GPUs */
     BFP_MATMUL_GEMV = 6      /* m <= 16 only (else BFP_ERR_SHAPE): persistent

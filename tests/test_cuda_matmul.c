@@ -680,6 +680,29 @@ static void wgmma3_cases(bfp_format f, int quick)
     tun = saved;
 }
 
+/* wgmma_cases with CTAs of 256 rows of x (two n128 products per decoded
+ * A fragment, 5 stages, registers moved by setmaxnreg): m = 4096 and 300
+ * leave the last m chunk part-empty, 255 and 64 a single chunk; the serial
+ * mainloop; AUTO with the tuning in its wgmma range */
+static void wgmma256_cases(bfp_format f, int quick)
+{
+    bfp_matmul_tuning tb = tun ? *tun : (bfp_matmul_tuning){0};
+    tb.wgmma_bn = 256;
+    tb.wgmma_consumers = 2;
+    const bfp_matmul_tuning *saved = tun;
+    tun = &tb;
+    wgmma_cases(f, quick);
+    run_case(f, 512, 256, 1024, 1, 1, 0, BFP_MATMUL_WGMMA); /* two whole m chunks */
+    if (!quick) {
+        run_case(f, 1000, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* 4 chunks, odd n */
+        run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);
+        tb.wgmma_serial = !tb.wgmma_serial;
+        run_case(f, 300, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
+        run_case(f, 257, 130, 520, 0, 0, 1, BFP_MATMUL_WGMMA);
+    }
+    tun = saved;
+}
+
 /* Every kernel path under a non-default tuning (each knob off its
  * default), against the reference; one workspace shared by every path too */
 static void tuned_cases(void)
@@ -744,6 +767,7 @@ int main(void)
         for (size_t fi = 0; hopper && fi < sizeof fmts / sizeof fmts[0]; fi++) {
             wgmma_cases(fmts[fi], quick);
             wgmma3_cases(fmts[fi], quick);
+            wgmma256_cases(fmts[fi], quick);
         }
         return check_summary("test_cuda_matmul");
     }
@@ -761,6 +785,7 @@ int main(void)
         }
         wgmma_cases(f, quick);
         wgmma3_cases(f, quick);
+        wgmma256_cases(f, quick);
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         /* MX+ at m = 1 adds the block max after the mma; bench/gpu.sh also runs

@@ -167,6 +167,8 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)
              (t->wgmma_consumers == 0 || t->wgmma_consumers == 2 || t->wgmma_consumers == 3) &&
              t->xq_kernel >= 0 && t->xq_kernel <= 2 && t->grouped_kernel >= 0 &&
              t->grouped_kernel <= 3 &&
-             t->gemv_split >= 0 && t->gemv_split <= 2;
+             t->gemv_split >= 0 && t->gemv_split <= 2 &&
+             (t->wgmma_bn == 0 || t->wgmma_bn == 64 || t->wgmma_bn == 128 ||
+              (t->wgmma_bn == 256 && t->wgmma_consumers != 3));
     return ok ? BFP_OK : BFP_ERR_ARG;
 }

@@ -293,8 +293,8 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
 }
 
 /* The wgmma kernel's plan: CTAs of wg_row_tiles(consumers) row tiles of W
- * by bn rows of x (bn = 64 up to m = 64), K split by pick_splits (one CTA
- * per SM); consumers from the tuning (0: 2) */
+ * by bn rows of x (the tuning's wgmma_bn, 0: 64 up to m = 64, else 128), K
+ * split by pick_splits (one CTA per SM); consumers from the tuning (0: 2) */
 struct WgPlan {
     int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
@@ -306,7 +306,7 @@ bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
 WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     WgPlan P;
-    P.bn = m <= 64 ? 64 : 128;
+    P.bn = t.wgmma_bn ? t.wgmma_bn : m <= 64 ? 64 : 128;
     P.consumers = t.wgmma_consumers ? t.wgmma_consumers : 2;
     P.mchunks = (int)((m + P.bn - 1) / P.bn);
     const size_t rt = (size_t)wg_row_tiles(P.consumers);

@@ -26,7 +26,7 @@ using namespace wg;
 constexpr int C = 2; /* consumer warpgroups */
 
 template <int F, int BN>
-constexpr int smem_bytes() { return STAGES * Stage<F, BN, C>::BYTES + BN * tile_ld(C) * 4 + ALIGN; }
+constexpr int smem_bytes() { return Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES + BN * tile_ld(C) * 4 + ALIGN; }
 
 /* the tile's rows to y: bias, tensor scale, rows of expert e below m1 */
 template <int BN>
@@ -49,16 +49,16 @@ __global__ void __launch_bounds__(threads(C), 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = Stage<F, BN, C>;
     extern __shared__ __align__(128) unsigned char smem[];
-    __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
+    __shared__ __align__(8) uint64_t full_bar[S::N], empty_bar[S::N];
     __shared__ int upre[G_MAX_EXPERTS + 1]; /* m tiles before expert e */
     const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
     if (threadIdx.x < 32)
         count_units(p, BN, 1, INT_MAX, upre, lane);
     if (threadIdx.x == 0)
-        init_ring_barriers<C>(smem_addr(full_bar), smem_addr(empty_bar));
+        init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
     __syncthreads();
     unsigned char *ring = ring_start(smem);
-    float *tile = reinterpret_cast<float *>(ring + STAGES * S::BYTES);
+    float *tile = reinterpret_cast<float *>(ring + S::N * S::BYTES);
     const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
     const long long tiles = (long long)upre[p.e_count] * p.cols;
     int step = 0; /* ring steps of the tiles before */

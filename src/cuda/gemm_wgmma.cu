@@ -15,10 +15,12 @@
  *    copies of a k tile: x's 64 columns for BN rows, 128-byte swizzled, and
  *    the CTA's 4 C W tiles' codes, scale and correction records), warpgroups
  *    1..C the consumers (C = 2 or 3, bfp_matmul_tuning.wgmma_consumers), 64
- *    rows of W (4 row tiles) each by BN rows of x. With C = 3 the producer
- *    hands registers to the consumers (setmaxnreg): 512 threads get 128 each
- *    at launch, fewer than a consumer's accumulators and two fragment sets
- *    take without spilling.
+ *    rows of W (4 row tiles) each by BN rows of x (BN = 64, 128, or 256
+ *    with C = 2, bfp_matmul_tuning.wgmma_bn: at 256 each decoded W tile
+ *    feeds twice the rows of x). With C = 3 or BN = 256 the producer hands
+ *    registers to the consumers (setmaxnreg): the launch's share is fewer
+ *    than a consumer's accumulators and two fragment sets take without
+ *    spilling.
  *    A consumer issues k tile i's four wgmma and decodes k tile i + 1 while
  *    they run; mainloop_pipelined (the default) keeps one tile's group in
  *    flight across tiles, mainloop_serial (bfp_matmul_tuning.wgmma_serial = 1) waits for
@@ -34,15 +36,20 @@
 namespace bfpgemm {
 namespace wg {
 
-/* C = 3, after setmaxnreg: the producer keeps P3_REGS per thread (32 made
- * its staging of x spill), a consumer takes C3_REGS, from the 128 per thread
- * of the launch (ptxas gives a kernel with setmaxnreg its launch bound's
- * count: 65536 / 512) */
-constexpr int P3_REGS = 40, C3_REGS = 152;
-static_assert(128 * P3_REGS + 384 * C3_REGS <= 65536, "the CTA's registers");
+/* Registers moved by setmaxnreg where the launch's share is too small for a
+ * consumer: C = 3 (512 threads get 128 each) and BN = 256 (384 threads get
+ * 168; a consumer holds 128 accumulators and two fragment sets). The
+ * producer keeps P_REGS per thread (32 made its staging of x spill), a
+ * consumer takes what the producer gave up (ptxas gives a kernel with
+ * setmaxnreg its launch bound's count, 65536 / threads rounded down to 8) */
+constexpr int P_REGS = 40;
+__host__ __device__ constexpr int launch_regs(int c) { return 65536 / threads(c) / 8 * 8; }
+__host__ __device__ constexpr int consumer_regs(int c) { return launch_regs(c) + (launch_regs(c) - P_REGS) / c / 8 * 8; }
+__host__ __device__ constexpr bool moves_regs(int bn, int c) { return c == 3 || bn == 256; }
+static_assert(consumer_regs(3) == 152 && consumer_regs(2) == 232, "the CTA's registers");
 
 template <int F, int BN, int C>
-constexpr int smem_bytes() { return STAGES * Stage<F, BN, C>::BYTES + ALIGN; }
+constexpr int smem_bytes() { return Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES + ALIGN; }
 
 /* Tile scheduler: the CTA's first W row tile, first x row and K range */
 struct WgSched {
@@ -137,20 +144,20 @@ __global__ void __launch_bounds__(threads(C), 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = Stage<F, BN, C>;
     extern __shared__ __align__(128) unsigned char smem[];
-    __shared__ __align__(8) uint64_t full_bar[STAGES], empty_bar[STAGES];
+    __shared__ __align__(8) uint64_t full_bar[S::N], empty_bar[S::N];
     __shared__ unsigned last_cta;
     const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
     /* the producer and the consumers part here for good and compute what
-     * they need after the part: with C = 3 a value live across it would be
-     * kept in local memory (the two sides have different register counts) */
+     * they need after the part: when registers move, a value live across it
+     * would be kept in local memory (the two sides have different counts) */
     auto setup = [&](bool producer) {
         if (producer && tid == 0)
-            init_ring_barriers<C>(smem_addr(full_bar), smem_addr(empty_bar));
+            init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
         __syncthreads();
     };
     if (wgi == 0) {
-        if constexpr (C == 3)
-            regs_dec<P3_REGS>();
+        if constexpr (moves_regs(BN, C))
+            regs_dec<P_REGS>();
         setup(true);
         const WgSched sc(p, BN, S::R);
         const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
@@ -159,8 +166,8 @@ __global__ void __launch_bounds__(threads(C), 1)
                           smem_addr(full_bar), smem_addr(empty_bar), tid);
         return;
     }
-    if constexpr (C == 3)
-        regs_inc<C3_REGS>(); /* waits for the producer's release */
+    if constexpr (moves_regs(BN, C))
+        regs_inc<consumer_regs(C)>(); /* waits for the producer's release */
     setup(false);
     unsigned char *ring = ring_start(smem);
     const WgSched sc(p, BN, S::R);
@@ -180,7 +187,7 @@ template <int F, int BN, int C>
 cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStream_t s)
 {
     constexpr int smem = smem_bytes<F, BN, C>();
-    static_assert(STAGES * Stage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
+    static_assert(Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
                   "the epilogue's tile fits the ring");
     static_assert(smem <= 227 * 1024, "the ring fits an SM's shared memory");
     static bool raised; /* the same value every time: a race is harmless */
@@ -203,10 +210,12 @@ cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
         if (consumers == 3)
-            return bn == 64 ? wg::launch_bn<F, 64, 3>(p, mp, grid, s)
-                            : wg::launch_bn<F, 128, 3>(p, mp, grid, s);
-        return bn == 64 ? wg::launch_bn<F, 64, 2>(p, mp, grid, s)
-                        : wg::launch_bn<F, 128, 2>(p, mp, grid, s);
+            return bn == 64    ? wg::launch_bn<F, 64, 3>(p, mp, grid, s)
+                   : bn == 128 ? wg::launch_bn<F, 128, 3>(p, mp, grid, s)
+                               : cudaErrorInvalidValue; /* refused by the tuning check */
+        return bn == 64    ? wg::launch_bn<F, 64, 2>(p, mp, grid, s)
+               : bn == 128 ? wg::launch_bn<F, 128, 2>(p, mp, grid, s)
+                           : wg::launch_bn<F, 256, 2>(p, mp, grid, s);
     });
 }
 

@@ -1,6 +1,9 @@
 /* gemm_wgmma_mma.cuh - wgmma.mma_async m64nNk16 bf16 -> f32 with the A
  * operand in registers (4 per thread, the mma.m16n8k16 A fragment of the
- * warp's 16 rows) and B by shared-memory descriptor, N = 64 and 128. The
+ * warp's 16 rows) and B by shared-memory descriptor, N = 64 and 128; N =
+ * 256 as two N = 128 products on the same A fragment (B's rows 128..255
+ * start 128 rows of 128 bytes further: 16 KB, a whole number of swizzle
+ * atoms, so the descriptor's address field just moves on). The
  * accumulator of N8 chunk q is d[4q..4q+3]: (row g, cols 8q + 2t, +1) and
  * (row g + 8, the same cols), g = lane / 4, t = lane % 4. Needs sm_90a. */
 #pragma once
@@ -48,10 +51,15 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4
 template <int BN>
 __device__ __forceinline__ void wgmma_bn(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t desc)
 {
-    if constexpr (BN == 64)
+    static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma N");
+    if constexpr (BN == 64) {
         wgmma_n64(d, a, desc);
-    else
+    } else if constexpr (BN == 128) {
         wgmma_n128(d, a, desc);
+    } else {
+        wgmma_n128(*reinterpret_cast<float(*)[64]>(&d[0]), a, desc);
+        wgmma_n128(*reinterpret_cast<float(*)[64]>(&d[64]), a, desc + ((128 * 128) >> 4));
+    }
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

@@ -15,9 +15,11 @@ namespace bfpgemm {
 namespace wg {
 
 /* C consumer warpgroups + the producer warpgroup */
-constexpr int threads(int c) { return 128 * (1 + c); }
-constexpr int STAGES = 6;
+__host__ __device__ constexpr int threads(int c) { return 128 * (1 + c); }
 constexpr int ALIGN = 1024; /* the 128-byte swizzle's atom */
+/* stages of the ring: 6, or 5 at BN = 256, whose 38 KB stages would not
+ * fit 6 times in an SM's 227 KB */
+__host__ __device__ constexpr int stages(int bn) { return bn > 128 ? 5 : 6; }
 
 template <int F, int BN, int C>
 struct Stage {
@@ -28,6 +30,7 @@ struct Stage {
     static constexpr int SCALES = CODES + R * 512; /* TMA destinations: 128-byte aligned */
     static constexpr int CORR = SCALES + R * SCB;
     static constexpr int BYTES = (CORR + R * CRB + ALIGN - 1) / ALIGN * ALIGN;
+    static constexpr int N = stages(BN);
     static constexpr uint32_t W_TX = R * (512 + SCB + CRB);
     static constexpr uint32_t X_TX = BN * 128;
     static_assert(SCALES % 128 == 0 && CORR % 128 == 0, "TMA destination alignment");
@@ -46,7 +49,7 @@ __device__ __forceinline__ void named_sync(int id, int n)
 
 /* One CTA tile's run through the ring: x rows m0.., k tiles kt0 ..
  * kt0 + nkt - 1, in ring steps base .. base + nkt - 1 (step g in stage
- * g % STAGES, phase g / STAGES) */
+ * g % N, phase g / N, N the ring's stages) */
 struct WgSpan {
     int m0, kt0, nkt, base;
 };
@@ -72,10 +75,10 @@ __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring,
     if (src.x_vec && tid != 0)
         return;
     for (int i = 0; i < sp.nkt; i++) {
-        const int g = sp.base + i, s = g % STAGES, kt = sp.kt0 + i;
+        const int g = sp.base + i, s = g % S::N, kt = sp.kt0 + i;
         const uint32_t sb = ring_a + s * S::BYTES, fb = full + 8 * s;
-        if (g >= STAGES)
-            mbar_wait(empty + 8 * s, (uint32_t)(g / STAGES - 1) & 1u);
+        if (g >= S::N)
+            mbar_wait(empty + 8 * s, (uint32_t)(g / S::N - 1) & 1u);
         if (src.x_vec) {
             mbar_expect(fb, S::X_TX + S::W_TX);
             tma_2d(sb + S::X, *src.x, kt * 64, sp.m0, fb);
@@ -161,16 +164,16 @@ __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, u
     using S = Stage<F, BN, C>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a[4][4], an[4][4];
-    const int s0 = sp.base % STAGES;
-    mbar_wait(full + 8 * s0, (uint32_t)(sp.base / STAGES) & 1u);
+    const int s0 = sp.base % S::N;
+    mbar_wait(full + 8 * s0, (uint32_t)(sp.base / S::N) & 1u);
     decode_stage<F, S::SCB, S::CRB>(ring + s0 * S::BYTES, S::CODES, S::SCALES, S::CORR, u, lane,
                                     mx_fold, a);
     for (int i = 0; i < sp.nkt; i++) {
-        const int s = (sp.base + i) % STAGES;
+        const int s = (sp.base + i) % S::N;
         issue_tile<BN>(acc, a, ring_a + s * S::BYTES + S::X);
         if (i + 1 < sp.nkt) {
-            const int g1 = sp.base + i + 1, s1 = g1 % STAGES;
-            mbar_wait(full + 8 * s1, (uint32_t)(g1 / STAGES) & 1u);
+            const int g1 = sp.base + i + 1, s1 = g1 % S::N;
+            mbar_wait(full + 8 * s1, (uint32_t)(g1 / S::N) & 1u);
             decode_stage<F, S::SCB, S::CRB>(ring + s1 * S::BYTES, S::CODES, S::SCALES, S::CORR,
                                             u, lane, mx_fold, an);
         }
@@ -206,17 +209,17 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a0[4][4], a1[4][4] = {};
     auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
-        const int g = sp.base + i, s = g % STAGES;
-        mbar_wait(full + 8 * s, (uint32_t)(g / STAGES) & 1u);
+        const int g = sp.base + i, s = g % S::N;
+        mbar_wait(full + 8 * s, (uint32_t)(g / S::N) & 1u);
         decode_stage<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u,
                                         lane, mx_fold, a);
     };
     auto release = [&](int i) {
         __syncwarp();
         if (lane == 0)
-            mbar_arrive(empty + 8 * ((sp.base + i) % STAGES));
+            mbar_arrive(empty + 8 * ((sp.base + i) % S::N));
     };
-    auto xb = [&](int i) { return ring_a + ((sp.base + i) % STAGES) * S::BYTES + S::X; };
+    auto xb = [&](int i) { return ring_a + ((sp.base + i) % S::N) * S::BYTES + S::X; };
     wait_decode(0, a0);
     for (int i = 0; i < sp.nkt; i += 2) {
         issue_tile<BN>(acc, a0, xb(i));
@@ -274,12 +277,12 @@ __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
 }
 
 /* the ring's barriers: full (one arrival, the producer's, plus the bytes)
- * and empty (one arrival per consumer warp); one thread, before the
- * CTA's first __syncthreads */
-template <int C>
+ * and empty (one arrival per consumer warp), for N stages; one thread,
+ * before the CTA's first __syncthreads */
+template <int C, int N>
 __device__ __forceinline__ void init_ring_barriers(uint32_t full, uint32_t empty)
 {
-    for (int s = 0; s < STAGES; s++) {
+    for (int s = 0; s < N; s++) {
         mbar_init<1>(full + 8 * s);
         mbar_init<4 * C>(empty + 8 * s);
     }
