@@ -293,8 +293,9 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
 }
 
 /* The wgmma kernel's plan: CTAs of wg_row_tiles(consumers) row tiles of W
- * by bn rows of x (the tuning's wgmma_bn, 0: 64 up to m = 64, else 128), K
- * split by pick_splits (one CTA per SM); consumers from the tuning (0: 2) */
+ * by bn rows of x (the tuning's wgmma_bn; 0: 64 up to m = 64, 128 up to
+ * WG_BN128_MAX_M, then 256 with 2 consumers), K split by pick_splits (one
+ * CTA per SM); consumers from the tuning (0: 2) */
 struct WgPlan {
     int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
@@ -303,11 +304,20 @@ struct WgPlan {
 
 bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
 
+/* Above this m the default takes CTAs of 256 rows of x: on an H100 they
+ * took 0.72-0.84x the time of 128-row CTAs at m = 1024 and 4096 and
+ * 1.2-2.1x at m = 128 and 256, where 256-row CTAs leave SMs idle
+ * (bench/results/h100-wgmma-bn256-5845ade.json, docs/gemm.md). */
+constexpr size_t WG_BN128_MAX_M = 256;
+
 WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     WgPlan P;
-    P.bn = t.wgmma_bn ? t.wgmma_bn : m <= 64 ? 64 : 128;
     P.consumers = t.wgmma_consumers ? t.wgmma_consumers : 2;
+    P.bn = t.wgmma_bn                                  ? t.wgmma_bn
+           : m <= 64                                   ? 64
+           : m <= WG_BN128_MAX_M || P.consumers == 3 ? 128
+                                                       : 256;
     P.mchunks = (int)((m + P.bn - 1) / P.bn);
     const size_t rt = (size_t)wg_row_tiles(P.consumers);
     P.ctas_n = (unsigned)((w->tiles_n + rt - 1) / rt);
@@ -734,9 +744,11 @@ constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 *
 constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
 /* Rows of x up to which AUTO takes the wgmma kernel above FUSED_MAX_M
- * (Hopper only): where it beat dequant + cuBLAS on the H200 (docs/gemm.md,
- * bench/results/h200-gemm-wgmma.json). */
-constexpr size_t WGMMA_MAX_M = 256;
+ * (Hopper only): where it beat dequant + cuBLAS, up to 256 with 128-row
+ * CTAs on the H200 (bench/results/h200-gemm-wgmma.json), at 1024 with
+ * 256-row CTAs on an H100 (0.69-0.94x its time, mxfp4 and nvfp4+ on the
+ * three shapes; at 4096 0.88-1.10x, mixed, so not there; docs/gemm.md). */
+constexpr size_t WGMMA_MAX_M = 1024;
 
 /* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^22 elements
  * and at m = 2..8 from 2^25 up to where the skinny kernel takes over. On the
