@@ -347,7 +347,7 @@ static void auto_rule_case(void)
     CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, n / 32, k, &w22) == BFP_OK, "upload 2^22");
     if (!big || !small || !mid || !w22 || !w25)
         goto out;
-    /* above m = 32: the wgmma kernel up to 256 on Hopper, else dequant + cuBLAS */
+    /* above m = 32: the wgmma kernel up to 1024 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
     const bfp_matmul_path F = BFP_MATMUL_FUSED, G = BFP_MATMUL_GEMV;
     const bfp_matmul_path mid_rule[6] = {G, G, G, G, G, F}, w25_rule[6] = {F, G, G, G, G, F},
@@ -358,11 +358,13 @@ static void auto_rule_case(void)
     check_auto(big, BIG_RULE_MXFP4, "AUTO's path choice at 2^27");
     CHECK(bfp_cuda_matmul_auto_path(big, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 256) == mid_path &&
-              bfp_cuda_matmul_auto_path(big, 257) == BFP_MATMUL_DEQUANT_CUBLAS &&
+              bfp_cuda_matmul_auto_path(big, 257) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 1024) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 1025) == BFP_MATMUL_DEQUANT_CUBLAS &&
               bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 32) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
-              bfp_cuda_matmul_auto_path(small, 257) == BFP_MATMUL_DEQUANT_CUBLAS,
+              bfp_cuda_matmul_auto_path(small, 1025) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
     /* gemv_pdl = 1: the GEMV kernel at every m <= 16 on Hopper */
     const bfp_matmul_tuning pdl = {.gemv_pdl = 1};
@@ -800,6 +802,7 @@ int main(void)
             continue;
         run_case(f, 4096, 96, 256, 1, 1, 0, BFP_MATMUL_AUTO); /* m chunks / cuBLAS */
         run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);  /* AUTO's wgmma range */
+        run_case(f, 600, 200, 700, 1, 1, 0, BFP_MATMUL_AUTO); /* its 256-row CTAs */
         run_case(f, 600, 80, 320, 0, 0, 0, BFP_MATMUL_FUSED); /* several m chunks */
         run_case(f, 600, 80, 320, 0, 1, 0, BFP_MATMUL_WGMMA); /* several m chunks */
         nan_case(f, BFP_MATMUL_FUSED);
