@@ -223,8 +223,10 @@ static void unpack_case(bfp_format f, size_t n, size_t k, int random_bytes)
               pass ? "bf16" : "f32", bad, first / k, first % k);
     }
     if (dw) {
+        /* past AUTO's last kernel range (the wgmma kernel's, to m = 1024) the
+         * size no longer depends on m */
         size_t most = bfp_cuda_matmul_workspace_size_max(dw), want = 0;
-        for (size_t m = 1; m <= 600; m++) {
+        for (size_t m = 1; m <= 1100; m++) {
             size_t b = bfp_cuda_matmul_workspace_size(dw, m, BFP_MATMUL_AUTO);
             want = b > want ? b : want;
         }
