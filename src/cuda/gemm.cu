@@ -294,8 +294,9 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
 
 /* The wgmma kernel's plan: CTAs of wg_row_tiles(consumers) row tiles of W
  * by bn rows of x (the tuning's wgmma_bn; 0: 64 up to m = 64, 128 up to
- * WG_BN128_MAX_M, then 256 with 2 consumers), K split by pick_splits (one
- * CTA per SM); consumers from the tuning (0: 2) */
+ * WG_BN128_MAX_M, then 256 with 2 consumers when that still makes at least
+ * half as many CTAs as SMs), K split by pick_splits (one CTA per SM);
+ * consumers from the tuning (0: 2) */
 struct WgPlan {
     int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
@@ -304,23 +305,24 @@ struct WgPlan {
 
 bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
 
-/* Above this m the default takes CTAs of 256 rows of x: on an H100 they
- * took 0.72-0.84x the time of 128-row CTAs at m = 1024 and 4096 and
- * 1.2-2.1x at m = 128 and 256, where 256-row CTAs leave SMs idle
- * (bench/results/h100-wgmma-bn256-5845ade.json, docs/gemm.md). */
+/* Above this m the default takes CTAs of 256 rows of x when they make at
+ * least half as many CTAs as SMs: on an H100 they took 0.65-0.93x the time
+ * of 128-row CTAs at m = 512..4096 on five shapes, 1.2-2.1x at m = 128 and
+ * 256, and 1.3-1.6x at m = 512 on 4096 x 14336 (64 CTAs on 132 SMs;
+ * bench/results/h100-wgmma-bn256-5845ade.json, h100-wgmma-auto-f974e82.json,
+ * docs/gemm.md). */
 constexpr size_t WG_BN128_MAX_M = 256;
 
 WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     WgPlan P;
     P.consumers = t.wgmma_consumers ? t.wgmma_consumers : 2;
-    P.bn = t.wgmma_bn                                  ? t.wgmma_bn
-           : m <= 64                                   ? 64
-           : m <= WG_BN128_MAX_M || P.consumers == 3 ? 128
-                                                       : 256;
-    P.mchunks = (int)((m + P.bn - 1) / P.bn);
     const size_t rt = (size_t)wg_row_tiles(P.consumers);
     P.ctas_n = (unsigned)((w->tiles_n + rt - 1) / rt);
+    const bool wide = m > WG_BN128_MAX_M && P.consumers == 2 &&
+                      2 * (size_t)P.ctas_n * ((m + 255) / 256) >= (size_t)w->sms;
+    P.bn = t.wgmma_bn ? t.wgmma_bn : m <= 64 ? 64 : wide ? 256 : 128;
+    P.mchunks = (int)((m + P.bn - 1) / P.bn);
     const size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
     size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
@@ -745,9 +747,10 @@ constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
 /* Rows of x up to which AUTO takes the wgmma kernel above FUSED_MAX_M
  * (Hopper only): where it beat dequant + cuBLAS, up to 256 with 128-row
- * CTAs on the H200 (bench/results/h200-gemm-wgmma.json), at 1024 with
- * 256-row CTAs on an H100 (0.69-0.94x its time, mxfp4 and nvfp4+ on the
- * three shapes; at 4096 0.88-1.10x, mixed, so not there; docs/gemm.md). */
+ * CTAs on the H200 (bench/results/h200-gemm-wgmma.json), at m = 512 and
+ * 1024 with the plan's CTAs on an H100 (0.56-0.99x its time, mxfp4 and
+ * nvfp4+ on five shapes; at 2048 and 4096 mixed, 0.85-1.23x, so not
+ * there; bench/results/h100-wgmma-auto-f974e82.json, docs/gemm.md). */
 constexpr size_t WGMMA_MAX_M = 1024;
 
 /* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^22 elements
