@@ -770,7 +770,10 @@ typedef struct {
                          2 consumer warpgroups only: each decoded tile of W
                          then feeds two n128 products, half the decode per
                          multiply-add); 0: the default (64 up to m = 64,
-                         else 128) */
+                         128 up to 256, then 256 while that leaves at least
+                         half as many CTAs as SMs). Also the grouped wgmma
+                         kernel's rows of an expert's x per tile (0 there:
+                         64 or 128 by rows per expert) */
 } bfp_matmul_tuning;
 
 /**

@@ -4,8 +4,9 @@
  * counts, shapes off the tiles, bias; ||y - ref|| / ||ref|| < 5e-3 over
  * each expert's rows, no NaN, y poisoned with NaN before each call; a
  * second call on the used workspace; argument checks (wrong buffer, short
- * workspace, NULLs). On Hopper every case runs four times: the default
- * and each kernel forced (tuning grouped_kernel = 1, 2, 3); elsewhere the
+ * workspace, NULLs). On Hopper every case runs five times: the default,
+ * each kernel forced (tuning grouped_kernel = 1, 2, 3) and the wgmma
+ * kernel with 256-row m tiles (wgmma_bn = 256); elsewhere the
  * wgmma and GEMV kernels must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
  * sanitizer runs). */
@@ -223,10 +224,14 @@ int main(void)
     CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     const int hopper = major == 9 && minor == 0;
     static const bfp_matmul_tuning unit = {.grouped_kernel = 1}, wgmma = {.grouped_kernel = 2},
-                                   gemv = {.grouped_kernel = 3};
-    /* off Hopper the default is the unit kernel: one pass */
-    for (int pass = 0; pass < (hopper ? 4 : 1); pass++) {
-        tune = pass == 0 ? NULL : pass == 1 ? &unit : pass == 2 ? &wgmma : &gemv;
+                                   gemv = {.grouped_kernel = 3},
+                                   wgmma256 = {.grouped_kernel = 2, .wgmma_bn = 256};
+    /* off Hopper the default is the unit kernel: one pass; on Hopper the
+     * wgmma kernel also with 256-row m tiles (4 stages, the epilogue in
+     * two halves, registers moved by setmaxnreg) */
+    const bfp_matmul_tuning *passes[] = {NULL, &unit, &wgmma, &gemv, &wgmma256};
+    for (int pass = 0; pass < (hopper ? 5 : 1); pass++) {
+        tune = passes[pass];
         run_cases(quick);
     }
     if (!hopper) {

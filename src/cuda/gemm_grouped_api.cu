@@ -143,7 +143,8 @@ GroupedGemvPlan plan_grouped_gemv(const bfp_cuda_grouped_weight *w, size_t t_row
 }
 
 /* The wgmma kernel: bn rows of an expert's x per tile (64 when an active
- * expert has at most 64 rows on average), CTA columns of 128 rows of W, and
+ * expert has at most 64 rows on average, else 128; the tuning's wgmma_bn
+ * when set, 256 among them), CTA columns of 128 rows of W, and
  * a grid of one CTA per SM, or fewer when the tiles are fewer (at most
  * ceil(T / bn) + min(E, T) m tiles, each expert's last one partial). */
 struct GroupedWgPlan {
@@ -151,11 +152,12 @@ struct GroupedWgPlan {
     unsigned grid;
 };
 
-GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows)
+GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows,
+                                 const bfp_matmul_tuning *tu)
 {
     GroupedWgPlan P;
     const size_t active = g_active(w, t_rows);
-    P.bn = g_mean_rows(w, t_rows) <= 64 ? 64 : 128;
+    P.bn = tu && tu->wgmma_bn ? tu->wgmma_bn : g_mean_rows(w, t_rows) <= 64 ? 64 : 128;
     const size_t rt = (size_t)wg_row_tiles(2);
     P.cols = (int)((w->tiles_n + rt - 1) / rt);
     const size_t tiles = ((t_rows + P.bn - 1) / P.bn + active) * (size_t)P.cols;
@@ -211,13 +213,13 @@ GroupedParams grouped_params(const bfp_cuda_grouped_weight *w, const void *d_x, 
 
 bfp_status run_grouped_wgmma(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
                              const int32_t *d_offsets, const void *d_bias, void *d_y,
-                             cudaStream_t s)
+                             const bfp_matmul_tuning *tuning, cudaStream_t s)
 {
     if (!w->wg_ok)
         return BFP_ERR_UNSUPPORTED;
     if (t_rows > INT32_MAX || t_rows > SIZE_MAX / 4 / w->n)
         return BFP_ERR_SHAPE;
-    const GroupedWgPlan P = plan_grouped_wgmma(w, t_rows);
+    const GroupedWgPlan P = plan_grouped_wgmma(w, t_rows, tuning);
     GroupedParams p = grouped_params(w, d_x, t_rows, d_offsets, d_bias, d_y);
     p.cols = P.cols;
     GroupedWgMaps maps = w->wg;
@@ -376,7 +378,7 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return run_grouped_gemv(w, d_x, t_rows, d_offsets, d_bias, d_y, d_workspace,
                                 workspace_bytes, static_cast<cudaStream_t>(stream));
     if (wants_wgmma(w, t_rows, tuning))
-        return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y,
+        return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y, tuning,
                                  static_cast<cudaStream_t>(stream));
     GroupedPlan P = plan_grouped(w, t_rows, tuning ? *tuning : G_DEFAULTS);
     if (!P.ok)

@@ -25,8 +25,19 @@ namespace gw {
 using namespace wg;
 constexpr int C = 2; /* consumer warpgroups */
 
+/* The ring's stages and the epilogue tile's rows of x: at BN = 256 the
+ * default 5 stages and a whole 256-row tile would not fit 227 KB, so the
+ * ring has 4 and the tile 128 rows, filled and written twice per tile */
+__host__ __device__ constexpr int g_stages(int bn) { return bn > 128 ? 4 : stages(bn); }
+__host__ __device__ constexpr int g_epi_rows(int bn) { return bn > 128 ? 128 : bn; }
 template <int F, int BN>
-constexpr int smem_bytes() { return Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES + BN * tile_ld(C) * 4 + ALIGN; }
+using GStage = Stage<F, BN, C, g_stages(BN)>;
+
+template <int F, int BN>
+constexpr int smem_bytes()
+{
+    return GStage<F, BN>::N * GStage<F, BN>::BYTES + g_epi_rows(BN) * tile_ld(C) * 4 + ALIGN;
+}
 
 /* the tile's rows to y: bias, tensor scale, rows of expert e below m1 */
 template <int BN>
@@ -42,47 +53,118 @@ __device__ void g_epilogue(const GroupedParams &p, int e, int m0, int m1, int n0
     }
 }
 
+/* Tile t of the walk: its expert, CTA column, end row and ring span
+ * (steps: the ring steps of the tiles before) */
+struct GTile {
+    int e, col, rb;
+    WgSpan sp;
+};
+template <int BN>
+__device__ __forceinline__ GTile tile_at(const GroupedParams &p, const int *upre, long long t,
+                                         int step)
+{
+    GTile g;
+    const int j = (int)(t / p.cols);
+    g.col = (int)(t % p.cols);
+    g.e = expert_of(upre, p.e_count, j);
+    int ra;
+    expert_rows(p, g.e, &ra, &g.rb);
+    g.sp = WgSpan{ra + (j - upre[g.e]) * BN, 0, p.tiles_k, step};
+    return g;
+}
+
+template <int F, int BN>
+__device__ __forceinline__ void produce_tile(const GroupedParams &p, const GroupedWgMaps &mp,
+                                             const GTile &g, unsigned char *ring, uint32_t full,
+                                             uint32_t empty, int tid)
+{
+    using S = GStage<F, BN>;
+    const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
+                       p.t_rows, p.k, p.x_vec, g.col * S::R, g.e};
+    produce<F, BN, C, S::N>(src, g.sp, ring, full, empty, tid);
+}
+
+/* a consumer's part of tile g: the mainloop, then y through the epilogue
+ * tile (twice, a half of x's rows each, when the tile is smaller) */
+template <int F, int BN>
+__device__ __forceinline__ void consume_tile(const GroupedParams &p, const GTile &g,
+                                             unsigned char *ring, float *tile, uint32_t full,
+                                             uint32_t empty, int u, int lane)
+{
+    using S = GStage<F, BN>;
+    constexpr int ER = g_epi_rows(BN);
+    const ExpertScales es = expert_scales<F>(p.base + (size_t)g.e * p.stride);
+    float acc[BN / 2];
+    consume<F, BN, C, S::N>(1, es.fold, g.sp, ring, full, empty, u, lane, acc);
+    named_sync(2, 128 * C); /* every consumer is done with the previous tile's */
+    stash_tile<BN, C, 0, ER>(acc, es.post, u, lane, tile);
+    named_sync(2, 128 * C);
+    g_epilogue<ER>(p, g.e, g.sp.m0, g.rb, g.col * wrows(C), es.ts, tile, threadIdx.x - 128);
+    if constexpr (BN > ER) {
+        named_sync(2, 128 * C);
+        stash_tile<BN, C, ER, ER>(acc, es.post, u, lane, tile);
+        named_sync(2, 128 * C);
+        g_epilogue<ER>(p, g.e, g.sp.m0 + ER, g.rb, g.col * wrows(C), es.ts, tile,
+                       threadIdx.x - 128);
+    }
+}
+
 template <int F, int BN>
 __global__ void __launch_bounds__(threads(C), 1)
     gemm_grouped_wgmma_kernel(const GroupedParams p, const __grid_constant__ GroupedWgMaps mp)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = Stage<F, BN, C>;
+    using S = GStage<F, BN>;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full_bar[S::N], empty_bar[S::N];
     __shared__ int upre[G_MAX_EXPERTS + 1]; /* m tiles before expert e */
-    const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
-    if (threadIdx.x < 32)
-        count_units(p, BN, 1, INT_MAX, upre, lane);
-    if (threadIdx.x == 0)
-        init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
-    __syncthreads();
-    unsigned char *ring = ring_start(smem);
-    float *tile = reinterpret_cast<float *>(ring + S::N * S::BYTES);
-    const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
-    const long long tiles = (long long)upre[p.e_count] * p.cols;
-    int step = 0; /* ring steps of the tiles before */
-    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int j = (int)(t / p.cols), col = (int)(t % p.cols);
-        const int e = expert_of(upre, p.e_count, j);
-        int ra, rb;
-        expert_rows(p, e, &ra, &rb);
-        const WgSpan sp = {ra + (j - upre[e]) * BN, 0, p.tiles_k, step};
-        step += p.tiles_k;
-        if (wgi == 0) {
-            const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
-                               p.t_rows, p.k, p.x_vec, col * S::R, e};
-            produce<F, BN, C>(src, sp, ring, full, empty, tid);
-            continue;
+    if constexpr (moves_regs(BN, C)) {
+        /* registers move: the two sides part after the prologue for good
+         * (code after a join would run under the producer's count) and
+         * compute what they need after the move */
+        if (threadIdx.x < 32)
+            count_units(p, BN, 1, INT_MAX, upre, threadIdx.x & 31);
+        if (threadIdx.x == 0)
+            init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
+        __syncthreads();
+        const long long tiles = (long long)upre[p.e_count] * p.cols;
+        if (threadIdx.x < 128) {
+            regs_dec<P_REGS>();
+            unsigned char *ring = ring_start(smem);
+            for (long long t = blockIdx.x, step = 0; t < tiles; t += gridDim.x, step += p.tiles_k)
+                produce_tile<F, BN>(p, mp, tile_at<BN>(p, upre, t, (int)step), ring,
+                                    smem_addr(full_bar), smem_addr(empty_bar), threadIdx.x);
+            return;
         }
-        const ExpertScales es = expert_scales<F>(p.base + (size_t)e * p.stride);
-        const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
-        float acc[BN / 2];
-        consume<F, BN, C>(1, es.fold, sp, ring, full, empty, u, lane, acc);
-        named_sync(2, 128 * C); /* every consumer is done with the previous tile's */
-        stash_tile<BN, C>(acc, es.post, u, lane, tile);
-        named_sync(2, 128 * C);
-        g_epilogue<BN>(p, e, sp.m0, rb, col * wrows(C), es.ts, tile, threadIdx.x - 128);
+        regs_inc<consumer_regs(C)>();
+        unsigned char *ring = ring_start(smem);
+        const int u = (threadIdx.x - 128) >> 5; /* this warp's W row tile in the CTA */
+        for (long long t = blockIdx.x, step = 0; t < tiles; t += gridDim.x, step += p.tiles_k)
+            consume_tile<F, BN>(p, tile_at<BN>(p, upre, t, (int)step), ring,
+                                reinterpret_cast<float *>(ring + S::N * S::BYTES),
+                                smem_addr(full_bar), smem_addr(empty_bar), u, threadIdx.x & 31);
+    } else {
+        const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
+        if (threadIdx.x < 32)
+            count_units(p, BN, 1, INT_MAX, upre, lane);
+        if (threadIdx.x == 0)
+            init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
+        __syncthreads();
+        unsigned char *ring = ring_start(smem);
+        float *tile = reinterpret_cast<float *>(ring + S::N * S::BYTES);
+        const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
+        const long long tiles = (long long)upre[p.e_count] * p.cols;
+        int step = 0; /* ring steps of the tiles before */
+        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const GTile g = tile_at<BN>(p, upre, t, step);
+            step += p.tiles_k;
+            if (wgi == 0) {
+                produce_tile<F, BN>(p, mp, g, ring, full, empty, tid);
+                continue;
+            }
+            const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
+            consume_tile<F, BN>(p, g, ring, tile, full, empty, u, lane);
+        }
     }
 #elif defined(__CUDA_ARCH__)
     __trap(); /* built without sm_90a: never a silent wrong answer */
@@ -114,8 +196,9 @@ cudaError_t launch_grouped_wgmma(int fmt_kind, const GroupedParams &p, const Gro
 {
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
-        return bn == 64 ? gw::launch_bn<F, 64>(p, mp, grid, s)
-                        : gw::launch_bn<F, 128>(p, mp, grid, s);
+        return bn == 64    ? gw::launch_bn<F, 64>(p, mp, grid, s)
+               : bn == 128 ? gw::launch_bn<F, 128>(p, mp, grid, s)
+                           : gw::launch_bn<F, 256>(p, mp, grid, s);
     });
 }
 

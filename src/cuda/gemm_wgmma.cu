@@ -36,18 +36,6 @@
 namespace bfpgemm {
 namespace wg {
 
-/* Registers moved by setmaxnreg where the launch's share is too small for a
- * consumer: C = 3 (512 threads get 128 each) and BN = 256 (384 threads get
- * 168; a consumer holds 128 accumulators and two fragment sets). The
- * producer keeps P_REGS per thread (32 made its staging of x spill), a
- * consumer takes what the producer gave up (ptxas gives a kernel with
- * setmaxnreg its launch bound's count, 65536 / threads rounded down to 8) */
-constexpr int P_REGS = 40;
-__host__ __device__ constexpr int launch_regs(int c) { return 65536 / threads(c) / 8 * 8; }
-__host__ __device__ constexpr int consumer_regs(int c) { return launch_regs(c) + (launch_regs(c) - P_REGS) / c / 8 * 8; }
-__host__ __device__ constexpr bool moves_regs(int bn, int c) { return c == 3 || bn == 256; }
-static_assert(consumer_regs(3) == 152 && consumer_regs(2) == 232, "the CTA's registers");
-
 template <int F, int BN, int C>
 constexpr int smem_bytes() { return Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES + ALIGN; }
 
@@ -130,12 +118,6 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
     if (ctid == 0)
         *ctr = 0u;
 }
-
-/* setmaxnreg: a whole warpgroup, the same count */
-template <int N>
-__device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
-template <int N>
-__device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
 
 template <int F, int BN, int C>
 __global__ void __launch_bounds__(threads(C), 1)

@@ -21,7 +21,9 @@ constexpr int ALIGN = 1024; /* the 128-byte swizzle's atom */
  * fit 6 times in an SM's 227 KB */
 __host__ __device__ constexpr int stages(int bn) { return bn > 128 ? 5 : 6; }
 
-template <int F, int BN, int C>
+/* NS: the ring's stages (the default, or fewer where something else
+ * shares the SM's shared memory: the grouped kernel's epilogue tile) */
+template <int F, int BN, int C, int NS = stages(BN)>
 struct Stage {
     static constexpr int R = wg_row_tiles(C);
     static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
@@ -30,7 +32,7 @@ struct Stage {
     static constexpr int SCALES = CODES + R * 512; /* TMA destinations: 128-byte aligned */
     static constexpr int CORR = SCALES + R * SCB;
     static constexpr int BYTES = (CORR + R * CRB + ALIGN - 1) / ALIGN * ALIGN;
-    static constexpr int N = stages(BN);
+    static constexpr int N = NS;
     static constexpr uint32_t W_TX = R * (512 + SCB + CRB);
     static constexpr uint32_t X_TX = BN * 128;
     static_assert(SCALES % 128 == 0 && CORR % 128 == 0, "TMA destination alignment");
@@ -40,6 +42,29 @@ struct Stage {
  * 32, so the fragment stores hit 32 banks */
 __host__ __device__ constexpr int wrows(int c) { return 16 * wg_row_tiles(c); }
 __host__ __device__ constexpr int tile_ld(int c) { return wrows(c) + 4; }
+
+/* Registers moved by setmaxnreg where the launch's share is too small for a
+ * consumer: C = 3 (512 threads get 128 each) and BN = 256 (384 threads get
+ * 168; a consumer holds 128 accumulators and two fragment sets). The
+ * producer keeps P_REGS per thread (32 made its staging of x spill), a
+ * consumer takes what the producer gave up (ptxas gives a kernel with
+ * setmaxnreg its launch bound's count, 65536 / threads rounded down to 8).
+ * A value live across the move is kept in local memory (the two sides have
+ * different counts), so each side computes what it needs after it. */
+constexpr int P_REGS = 40;
+__host__ __device__ constexpr int launch_regs(int c) { return 65536 / threads(c) / 8 * 8; }
+__host__ __device__ constexpr int consumer_regs(int c)
+{
+    return launch_regs(c) + (launch_regs(c) - P_REGS) / c / 8 * 8;
+}
+__host__ __device__ constexpr bool moves_regs(int bn, int c) { return c == 3 || bn == 256; }
+static_assert(consumer_regs(3) == 152 && consumer_regs(2) == 232, "the CTA's registers");
+
+/* setmaxnreg: a whole warpgroup, the same count */
+template <int N>
+__device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
 
 /* named barrier id among n threads (0 is __syncthreads') */
 __device__ __forceinline__ void named_sync(int id, int n)
@@ -66,11 +91,11 @@ struct WgSrc {
 
 /* Producer: the span's k tiles into the ring. One thread with TMA when x
  * is TMA-readable; else all 128 threads of the warpgroup stage x by loads. */
-template <int F, int BN, int C>
+template <int F, int BN, int C, int NS = stages(BN)>
 __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring, uint32_t full,
                         uint32_t empty, int tid)
 {
-    using S = Stage<F, BN, C>;
+    using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
     if (src.x_vec && tid != 0)
         return;
@@ -156,12 +181,12 @@ __device__ __forceinline__ void issue_tile(float (&acc)[BN / 2], const uint32_t 
 
 /* The consumer mainloop that waits for each k tile's group: issue tile i,
  * decode tile i + 1 while it runs, wait for it, free its stage. */
-template <int F, int BN, int C>
+template <int F, int BN, int C, int NS>
 __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, unsigned char *ring,
                                                 uint32_t full, uint32_t empty, int u, int lane,
                                                 float (&acc)[BN / 2])
 {
-    using S = Stage<F, BN, C>;
+    using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a[4][4], an[4][4];
     const int s0 = sp.base % S::N;
@@ -199,13 +224,13 @@ __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, u
  * tile i + 1 into the fragments tile i - 1 used, and so on; the two
  * fragment sets alternate by hand (a0: even tiles, a1: odd), each kept live
  * past the wait that ends its group. */
-template <int F, int BN, int C>
+template <int F, int BN, int C, int NS>
 __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp,
                                                    unsigned char *ring, uint32_t full,
                                                    uint32_t empty, int u, int lane,
                                                    float (&acc)[BN / 2])
 {
-    using S = Stage<F, BN, C>;
+    using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a0[4][4], a1[4][4] = {};
     auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
@@ -246,23 +271,25 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
 
 /* The accumulators times post into tile [x row][W row] (row pitch
  * tile_ld(C)): acc[4q + e] is W row 16 u + g + 8 (e / 2) and x row
- * 8 q + 2 t + e % 2 of the CTA's tile. The caller syncs the consumers
- * before (the tile is free) and after (the tile is whole). */
-template <int BN, int C>
+ * 8 q + 2 t + e % 2 of the CTA's tile; ROWS rows of x from row R0 (the
+ * whole tile by default, or a part of it into a smaller tile). The caller
+ * syncs the consumers before (the tile is free) and after (it is whole). */
+template <int BN, int C, int R0 = 0, int ROWS = BN>
 __device__ __forceinline__ void stash_tile(const float (&acc)[BN / 2], float post, int u, int lane,
                                            float *tile)
 {
+    static_assert(R0 % 8 == 0 && ROWS % 8 == 0 && R0 + ROWS <= BN, "whole n8 chunks");
     const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int q = 0; q < BN / 8; q++)
+    for (int q = R0 / 8; q < (R0 + ROWS) / 8; q++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            tile[(8 * q + 2 * t + (e & 1)) * tile_ld(C) + 16 * u + g + 8 * (e >> 1)] =
+            tile[(8 * q - R0 + 2 * t + (e & 1)) * tile_ld(C) + 16 * u + g + 8 * (e >> 1)] =
                 acc[4 * q + e] * post;
 }
 
 /* run a consumer mainloop (pipe: the pipelined one) into acc, zeroed first */
-template <int F, int BN, int C>
+template <int F, int BN, int C, int NS = stages(BN)>
 __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
                                         unsigned char *ring, uint32_t full, uint32_t empty, int u,
                                         int lane, float (&acc)[BN / 2])
@@ -271,9 +298,9 @@ __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
     if (pipe)
-        mainloop_pipelined<F, BN, C>(mx_fold, sp, ring, full, empty, u, lane, acc);
+        mainloop_pipelined<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
     else
-        mainloop_serial<F, BN, C>(mx_fold, sp, ring, full, empty, u, lane, acc);
+        mainloop_serial<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
 }
 
 /* the ring's barriers: full (one arrival, the producer's, plus the bytes)
