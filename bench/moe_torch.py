@@ -80,6 +80,8 @@ def main():
         r["speedup_wgmma_vs_torch"] = round(p / wg, 3) if p and wg > 0 else None
         gv = r.get("gemv_us", -1)
         r["speedup_gemv_vs_torch"] = round(p / gv, 3) if p and gv > 0 else None
+        w2 = r.get("wgmma256_us", -1)
+        r["speedup_wgmma256_vs_torch"] = round(p / w2, 3) if p and w2 > 0 else None
     code = os.environ.get("BFP_CODE") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = {
