@@ -15,8 +15,9 @@
 # FORMATS (mxfp4,nvfp4+), MS (64,128,256,1024,4096), SHAPES (8192x8192
 # 28672x8192) pick the cases. PREBUILT=dir takes libbfp.a and libbfp_cuda.a
 # built from this tree (sm_90a) instead of building them here.
-# Writes to $OUT: build.log, test.log, sass_check.log, bench.log,
-# wg_NxK.json per shape, summary.txt (the table printed last).
+# Writes to $OUT: build.log, test.log, sass_check.log, bench.log, wg.json
+# (every shape's gpu_gemm rows, BFP_CODE as its code), summary.txt (the
+# table printed last).
 # WG_PIPE=0 times the serial mainloops instead (BFP_MATMUL_WG_PIPE). SAN=1
 # then runs compute-sanitizer memcheck and racecheck on the quick wgmma set
 # with the time left (memcheck.log, racecheck.log).
@@ -113,15 +114,22 @@ fi
 say "summary"
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
 import glob, json, re, sys
-rows = []
+import os
+rows, head = [], None
 for f in sorted(glob.glob(sys.argv[1] + "/wg_*.json")):
     try:  # printf writes nan; a run cut short leaves no closing bracket
         t = re.sub(r"\b-?nan\b", "NaN", open(f).read()).rstrip()
         if not t.endswith("}"):
             t = t.rstrip(",\n") + "\n]}"
-        rows += json.loads(t)["results"]
+        d = json.loads(t)
+        rows += d["results"]
+        head = head or {k: v for k, v in d.items() if k != "results"}
+        os.remove(f)  # one file back from the GPU machine, not one per shape
     except (OSError, ValueError) as e:
         print(f, "unreadable:", e)
+if head:
+    head.update(code=os.environ.get("BFP_CODE", "unknown"), results=rows)
+    json.dump(head, open(sys.argv[1] + "/wg.json", "w"), indent=1)
 print("%-7s %-12s %5s %9s %9s %-15s %9s %9s %9s %7s %8s %8s" % (
     "format", "NxK", "M", "cublas", "auto", "(path)", "deq+cub", "wg_us", "alt_us", "alt/wg",
     "cub/wg", "cub/alt"))
