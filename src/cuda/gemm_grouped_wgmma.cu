@@ -118,42 +118,32 @@ __global__ void __launch_bounds__(threads(C), 1)
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full_bar[S::N], empty_bar[S::N];
     __shared__ int upre[G_MAX_EXPERTS + 1]; /* m tiles before expert e */
+    const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
+    if (threadIdx.x < 32)
+        count_units(p, BN, 1, INT_MAX, upre, lane);
+    if (threadIdx.x == 0)
+        init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
+    __syncthreads();
+    unsigned char *ring = ring_start(smem);
+    float *tile = reinterpret_cast<float *>(ring + S::N * S::BYTES);
+    const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
+    const long long tiles = (long long)upre[p.e_count] * p.cols;
     if constexpr (moves_regs(BN, C)) {
-        /* registers move: the two sides part after the prologue for good
-         * (code after a join would run under the producer's count) and
-         * compute what they need after the move */
-        if (threadIdx.x < 32)
-            count_units(p, BN, 1, INT_MAX, upre, threadIdx.x & 31);
-        if (threadIdx.x == 0)
-            init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
-        __syncthreads();
-        const long long tiles = (long long)upre[p.e_count] * p.cols;
-        if (threadIdx.x < 128) {
+        /* registers move: the two sides part here for good (code after a
+         * join would run under the producer's count) */
+        if (wgi == 0) {
             regs_dec<P_REGS>();
-            unsigned char *ring = ring_start(smem);
             for (long long t = blockIdx.x, step = 0; t < tiles; t += gridDim.x, step += p.tiles_k)
-                produce_tile<F, BN>(p, mp, tile_at<BN>(p, upre, t, (int)step), ring,
-                                    smem_addr(full_bar), smem_addr(empty_bar), threadIdx.x);
+                produce_tile<F, BN>(p, mp, tile_at<BN>(p, upre, t, (int)step), ring, full,
+                                    empty, tid);
             return;
         }
         regs_inc<consumer_regs(C)>();
-        unsigned char *ring = ring_start(smem);
-        const int u = (threadIdx.x - 128) >> 5; /* this warp's W row tile in the CTA */
+        const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
         for (long long t = blockIdx.x, step = 0; t < tiles; t += gridDim.x, step += p.tiles_k)
-            consume_tile<F, BN>(p, tile_at<BN>(p, upre, t, (int)step), ring,
-                                reinterpret_cast<float *>(ring + S::N * S::BYTES),
-                                smem_addr(full_bar), smem_addr(empty_bar), u, threadIdx.x & 31);
+            consume_tile<F, BN>(p, tile_at<BN>(p, upre, t, (int)step), ring, tile, full, empty,
+                                u, lane);
     } else {
-        const int wgi = threadIdx.x >> 7, tid = threadIdx.x & 127, lane = threadIdx.x & 31;
-        if (threadIdx.x < 32)
-            count_units(p, BN, 1, INT_MAX, upre, lane);
-        if (threadIdx.x == 0)
-            init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
-        __syncthreads();
-        unsigned char *ring = ring_start(smem);
-        float *tile = reinterpret_cast<float *>(ring + S::N * S::BYTES);
-        const uint32_t full = smem_addr(full_bar), empty = smem_addr(empty_bar);
-        const long long tiles = (long long)upre[p.e_count] * p.cols;
         int step = 0; /* ring steps of the tiles before */
         for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
             const GTile g = tile_at<BN>(p, upre, t, step);

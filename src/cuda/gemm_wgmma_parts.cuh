@@ -49,8 +49,12 @@ __host__ __device__ constexpr int tile_ld(int c) { return wrows(c) + 4; }
  * producer keeps P_REGS per thread (32 made its staging of x spill), a
  * consumer takes what the producer gave up (ptxas gives a kernel with
  * setmaxnreg its launch bound's count, 65536 / threads rounded down to 8).
- * A value live across the move is kept in local memory (the two sides have
- * different counts), so each side computes what it needs after it. */
+ * A value live across the move can end up in local memory (the dense
+ * kernel's C = 3 did; the two sides have different counts): the SASS of
+ * every such kernel is checked for local loads and stores. What must not
+ * be joined is the two sides' code after the move: the joined part would
+ * run under the producer's count (the grouped kernel's 256-row tiles
+ * spilled so). */
 constexpr int P_REGS = 40;
 __host__ __device__ constexpr int launch_regs(int c) { return 65536 / threads(c) / 8 * 8; }
 __host__ __device__ constexpr int consumer_regs(int c)
