@@ -660,49 +660,42 @@ static void wgmma_cases(bfp_format f, int quick)
     run_case(f, 129, 1000, 130, 0, 0, 1, BFP_MATMUL_WGMMA); /* unaligned, odd k, 2 chunks */
 }
 
-/* wgmma_cases with 3 consumer warpgroups (CTAs of 12 row tiles; the other
- * fields as the cases' tuning): n = 100, 300, 1000 ... leave the last CTA
- * part-empty (TMA zeros, outputs masked), 200 a CTA of one row tile; then
- * whole CTAs (n = 384), the serial mainloop, AUTO with the tuning */
-static void wgmma3_cases(bfp_format f, int quick)
+/* wgmma_cases under a variant of the cases' tuning: consumers warpgroups
+ * and bn rows of x per CTA (0: the default rule). With 3 consumers (CTAs of
+ * 12 row tiles) n = 100, 300, 1000 ... leave the last CTA part-empty (TMA
+ * zeros, outputs masked), 200 a CTA of one row tile, n = 384 whole CTAs;
+ * with 256 rows of x (two n128 products per decoded A fragment, 5 stages,
+ * registers moved by setmaxnreg) m = 4096, 1000 and 300 leave the last m
+ * chunk part-empty, 512 gives two whole ones, 255 and 64 one. Then the
+ * serial mainloop and AUTO with the tuning. */
+static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn)
 {
-    bfp_matmul_tuning t3 = tun ? *tun : (bfp_matmul_tuning){0};
-    t3.wgmma_consumers = 3;
+    bfp_matmul_tuning tv = tun ? *tun : (bfp_matmul_tuning){0};
+    tv.wgmma_consumers = consumers;
+    tv.wgmma_bn = bn;
     const bfp_matmul_tuning *saved = tun;
-    tun = &t3;
+    tun = &tv;
     wgmma_cases(f, quick);
-    run_case(f, 128, 384, 1024, 1, 1, 0, BFP_MATMUL_WGMMA); /* two whole CTAs */
+    run_case(f, 128, 384, 1024, 1, 1, 0, BFP_MATMUL_WGMMA); /* two whole 12-tile CTAs */
+    run_case(f, 512, 256, 1024, 1, 1, 0, BFP_MATMUL_WGMMA); /* two whole 256-row chunks */
     if (!quick) {
         run_case(f, 4096, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* m chunks, 3 CTAs, one part-empty */
+        run_case(f, 1000, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* 4 chunks, odd n */
         run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);     /* AUTO's wgmma range */
-        t3.wgmma_serial = !t3.wgmma_serial;
+        tv.wgmma_serial = !tv.wgmma_serial;
         run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
+        run_case(f, 300, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
         run_case(f, 300, 130, 520, 0, 0, 1, BFP_MATMUL_WGMMA);
+        run_case(f, 257, 130, 520, 0, 0, 1, BFP_MATMUL_WGMMA);
     }
     tun = saved;
 }
 
-/* wgmma_cases with CTAs of 256 rows of x (two n128 products per decoded
- * A fragment, 5 stages, registers moved by setmaxnreg): m = 4096 and 300
- * leave the last m chunk part-empty, 255 and 64 a single chunk; the serial
- * mainloop; AUTO with the tuning in its wgmma range */
-static void wgmma256_cases(bfp_format f, int quick)
+/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x */
+static void wgmma_variants(bfp_format f, int quick)
 {
-    bfp_matmul_tuning tb = tun ? *tun : (bfp_matmul_tuning){0};
-    tb.wgmma_bn = 256;
-    tb.wgmma_consumers = 2;
-    const bfp_matmul_tuning *saved = tun;
-    tun = &tb;
-    wgmma_cases(f, quick);
-    run_case(f, 512, 256, 1024, 1, 1, 0, BFP_MATMUL_WGMMA); /* two whole m chunks */
-    if (!quick) {
-        run_case(f, 1000, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* 4 chunks, odd n */
-        run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);
-        tb.wgmma_serial = !tb.wgmma_serial;
-        run_case(f, 300, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
-        run_case(f, 257, 130, 520, 0, 0, 1, BFP_MATMUL_WGMMA);
-    }
-    tun = saved;
+    wgmma_variant_cases(f, quick, 3, 0);
+    wgmma_variant_cases(f, quick, 2, 256);
 }
 
 /* Every kernel path under a non-default tuning (each knob off its
@@ -768,8 +761,7 @@ int main(void)
     if (wo && *wo && *wo != '0') {
         for (size_t fi = 0; hopper && fi < sizeof fmts / sizeof fmts[0]; fi++) {
             wgmma_cases(fmts[fi], quick);
-            wgmma3_cases(fmts[fi], quick);
-            wgmma256_cases(fmts[fi], quick);
+            wgmma_variants(fmts[fi], quick);
         }
         return check_summary("test_cuda_matmul");
     }
@@ -786,8 +778,7 @@ int main(void)
                 run_case(f, m, n, k, (int)(si % 2 == 0), (int)(si % 3 != 0), 0, BFP_MATMUL_GEMV);
         }
         wgmma_cases(f, quick);
-        wgmma3_cases(f, quick);
-        wgmma256_cases(f, quick);
+        wgmma_variants(f, quick);
         run_case(f, 7, 64, 256, 1, 0, 1, BFP_MATMUL_SKINNY);  /* unaligned x */
         run_case(f, 32, 72, 4160, 1, 1, 0, BFP_MATMUL_SKINNY); /* nt 4, split bands */
         /* MX+ at m = 1 adds the block max after the mma; bench/gpu.sh also runs
