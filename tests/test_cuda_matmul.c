@@ -530,10 +530,6 @@ static void pdl_chain_case(bfp_format f, size_t m)
     free_weight(&w2);
 }
 
-/* The GEMV path: m 1..16 on odd n, k % 64 != 0 (x staged) and odd k (x
- * from global memory), groups split across CTAs; unaligned x; NaN blocks;
- * runs of whole groups (k <= 512: one unit per group) and runs that end
- * inside groups after whole ones */
 /* The GEMV's stages hold only m rows of x; the fragments read the rest as
  * whatever an earlier call left there. An m = 8 call whose rows 1..7 are
  * NaN, then m = 1 on the same weight: y must match the reference, no NaN. */
@@ -587,6 +583,10 @@ out:
     free_weight(&w);
 }
 
+/* The GEMV path: m 1..16 on odd n, k % 64 != 0 (x staged) and odd k (x
+ * from global memory), groups split across CTAs; unaligned x; NaN blocks;
+ * runs of whole groups (k <= 512: one unit per group) and runs that end
+ * inside groups after whole ones */
 static void gemv_cases(bfp_format f, int quick)
 {
     static const size_t gm[] = {1, 2, 3, 8, 15, 16};
