@@ -246,7 +246,7 @@ static bool plan_gemv_cluster(const bfp_cuda_weight *w, GemvPlan *P)
 GemvPlan plan_gemv(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
 {
     GemvPlan P;
-    P.nt = BFP_GV_XROW && m == 1 ? GV_NT_X1 : m <= 8 ? 1 : 2;
+    P.nt = m <= 8 ? 1 : 2;
     P.groups = (int)((w->tiles_n + GV_R - 1) / GV_R);
     P.chunks = (int)((w->tiles_k + GV_CW - 1) / GV_CW);
     P.units = P.groups * P.chunks;
@@ -453,8 +453,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         p.units = V.units;
         p.upw = 0;
         SkinnyMaps maps = w->gv;
-        if (p.x_vec && gemv_stages_x() &&
-            !(V.nt == GV_NT_X1 ? encode_x_row(&maps.x, x, w->k) : encode_x(&maps.x, x, w->k, m, m)))
+        if (p.x_vec && gemv_stages_x() && !encode_x(&maps.x, x, w->k, m, m))
             return BFP_ERR_DEVICE;
         GemvArgs a = {V.units, V.chunks};
         a.groups = V.groups;
@@ -603,12 +602,6 @@ bool bfpgemm::encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size
 {
     return encode_2d(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, k, m, k * 2, 64,
                      (uint32_t)box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
-bool bfpgemm::encode_x_row(CUtensorMap *map, const void *x, size_t k)
-{
-    return encode_2d(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, k, 1, k * 2, 256, 1,
-                     CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 bool bfpgemm::encode_expert_records(CUtensorMap *map, const void *base, size_t rec,

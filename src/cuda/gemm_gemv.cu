@@ -58,16 +58,15 @@ constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
 constexpr int GV_MAX_STAGES = 6;
 
 /* One stage: x's GV_CW k tiles when staged (8 NT rows of 128 bytes each,
- * 128-byte swizzled as TMA leaves them: 1024-byte aligned; X1, the
- * GV_NT_X1 kernel: one row, 128 bytes a k tile, not swizzled), then W's
- * part as the 3-D boxes land, [row tile][k tile][record]: codes, scales,
+ * 128-byte swizzled as TMA leaves them: 1024-byte aligned), then W's part as
+ * the 3-D boxes land, [row tile][k tile][record]: codes, scales,
  * corrections. */
-template <int F, int NT, bool X1 = false>
+template <int F, int NT>
 struct GvStage {
     static constexpr int R = GV_R, CW = GV_CW;
     static constexpr bool WIDE = tile_scale_bytes(F) == 64;
     static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
-    static constexpr int XPART = X1 ? 128 : 8 * NT * 128, XBYTES = GV_XSMEM ? CW * XPART : 0;
+    static constexpr int XPART = 8 * NT * 128, XBYTES = GV_XSMEM ? CW * XPART : 0;
     static constexpr int SCALES = XBYTES + R * CW * 512;
     static constexpr int CORR = SCALES + gv_pad128(R * CW * SCB);
     static constexpr int BYTES = gv_pad1024(CORR + gv_pad128(R * CW * CRB));
@@ -89,22 +88,22 @@ constexpr int gv_recv_bytes()
  * reserved per CTA, the barriers' static bytes and a grouped call's unit
  * counts, 1 KB of slack to align the dynamic part, a cluster plan's
  * receive buffer), at least 2 */
-template <int F, int NT, bool G = false, bool CL = false, bool X1 = false>
+template <int F, int NT, bool G = false, bool CL = false>
 struct GvRing {
     static constexpr int CTAS = NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2;
     static constexpr int UPRE = G ? (G_MAX_EXPERTS + 1) * 4 : 0; /* grouped: units per expert */
     static constexpr int RECV = CL ? gv_recv_bytes<NT>() : 0;
     static constexpr int BUDGET =
         228 * 1024 / CTAS - 1024 - 256 - UPRE - 1024 - GvStage<F, NT>::RED - RECV;
-    static constexpr int FIT = BUDGET / GvStage<F, NT, X1>::BYTES;
+    static constexpr int FIT = BUDGET / GvStage<F, NT>::BYTES;
     static constexpr int STAGES = FIT < 2 ? 2 : FIT > GV_MAX_STAGES ? GV_MAX_STAGES : FIT;
 };
 
-template <int F, int NT, bool G = false, bool CL = false, bool X1 = false>
+template <int F, int NT, bool G = false, bool CL = false>
 constexpr int gemv_smem()
 {
-    return GvRing<F, NT, G, CL, X1>::STAGES * GvStage<F, NT, X1>::BYTES + GvStage<F, NT>::RED +
-           GvRing<F, NT, G, CL, X1>::RECV + 1024;
+    return GvRing<F, NT, G, CL>::STAGES * GvStage<F, NT>::BYTES + GvStage<F, NT>::RED +
+           GvRing<F, NT, G, CL>::RECV + 1024;
 }
 static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024 &&
                   gemv_smem<FMT_NVPLUS, 2, false, true>() <= 227 * 1024,
@@ -156,23 +155,16 @@ __device__ __forceinline__ void gv_x_early(const Params &p, int kt, int lane,
  * st_a): its GV_R row tiles decoded and multiplied into acc. The x part of
  * k tile kw is at st_a + kw * XPART: register i of the B fragment is 16-byte
  * chunk i of row 8 q + g, word t, chunk index XORed with the row (the
- * 128-byte swizzle; gemm_skinny.cu x_lane / x_chunk). X1: the one row's 128
- * bytes in order, every lane reading it (rows 1..7 of the B fragment then
- * repeat row 0; their sums are not read either). */
-template <int F, int NT, bool X1 = false>
+ * 128-byte swizzle; gemm_skinny.cu x_lane / x_chunk). */
+template <int F, int NT>
 __device__ __forceinline__ void gv_consume(const Params &p, float (&acc)[GV_R][NT][4],
                                            uint32_t (&xb)[NT][8], const unsigned char *st,
                                            uint32_t st_a, int kw, int kt, int lane)
 {
-    using S = GvStage<F, NT, X1>;
+    using S = GvStage<F, NT>;
     const int g = lane >> 2, t = lane & 3;
     if (!GV_XSMEM) {
         /* xb was loaded before the stage's wait (gv_x_early) */
-    } else if (X1 && p.x_vec) {
-        const uint32_t xl = st_a + (uint32_t)(kw * S::XPART + 4 * t);
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            xb[0][i] = gv_lds32(xl + 16u * i);
     } else if (p.x_vec) {
         /* rows of x from m on are stale bytes (the boxes have m rows): they
          * reach only the sums of those rows, which nobody reads, so no lane
@@ -417,21 +409,20 @@ __device__ __forceinline__ Params gv_unit_params(const Params &p, const GemvArgs
 
 /* A consumer warp's part of stage i % STAGES (its k tile kt of the unit):
  * wait for the stage, decode and multiply, release it */
-template <int F, int NT, int STAGES, bool X1 = false>
+template <int F, int NT, int STAGES>
 __device__ __forceinline__ void gv_stage(const Params &p, float (&acc)[GV_R][NT][4],
                                          unsigned char *ring, uint32_t ring_a,
                                          uint64_t *full, uint64_t *empty, int i, int kt,
                                          int warp, int lane)
 {
-    using S = GvStage<F, NT, X1>;
+    using S = GvStage<F, NT>;
     const int s = i % STAGES;
     uint32_t xb[NT][8];
     if (!GV_XSMEM && kt < p.tiles_k)
         gv_x_early<NT>(p, kt, lane, xb);
     mbar_wait(smem_addr(&full[s]), (uint32_t)(i / STAGES) & 1u);
     if (kt < p.tiles_k)
-        gv_consume<F, NT, X1>(p, acc, xb, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt,
-                              lane);
+        gv_consume<F, NT>(p, acc, xb, ring + s * S::BYTES, ring_a + s * S::BYTES, warp, kt, lane);
     __syncwarp(); /* every lane is done reading stage s */
     if (lane == 0)
         mbar_arrive(smem_addr(&empty[s]));
@@ -473,14 +464,13 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
  * maps {record, k tiles, row tiles, experts}, x through a map with boxes of
  * 8 NT rows at the unit's row0, and each unit's sums go to its expert's
  * rows (gv_unit_params). */
-template <int F, int NT, bool G, bool CL, bool X1>
+template <int F, int NT, bool G, bool CL>
 __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2)
     gemm_gemv_kernel(const Params p, const __grid_constant__ SkinnyMaps mp, const GemvArgs a)
 {
     static_assert(!(G && CL), "a grouped call has no cluster plan");
-    static_assert(!X1 || (NT == 1 && !G), "one row of x: the dense m = 1 kernel");
-    using S = GvStage<F, NT, X1>;
-    constexpr int STAGES = GvRing<F, NT, G, CL, X1>::STAGES;
+    using S = GvStage<F, NT>;
+    constexpr int STAGES = GvRing<F, NT, G, CL>::STAGES;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ __align__(8) uint64_t cfull[CL ? 2 : 1], cfree[CL ? 2 : 1]; /* cluster plans */
@@ -535,14 +525,10 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
         /* W of the first stages before the wait (W is not written by the
          * kernels this one may overlap), x after it */
         const int pre = nu < STAGES ? nu : STAGES;
-        /* X1: chunk ch's x in boxes of 4 k tiles (256 columns), one or two */
-        auto x1_boxes = [&](int ch) { return p.tiles_k - ch * GV_CW > 4 ? 2 : 1; };
         auto xbytes = [&](int ch) {
             if (!GV_XSMEM || !p.x_vec)
                 return 0u;
             const int kts = p.tiles_k - ch * GV_CW;
-            if (X1) /* each box whole: its columns past k read as zeros */
-                return (uint32_t)x1_boxes(ch) * 4u * S::XPART;
             return (uint32_t)(kts < GV_CW ? kts : GV_CW) * (uint32_t)(G ? 8 * NT : p.m) * 128u;
         };
         auto copy_w = [&](int s, int grp, int ch, int e) {
@@ -564,12 +550,8 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
             if (!GV_XSMEM || !p.x_vec)
                 return;
             const uint32_t st = ring_a + s * S::BYTES, bar = smem_addr(&full[s]);
-            if (X1)
-                for (int h = 0; h < x1_boxes(ch); h++)
-                    tma_2d(st + h * 4 * S::XPART, mp.x, (ch * GV_CW + 4 * h) * 64, 0, bar);
-            else
-                for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
-                    tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, row0, bar);
+            for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
+                tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, row0, bar);
         };
         if (G) { /* launched without PDL: nothing to overlap */
             int e, row0, rows, grp, ch;
@@ -625,8 +607,8 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     if (CL) {
         for (int it = 0, i = 0; it < c.iters; it++) {
             for (int ch = c.c0; ch < c.c1; ch++, i++)
-                gv_stage<F, NT, STAGES, X1>(p, acc, ring, ring_a, full, empty, i,
-                                            ch * GV_CW + warp, warp, lane);
+                gv_stage<F, NT, STAGES>(p, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp,
+                                        warp, lane);
             gv_flush_cluster<NT>(p, c, acc, red, recv, cfull, cfree, c.cid + it * c.ncl, it,
                                  warp, lane);
         }
@@ -637,8 +619,8 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     }
     int grp = u0 / a.chunks, ch = u0 - grp * a.chunks, c0 = ch;
     for (int i = 0; i < nu; i++) {
-        gv_stage<F, NT, STAGES, X1>(p, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp,
-                                    warp, lane);
+        gv_stage<F, NT, STAGES>(p, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp, warp,
+                                lane);
         if (++ch == a.chunks || i == nu - 1) {
             gv_flush<NT>(p, a, acc, red, &last_flag, grp, c0, ch, warp, lane);
             ch = c0 = 0;
@@ -647,16 +629,16 @@ __global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CT
     }
 }
 
-/* One launch of gemm_gemv_kernel<F, NT, G, CL, X1> (clusters of a.cluster CTAs
+/* One launch of gemm_gemv_kernel<F, NT, G, CL> (clusters of a.cluster CTAs
  * when CL), or with resident set the CTAs of it one SM holds, or with
  * clusters set the clusters the GPU holds (the grid unused) */
-template <int F, int NT, bool G, bool CL, bool X1 = false>
+template <int F, int NT, bool G, bool CL>
 static cudaError_t gemv_k(unsigned grid, const Params *p, const SkinnyMaps *mp,
                           const GemvArgs *a, int pdl, int csize, int *resident, int *clusters,
                           cudaStream_t s)
 {
-    constexpr int smem = gemv_smem<F, NT, G, CL, X1>();
-    auto kern = gemm_gemv_kernel<F, NT, G, CL, X1>;
+    constexpr int smem = gemv_smem<F, NT, G, CL>();
+    auto kern = gemm_gemv_kernel<F, NT, G, CL>;
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
         cudaError_t e =
@@ -700,13 +682,6 @@ static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, c
         if (grouped)
             return nt == 1 ? gemv_k<F, 1, true, false>(grid, p, mp, a, 0, 0, resident, nullptr, s)
                            : gemv_k<F, 2, true, false>(grid, p, mp, a, 0, 0, resident, nullptr, s);
-#if BFP_GV_XROW
-        if (nt == GV_NT_X1)
-            return csize > 0 ? gemv_k<F, 1, false, true, true>(grid, p, mp, a, pdl, csize,
-                                                              resident, clusters, s)
-                             : gemv_k<F, 1, false, false, true>(grid, p, mp, a, pdl, 0, resident,
-                                                               nullptr, s);
-#endif
         if (csize > 0)
             return nt == 1
                        ? gemv_k<F, 1, false, true>(grid, p, mp, a, pdl, csize, resident, clusters, s)
@@ -718,13 +693,10 @@ static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, c
 
 bool gemv_stages_x() { return GV_XSMEM; }
 
-/* the caches' slot of an nt code: 1, 2 or GV_NT_X1 */
-static int gv_nt_slot(int nt) { return nt == GV_NT_X1 ? 2 : nt == 1 ? 0 : 1; }
-
 int gemv_resident_ctas(int fmt_kind, int nt, bool grouped)
 {
-    static int cache[5][3][2]; /* the same value every time: a race is harmless */
-    int &c = cache[fmt_kind][gv_nt_slot(nt)][grouped ? 1 : 0];
+    static int cache[5][2][2]; /* the same value every time: a race is harmless */
+    int &c = cache[fmt_kind][nt == 1 ? 0 : 1][grouped ? 1 : 0];
     if (c == 0) {
         int blocks = 0;
         if (gemv_any(fmt_kind, nt, grouped, 1, nullptr, nullptr, nullptr, 0, 0, &blocks, nullptr,
@@ -738,11 +710,11 @@ int gemv_resident_ctas(int fmt_kind, int nt, bool grouped)
 
 int gemv_cluster_capacity(int fmt_kind, int nt, int size)
 {
-    static int cache[5][3][4]; /* size 1, 2, 4, 8; -1: the query failed */
+    static int cache[5][2][4]; /* size 1, 2, 4, 8; -1: the query failed */
     if (size != 1 && size != 2 && size != 4 && size != 8)
         return 0;
     const int si = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
-    int &c = cache[fmt_kind][gv_nt_slot(nt)][si];
+    int &c = cache[fmt_kind][nt == 1 ? 0 : 1][si];
     if (c == 0) {
         int n = 0;
         if (gemv_any(fmt_kind, nt, false, 0, nullptr, nullptr, nullptr, 0, size, nullptr, &n, 0) !=

@@ -76,14 +76,6 @@ cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int
 #endif
 constexpr int GV_CW = 8, GV_R = BFP_GV_R;
 static_assert(GV_R == 4 || GV_R == 8, "a group of 64 or 128 rows");
-/* BFP_GV_XROW 1 (build time, for bench/gemv.sh's variants): m = 1 takes a
- * kernel whose stages hold one row of x (1 KB where the m <= 8 kernel keeps
- * 8 KB; a deeper ring), nt code GV_NT_X1 in the plan and the launch, and x's
- * map from encode_x_row */
-#ifndef BFP_GV_XROW
-#define BFP_GV_XROW 0
-#endif
-constexpr int GV_NT_X1 = 0;
 struct GemvArgs {
     int units, chunks;
     /* grouped calls (gemm_grouped_api.cu, grouped_kernel = 3): the units are
@@ -107,8 +99,8 @@ struct GemvArgs {
 };
 /* whether its stages carry x (then it needs the map of x) */
 bool gemv_stages_x();
-/* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x, or
- * GV_NT_X1; the grouped kernel's) */
+/* CTAs of it that one SM holds at once (nt = 1 or 2 n8 tiles of x; the
+ * grouped kernel's) */
 int gemv_resident_ctas(int fmt_kind, int nt, bool grouped = false);
 /* clusters of size CTAs of the dense kernel that one GPU holds at once (0:
  * the runtime could not say) */
@@ -131,9 +123,6 @@ bool encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *base, uint6
  * (gemm_skinny.cu, x_chunk). Needs x 16-byte aligned and k % 8 == 0
  * (p.x_vec). */
 bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size_t box_rows);
-/* x [1][k] bf16 in boxes of 256 columns (zeros past k), not swizzled: the
- * GV_NT_X1 kernel's (two boxes a stage) */
-bool encode_x_row(CUtensorMap *map, const void *x, size_t k);
 
 /* The current device's SM count, and whether it is compute capability 9.0
  * (the wgmma kernels' sm_90a); false when the runtime cannot say. */
