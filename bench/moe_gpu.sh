@@ -5,6 +5,8 @@
 #
 #   OUT=/tmp/o bash bench/moe_gpu.sh                # builds build-gpu-moe (cmake, Release)
 #   MOE_BIN=dir OUT=/tmp/o bash bench/moe_gpu.sh    # prebuilt test_cuda_grouped and gpu_moe
+#   PREBUILT=dir OUT=/tmp/o bash bench/moe_gpu.sh   # link both from dir's libbfp.a and
+#                                                   # libbfp_cuda.a (sm_90a, this tree)
 #
 # Writes $OUT/moe.log (the summary), test.log, memcheck.log, racecheck.log,
 # gpu_moe.json, moe_routes.json and h200-moe.json. MOE_QUICK=1: tokens 1, 16, 64.
@@ -26,6 +28,20 @@ if [ -n "$B" ]; then
         tail -3 "$OUT/test.log" | tee -a "$LOG"
         B=
     fi
+fi
+if [ -z "$B" ] && [ -n "${PREBUILT:-}" ]; then
+    say "link test_cuda_grouped and gpu_moe from $PREBUILT's libraries"
+    B=build-gpu-moe
+    CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+    mkdir -p $B
+    { gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Isrc/core -Itests -I"$CUDA_HOME/include" \
+          tests/test_cuda_grouped.c "$PREBUILT/libbfp_cuda.a" "$PREBUILT/libbfp.a" \
+          -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt -lpthread -ldl -lm \
+          -o $B/test_cuda_grouped &&
+      nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
+          bench/gpu_moe.cu "$PREBUILT/libbfp_cuda.a" "$PREBUILT/libbfp.a" -lcublas -o $B/gpu_moe; } \
+        >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log" | tee -a "$LOG"; exit 1; }
+    timeout 200 $B/test_cuda_grouped >"$OUT/test.log" 2>&1
 fi
 if [ -z "$B" ]; then
     say "build (cmake, Release, test_cuda_grouped; nvcc gpu_moe)"
