@@ -192,10 +192,8 @@ int main(int argc, char **argv)
                 bfp_packed_sizes ps;
                 BFP(bfp_matmul_packed_sizes(fmt, n, k, &ps));
                 const double expert_bytes = (double)(ps.codes + ps.scales + ps.corr);
-                size_t loop_ws = 0;
-                for (int m : {1, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, max_rows})
-                    loop_ws = std::max(loop_ws, bfp_cuda_matmul_workspace_size(views[0], m,
-                                                                               BFP_MATMUL_AUTO));
+                /* every m an expert may get (AUTO's need is not monotonic in m) */
+                const size_t loop_ws = bfp_cuda_matmul_workspace_size_max(views[0]);
                 void *dlws;
                 CU(cudaMalloc(&dlws, loop_ws + 256));
                 CU(cudaMemset(dlws, 0, loop_ws + 256));
