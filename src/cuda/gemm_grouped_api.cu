@@ -143,8 +143,8 @@ GroupedGemvPlan plan_grouped_gemv(const bfp_cuda_grouped_weight *w, size_t t_row
 }
 
 /* The wgmma kernel: bn rows of an expert's x per tile (64 when an active
- * expert has at most 64 rows on average, else 128; the tuning's wgmma_bn
- * when set, 256 among them), CTA columns of 128 rows of W, and
+ * expert has at most 64 rows on average, 256 from G_WG256_MEAN_ROWS, else
+ * 128; the tuning's wgmma_bn when set), CTA columns of 128 rows of W, and
  * a grid of one CTA per SM, or fewer when the tiles are fewer (at most
  * ceil(T / bn) + min(E, T) m tiles, each expert's last one partial). */
 struct GroupedWgPlan {
@@ -152,12 +152,22 @@ struct GroupedWgPlan {
     unsigned grid;
 };
 
+/* 256-row m tiles from 128 rows per active expert on average: on gpt-oss
+ * shapes (H100, docs/gemm.md) 0.72-0.82x the 128-row tiles' time at 512 mean
+ * rows, 0.78-1.09x at 128 (slower only under skewed routing with 128
+ * experts), 1.2-2.6x at 8 to 32 */
+constexpr size_t G_WG256_MEAN_ROWS = 128;
+
 GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows,
                                  const bfp_matmul_tuning *tu)
 {
     GroupedWgPlan P;
     const size_t active = g_active(w, t_rows);
-    P.bn = tu && tu->wgmma_bn ? tu->wgmma_bn : g_mean_rows(w, t_rows) <= 64 ? 64 : 128;
+    const size_t mean = g_mean_rows(w, t_rows);
+    P.bn = tu && tu->wgmma_bn ? tu->wgmma_bn
+           : mean <= 64       ? 64
+           : mean < G_WG256_MEAN_ROWS ? 128
+                                      : 256;
     const size_t rt = (size_t)wg_row_tiles(2);
     P.cols = (int)((w->tiles_n + rt - 1) / rt);
     const size_t tiles = ((t_rows + P.bn - 1) / P.bn + active) * (size_t)P.cols;
