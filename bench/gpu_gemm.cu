@@ -24,10 +24,14 @@
  * the tuning the same: wgmma_alt_us and wgmma_alt_rel_err, its counts in
  * "wgmma_alt_consumers" and "wgmma_alt_bn" (-1: not run).
  * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead.
+ * GEMM_PATHS with 11 (m >= 64) also times the grouped wgmma kernel on the same
+ * weight as one expert (persistent CTAs, the epilogue in its own tile:
+ * grouped_us, grouped_rel_err; GEMM_G1_BN its tile rows, default 256).
  * empty_kernel_us / empty_grid_us: an empty kernel's call in the same kind
  * of graph (one CTA; two 288-thread CTAs per SM, the GEMV's grid): the
  * floor under every call's time. */
 #include "bfp.h"
+#include "bfp_grouped.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -275,6 +279,32 @@ int main(int argc, char **argv)
             bfp_const_planes hp = {hc.data(), hs.data(), hm.data(), &hts};
             for (int r = 0; r < rot; r++)
                 BFP(bfp_cuda_weight_upload(f, &hp, n, k, &W[r]));
+            /* path 11: the same weight as a one-expert grouped weight */
+            const bool g1 = path_wanted(11) && getenv("GEMM_PATHS");
+            std::vector<void *> gbuf;
+            std::vector<bfp_cuda_grouped_weight *> G;
+            bfp_matmul_tuning tg = {};
+            tg.grouped_kernel = 2;
+            tg.wgmma_bn = getenv("GEMM_G1_BN") ? atoi(getenv("GEMM_G1_BN")) : 256;
+            int32_t *doff = NULL;
+            size_t gwsb = 0;
+            void *gws = NULL;
+            if (g1) {
+                size_t gbytes;
+                BFP(bfp_cuda_grouped_weight_packed_size(f, 1, n, k, &gbytes));
+                gbuf.resize(rot);
+                G.resize(rot);
+                for (int r = 0; r < rot; r++) {
+                    CU(cudaMalloc(&gbuf[r], gbytes));
+                    BFP(bfp_cuda_grouped_weight_pack(f, &hp, 1, n, k, gbuf[r], gbytes, NULL));
+                    BFP(bfp_cuda_grouped_weight_view(f, 1, n, k, gbuf[r], gbytes, &G[r]));
+                }
+                CU(cudaMalloc(&doff, 2 * sizeof(int32_t)));
+                for (int mi = 0; mi < nms; mi++)
+                    gwsb = std::max(gwsb, bfp_cuda_grouped_matmul_workspace_size(G[0], ms[mi], &tg));
+                if (gwsb)
+                    CU(cudaMalloc(&gws, gwsb));
+            }
             size_t wsb = 0;
             for (int mi = 0; mi < nms; mi++)
                 for (int pth = 0; pth < 7; pth++)
@@ -290,11 +320,23 @@ int main(int argc, char **argv)
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
-                double us[11], err[11];
+                double us[12], err[12];
                 bfp_matmul_tuning tpdl = tuning, tcl = tuning, tclpdl = tuning;
                 tpdl.gemv_pdl = 1;
                 tcl.gemv_split = tclpdl.gemv_split = 2; /* 9, 10: GEMV with cluster plans */
                 tclpdl.gemv_pdl = 1;
+                us[11] = err[11] = NAN;
+                if (g1 && m >= 64) {
+                    const int32_t off[2] = {0, (int32_t)m};
+                    CU(cudaMemcpy(doff, off, sizeof off, cudaMemcpyHostToDevice));
+                    CU(cudaMemset(y, 0xFF, m * n * 2));
+                    us[11] = graph_us(st, [&](int i) {
+                        BFP(bfp_cuda_grouped_matmul(G[i % rot], x, m, doff, NULL, y, gws, gwsb,
+                                                    &tg, st));
+                    });
+                    CU(cudaStreamSynchronize(st));
+                    err[11] = rel_err(y, yref, m * n);
+                }
                 for (int pth = 0; pth < 11; pth++) {
                     /* 4: the retired mid kernel */
                     if (pth == 4 || (pth == 2 && m < 16) || (pth == 3 && m > 32) ||
@@ -335,10 +377,11 @@ int main(int argc, char **argv)
                 const int wgb = alt ? talt.wgmma_bn : -1; /* 0: the default's rule */
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
                        "skinny %.1f, wgmma/%d %.1f err %.1e, wgmma/%d/%d %.1f err %.1e, "
-                       "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e)\n",
+                       "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e, "
+                       "grouped/1 %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
                        us[1], us[3], wgc, us[5], err[5], wga, wgb, us[8], err[8], us[6], us[7],
-                       err[6], us[9], us[10], err[9]);
+                       err[6], us[9], us[10], err[9], us[11], err[11]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
@@ -352,17 +395,27 @@ int main(int argc, char **argv)
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
                         "\"gemv_pdl_rel_err\": %.3e, \"gemv_cl_us\": %.2f, "
                         "\"gemv_cl_pdl_us\": %.2f, \"gemv_cl_rel_err\": %.3e, "
-                        "\"gemv_cl_pdl_rel_err\": %.3e}",
+                        "\"gemv_cl_pdl_rel_err\": %.3e, \"grouped_us\": %.2f, "
+                        "\"grouped_rel_err\": %.3e, \"grouped_bn\": %d}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp,
                         jv(err[0]), tflops, wgbps, qbytes, wgbps / copy_gbps, path, jv(us[1]),
                         jv(us[2]), jv(us[3]), jv(us[5]), jv(err[5]), wgc, wga, wgb, jv(us[8]),
                         jv(err[8]), jv(us[6]), jv(us[7]), jv(err[6]), jv(err[7]), jv(us[9]),
-                        jv(us[10]), jv(err[9]), jv(err[10]));
+                        jv(us[10]), jv(err[9]), jv(err[10]), jv(us[11]), jv(err[11]),
+                        g1 ? tg.wgmma_bn : -1);
                 first = false;
                 fflush(stdout);
             }
             for (auto w : W)
                 bfp_cuda_weight_free(w);
+            for (auto g : G)
+                bfp_cuda_grouped_weight_free(g);
+            for (auto b : gbuf)
+                CU(cudaFree(b));
+            if (doff)
+                CU(cudaFree(doff));
+            if (gws)
+                CU(cudaFree(gws));
             CU(cudaFree(ws));
             CU(cudaFree(wf));
             CU(cudaFree(dc));
