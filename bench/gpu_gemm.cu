@@ -24,14 +24,13 @@
  * the tuning the same: wgmma_alt_us and wgmma_alt_rel_err, its counts in
  * "wgmma_alt_consumers" and "wgmma_alt_bn" (-1: not run).
  * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead.
- * GEMM_PATHS with 11 (m >= 64) also times the grouped wgmma kernel on the same
- * weight as one expert (persistent CTAs, the epilogue in its own tile:
- * grouped_us, grouped_rel_err; GEMM_G1_BN its tile rows, default 256).
+ * Path 11 (m >= 64): the wgmma path with tuning wgmma_schedule = 2
+ * (persistent CTAs on the grouped kernel's schedule; wgmma_bn as the
+ * tuning's): persistent_us, persistent_rel_err.
  * empty_kernel_us / empty_grid_us: an empty kernel's call in the same kind
  * of graph (one CTA; two 288-thread CTAs per SM, the GEMV's grid): the
  * floor under every call's time. */
 #include "bfp.h"
-#include "bfp_grouped.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -279,32 +278,6 @@ int main(int argc, char **argv)
             bfp_const_planes hp = {hc.data(), hs.data(), hm.data(), &hts};
             for (int r = 0; r < rot; r++)
                 BFP(bfp_cuda_weight_upload(f, &hp, n, k, &W[r]));
-            /* path 11: the same weight as a one-expert grouped weight */
-            const bool g1 = path_wanted(11) && getenv("GEMM_PATHS");
-            std::vector<void *> gbuf;
-            std::vector<bfp_cuda_grouped_weight *> G;
-            bfp_matmul_tuning tg = {};
-            tg.grouped_kernel = 2;
-            tg.wgmma_bn = getenv("GEMM_G1_BN") ? atoi(getenv("GEMM_G1_BN")) : 256;
-            int32_t *doff = NULL;
-            size_t gwsb = 0;
-            void *gws = NULL;
-            if (g1) {
-                size_t gbytes;
-                BFP(bfp_cuda_grouped_weight_packed_size(f, 1, n, k, &gbytes));
-                gbuf.resize(rot);
-                G.resize(rot);
-                for (int r = 0; r < rot; r++) {
-                    CU(cudaMalloc(&gbuf[r], gbytes));
-                    BFP(bfp_cuda_grouped_weight_pack(f, &hp, 1, n, k, gbuf[r], gbytes, NULL));
-                    BFP(bfp_cuda_grouped_weight_view(f, 1, n, k, gbuf[r], gbytes, &G[r]));
-                }
-                CU(cudaMalloc(&doff, 2 * sizeof(int32_t)));
-                for (int mi = 0; mi < nms; mi++)
-                    gwsb = std::max(gwsb, bfp_cuda_grouped_matmul_workspace_size(G[0], ms[mi], &tg));
-                if (gwsb)
-                    CU(cudaMalloc(&gws, gwsb));
-            }
             size_t wsb = 0;
             for (int mi = 0; mi < nms; mi++)
                 for (int pth = 0; pth < 7; pth++)
@@ -325,22 +298,14 @@ int main(int argc, char **argv)
                 tpdl.gemv_pdl = 1;
                 tcl.gemv_split = tclpdl.gemv_split = 2; /* 9, 10: GEMV with cluster plans */
                 tclpdl.gemv_pdl = 1;
-                us[11] = err[11] = NAN;
-                if (g1 && m >= 64) {
-                    const int32_t off[2] = {0, (int32_t)m};
-                    CU(cudaMemcpy(doff, off, sizeof off, cudaMemcpyHostToDevice));
-                    CU(cudaMemset(y, 0xFF, m * n * 2));
-                    us[11] = graph_us(st, [&](int i) {
-                        BFP(bfp_cuda_grouped_matmul(G[i % rot], x, m, doff, NULL, y, gws, gwsb,
-                                                    &tg, st));
-                    });
-                    CU(cudaStreamSynchronize(st));
-                    err[11] = rel_err(y, yref, m * n);
-                }
-                for (int pth = 0; pth < 11; pth++) {
+                bfp_matmul_tuning tpers = tuning; /* 11: persistent wgmma CTAs */
+                tpers.wgmma_schedule = 2;
+                tpers.wgmma_consumers = tpers.wgmma_serial = 0; /* what it runs with */
+                for (int pth = 0; pth < 12; pth++) {
                     /* 4: the retired mid kernel */
                     if (pth == 4 || (pth == 2 && m < 16) || (pth == 3 && m > 32) ||
-                        ((pth == 6 || pth == 7 || pth >= 9) && m > 16) || (pth == 8 && !alt) ||
+                        ((pth == 6 || pth == 7 || pth == 9 || pth == 10) && m > 16) ||
+                        (pth == 11 && m < 64) || (pth == 8 && !alt) ||
                         (pth != 8 && !path_wanted(pth))) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
@@ -352,13 +317,15 @@ int main(int argc, char **argv)
                     if (pth != 2)
                         CU(cudaMemset(ws, 0, wsb));
                     CU(cudaMemset(y, 0xFF, m * n * 2)); /* NaN: a path that writes nothing fails */
-                    const bfp_matmul_path pp = (bfp_matmul_path)(pth == 7 || pth >= 9 ? 6
-                                                                 : pth == 8           ? 5
-                                                                                      : pth);
+                    const bfp_matmul_path pp =
+                        (bfp_matmul_path)(pth == 7 || pth == 9 || pth == 10 ? 6
+                                          : pth == 8 || pth == 11          ? 5
+                                                                           : pth);
                     const bfp_matmul_tuning *tp = pth == 7    ? &tpdl
                                                   : pth == 8  ? &talt
                                                   : pth == 9  ? &tcl
                                                   : pth == 10 ? &tclpdl
+                                                  : pth == 11 ? &tpers
                                                               : &tuning;
                     us[pth] = graph_us(st, [&](int i) {
                         BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb, pp, tp, st));
@@ -378,7 +345,7 @@ int main(int argc, char **argv)
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
                        "skinny %.1f, wgmma/%d %.1f err %.1e, wgmma/%d/%d %.1f err %.1e, "
                        "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e, "
-                       "grouped/1 %.1f err %.1e)\n",
+                       "persistent %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
                        us[1], us[3], wgc, us[5], err[5], wga, wgb, us[8], err[8], us[6], us[7],
                        err[6], us[9], us[10], err[9], us[11], err[11]);
@@ -395,27 +362,19 @@ int main(int argc, char **argv)
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
                         "\"gemv_pdl_rel_err\": %.3e, \"gemv_cl_us\": %.2f, "
                         "\"gemv_cl_pdl_us\": %.2f, \"gemv_cl_rel_err\": %.3e, "
-                        "\"gemv_cl_pdl_rel_err\": %.3e, \"grouped_us\": %.2f, "
-                        "\"grouped_rel_err\": %.3e, \"grouped_bn\": %d}",
+                        "\"gemv_cl_pdl_rel_err\": %.3e, \"persistent_us\": %.2f, "
+                        "\"persistent_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp,
                         jv(err[0]), tflops, wgbps, qbytes, wgbps / copy_gbps, path, jv(us[1]),
                         jv(us[2]), jv(us[3]), jv(us[5]), jv(err[5]), wgc, wga, wgb, jv(us[8]),
                         jv(err[8]), jv(us[6]), jv(us[7]), jv(err[6]), jv(err[7]), jv(us[9]),
-                        jv(us[10]), jv(err[9]), jv(err[10]), jv(us[11]), jv(err[11]),
-                        g1 ? tg.wgmma_bn : -1);
+                        jv(us[10]), jv(err[9]), jv(err[10]), jv(us[11]), jv(err[11]));
                 first = false;
                 fflush(stdout);
             }
             for (auto w : W)
                 bfp_cuda_weight_free(w);
-            for (auto g : G)
-                bfp_cuda_grouped_weight_free(g);
-            for (auto b : gbuf)
-                CU(cudaFree(b));
-            if (doff)
-                CU(cudaFree(doff));
-            if (gws)
-                CU(cudaFree(gws));
+
             CU(cudaFree(ws));
             CU(cudaFree(wf));
             CU(cudaFree(dc));
