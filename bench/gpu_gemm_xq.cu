@@ -13,7 +13,11 @@
  * GEMM_XQ_PAIRS=mxfp4:mxfp8_e4m3,..., GEMM_XQ_SHAPES=8192x28672,... and
  * GEMM_XQ_MS=1,16 limit the pairs, shapes and m. The MX pairs on Hopper are
  * timed on the wgmma kernel too (tuning xq_kernel = 2): wgmma_us (x quantized
- * on the fly, as us), wgmma_prequant_us, wgmma_rel_err; -1 where not run. */
+ * on the fly, as us), wgmma_prequant_us, wgmma_rel_err; -1 where not run.
+ * Pairs whose x format decodes exactly to bf16 (the MX ones) are also timed
+ * the way bfp.nn.Linear runs them: x quantized (bfp_cuda_quantize), decoded
+ * to bf16 (bfp_cuda_dequantize), then the bf16-x matmul (AUTO) on the packed
+ * weight, all three in the timed graph: bf16x_us, bf16x_path, bf16x_rel_err. */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -193,6 +197,25 @@ int main(int argc, char **argv)
                 bufs.push_back(c), bufs.push_back(sc), bufs.push_back(mt);
                 W[r] = bfp_cuda_planar_weight{wfm, n, k, c, sc, mt, hts};
             }
+            /* the packed weight of the bf16-x route (MX x formats: decoded
+             * x is exact in bf16), rot copies */
+            const bool bx = xfm != BFP_NVFP4 && xfm != BFP_NVFP4_PLUS;
+            std::vector<bfp_cuda_weight *> Wp;
+            size_t pwsb = 0;
+            void *pws = nullptr;
+            if (bx) {
+                std::vector<uint8_t> hc(wq.sz.codes), hs(wq.sz.scales), hm(wq.sz.meta + 1);
+                CU(cudaMemcpy(hc.data(), wq.c, wq.sz.codes, cudaMemcpyDeviceToHost));
+                CU(cudaMemcpy(hs.data(), wq.s, wq.sz.scales, cudaMemcpyDeviceToHost));
+                CU(cudaMemcpy(hm.data(), wq.m, wq.sz.meta + 1, cudaMemcpyDeviceToHost));
+                bfp_const_planes hp = {hc.data(), hs.data(), hm.data(), &hts};
+                Wp.resize(rot);
+                for (int r = 0; r < rot; r++)
+                    BFP(bfp_cuda_weight_upload(wfm, &hp, n, k, &Wp[r]));
+                pwsb = bfp_cuda_matmul_workspace_size_max(Wp[0]);
+                CU(cudaMalloc(&pws, pwsb));
+                CU(cudaMemset(pws, 0, pwsb));
+            }
             for (int mi = 0; mi < 4; mi++) {
                 size_t m = ms[mi];
                 char mname[16];
@@ -241,9 +264,36 @@ int main(int argc, char **argv)
                     });
                     CU(cudaStreamSynchronize(st));
                 }
+                double bus = -1, berr = NAN;
+                const char *bpath = "none";
+                if (bx) {
+                    DevPlanes xq2; /* the route's own planes and bf16 x */
+                    xq2.alloc(xfm, m, k);
+                    bfp_planes xp2 = xq2.p();
+                    bfp_const_planes xcp2 = xq2.cp();
+                    void *xb;
+                    CU(cudaMalloc(&xb, m * k * 2));
+                    CU(cudaMemsetAsync(y, 0xFF, m * n * 2, st));
+                    bus = graph_us(st, [&](int i) {
+                        BFP(bfp_cuda_quantize(xfm, BFP_DTYPE_BF16, x, m, k, NULL, 0, &xp2, NULL,
+                                              st));
+                        BFP(bfp_cuda_dequantize(xfm, &xcp2, m, k, BFP_DTYPE_BF16, xb, st));
+                        BFP(bfp_cuda_matmul(Wp[i % rot], xb, m, NULL, y, pws, pwsb,
+                                            BFP_MATMUL_AUTO, st));
+                    });
+                    CU(cudaStreamSynchronize(st));
+                    berr = rel_err(y, yref, m * n);
+                    static const char *const names[] = {"auto", "fused", "dequant+cublas",
+                                                        "skinny", "(retired)", "wgmma", "gemv"};
+                    bpath = names[bfp_cuda_matmul_auto_path(Wp[0], m)];
+                    CU(cudaFree(xb));
+                    xq2.release();
+                }
                 double tflops = 2.0 * m * n * k / us * 1e-6;
-                printf("%-8s %-11s %5zu %6zu %6zu %9.1f %9.1f %9.1f %10.2e %8.1f %9.1f %10.2e\n",
-                       wn, xn, m, n, k, us, pus, cublas_us[mi], err, tflops, wus, werr);
+                printf("%-8s %-11s %5zu %6zu %6zu %9.1f %9.1f %9.1f %10.2e %8.1f %9.1f %10.2e "
+                       "bf16x %.1f (%s) %.1e\n",
+                       wn, xn, m, n, k, us, pus, cublas_us[mi], err, tflops, wus, werr, bus, bpath,
+                       berr);
                 fflush(stdout);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"x_format\": \"%s\", \"M\": %zu, \"N\": %zu, "
@@ -251,9 +301,11 @@ int main(int argc, char **argv)
                         "\"cublas_bf16_direct_us\": %.2f, \"rel_err\": %.3e, "
                         "\"prequant_rel_err\": %.3e, \"tflops\": %.2f, \"weight_bytes\": %zu, "
                         "\"path\": \"xq_mma_sync\", \"wgmma_us\": %.2f, "
-                        "\"wgmma_prequant_us\": %.2f, \"wgmma_rel_err\": %s}",
+                        "\"wgmma_prequant_us\": %.2f, \"wgmma_rel_err\": %s, "
+                        "\"bf16x_us\": %.2f, \"bf16x_path\": \"%s\", \"bf16x_rel_err\": %s}",
                         first ? "" : ",\n", wn, xn, m, n, k, us, pus, cublas_us[mi], err, perr,
-                        tflops, qbytes, wus, wpus, json_num(werr).c_str());
+                        tflops, qbytes, wus, wpus, json_num(werr).c_str(), bus, bpath,
+                        json_num(berr).c_str());
                 first = false;
                 fflush(fp); /* a run cut short keeps what it measured */
                 xq.release();
@@ -261,6 +313,10 @@ int main(int argc, char **argv)
             }
             for (auto b : bufs)
                 CU(cudaFree(b));
+            for (auto w : Wp)
+                bfp_cuda_weight_free(w);
+            if (pws)
+                CU(cudaFree(pws));
             wq.release();
         }
         CU(cudaFree(wbf));
