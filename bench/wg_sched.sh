@@ -4,11 +4,11 @@
 #  1. gpu_gemm at large m: AUTO, dequantize + cuBLAS, the wgmma path (one CTA
 #     per tile) and path 11, the same with persistent CTAs (tuning
 #     wgmma_schedule = 2), cuBLAS bf16 beside them -> $OUT/sched.json;
-#  2. test_cuda_matmul's wgmma cases (both schedules), then memcheck and
-#     racecheck on the quick set;
+#  2. test_cuda_matmul's wgmma cases (both schedules);
 #  3. gpu_gemm_xq (W4A8 / W4A4, with the bf16-x route: bf16x_us) at small m
 #     and its cuBLASLt FP8 / bf16 peers (bench/peer_gemm_fp8_torch.py) ->
-#     $OUT/xq.json.
+#     $OUT/xq.json;
+#  4. memcheck and racecheck on the quick wgmma set, with the time left.
 #
 #   PREBUILT=build OUT=/some/dir bash bench/wg_sched.sh
 #
@@ -49,15 +49,29 @@ if want gemm; then
     say "gpu_gemm: wgmma schedules"
     GEMM_SHAPES=${SHAPES:-8192x8192,28672x8192,8192x28672,28672x4096,4096x14336} \
         GEMM_MS=${MS:-512,1024,2048,4096} GEMM_FORMATS=${FORMATS:-mxfp4,nvfp4+} \
-        GEMM_PATHS=0,2,5,11 timeout "$(cap 200)" $B/gpu_gemm "$OUT/sched.json" \
+        GEMM_PATHS=0,2,5,11 timeout "$(cap 170)" $B/gpu_gemm "$OUT/sched.json" \
         >"$OUT/gemm.log" 2>&1
     echo "gpu_gemm rc=$?" | tee -a "$S"
 fi
 if want test; then
     say "test_cuda_matmul, wgmma cases"
-    BFP_TEST_WGMMA_ONLY=1 timeout "$(cap 200)" $B/test_cuda_matmul >"$OUT/test.log" 2>&1
+    BFP_TEST_WGMMA_ONLY=1 timeout "$(cap 170)" $B/test_cuda_matmul >"$OUT/test.log" 2>&1
     echo "test rc=$? $(tail -n 1 "$OUT/test.log")" | tee -a "$S"
     grep FAIL "$OUT/test.log" | head -5 | tee -a "$S"
+fi
+if want xq; then
+    c=$(cap 150)
+    say "gpu_gemm_xq (cap $c s) and its peers"
+    GEMM_XQ_SHAPES=${XQ_SHAPES:-} GEMM_XQ_MS=${XQ_MS:-1,16,128} \
+        GEMM_XQ_PAIRS=${XQ_PAIRS:-mxfp4:mxfp8_e4m3,mxfp4:mxfp4,mxfp4+:mxfp4+} \
+        timeout "$c" $B/gpu_gemm_xq "$OUT/gpu_gemm_xq.json" >"$OUT/xq.log" 2>&1
+    echo "gpu_gemm_xq rc=$?" | tee -a "$S"
+    PEER_TRITON=${PEER_TRITON:-0} \
+        BENCH_COMMAND="PREBUILT=build bash bench/wg_sched.sh (step xq)" timeout "$(cap 90)" \
+        python3 bench/peer_gemm_fp8_torch.py "$OUT/gpu_gemm_xq.json" "$OUT/xq.json" \
+        >>"$OUT/xq.log" 2>&1
+    echo "peers rc=$?" | tee -a "$S"
+    rm -f "$OUT/gpu_gemm_xq.json"
 fi
 if want san; then
     for tool in memcheck racecheck; do
@@ -68,19 +82,5 @@ if want san; then
         echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed' "$OUT/$tool.log" |
             tail -n 2 | tr '\n' ' ')" | tee -a "$S"
     done
-fi
-if want xq; then
-    c=$(cap 200)
-    say "gpu_gemm_xq (cap $c s) and its peers"
-    GEMM_XQ_SHAPES=${XQ_SHAPES:-} GEMM_XQ_MS=${XQ_MS:-1,16,128} \
-        GEMM_XQ_PAIRS=${XQ_PAIRS:-mxfp4:mxfp8_e4m3,mxfp4:mxfp4,mxfp4+:mxfp4+} \
-        timeout "$c" $B/gpu_gemm_xq "$OUT/gpu_gemm_xq.json" >"$OUT/xq.log" 2>&1
-    echo "gpu_gemm_xq rc=$?" | tee -a "$S"
-    PEER_TRITON=${PEER_TRITON:-0} \
-        BENCH_COMMAND="PREBUILT=build bash bench/wg_sched.sh (step xq)" timeout "$(cap 120)" \
-        python3 bench/peer_gemm_fp8_torch.py "$OUT/gpu_gemm_xq.json" "$OUT/xq.json" \
-        >>"$OUT/xq.log" 2>&1
-    echo "peers rc=$?" | tee -a "$S"
-    rm -f "$OUT/gpu_gemm_xq.json"
 fi
 say "done"
