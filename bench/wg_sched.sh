@@ -44,6 +44,7 @@ wait
 for p in test_cuda_matmul gpu_gemm gpu_gemm_xq; do
     [ -x $B/$p ] || { say "$p did not build"; cat "$OUT"/build_*.log | tail -20; exit 1; }
 done
+rm -f "$OUT"/build_*.log # few files come back from the GPU machine
 
 if want gemm; then
     say "gpu_gemm: wgmma schedules"
@@ -71,7 +72,7 @@ if want xq; then
         python3 bench/peer_gemm_fp8_torch.py "$OUT/gpu_gemm_xq.json" "$OUT/xq.json" \
         >>"$OUT/xq.log" 2>&1
     echo "peers rc=$?" | tee -a "$S"
-    rm -f "$OUT/gpu_gemm_xq.json"
+    [ -s "$OUT/xq.json" ] && rm -f "$OUT/gpu_gemm_xq.json"
 fi
 if want san; then
     for tool in memcheck racecheck; do
