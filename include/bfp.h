@@ -794,8 +794,9 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *tuning);
 /* How bfp_cuda_matmul computes. */
 typedef enum {
     BFP_MATMUL_AUTO = 0,     /* bfp_cuda_matmul_auto_path(): GEMV, SKINNY or
-                                FUSED for m <= 32, WGMMA to 1024 (Hopper),
-                                DEQUANT_CUBLAS above */
+                                FUSED for m <= 32, WGMMA to 1024 (Hopper;
+                                above too where k >= n and no K split is
+                                needed), else DEQUANT_CUBLAS */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */
     BFP_MATMUL_DEQUANT_CUBLAS = 2, /* W to bf16 in the workspace, cuBLAS GEMM */
     BFP_MATMUL_SKINNY = 3,   /* m <= 32 only: stream-K kernel fed by bulk copies;

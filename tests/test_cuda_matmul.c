@@ -366,6 +366,14 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
               bfp_cuda_matmul_auto_path(small, 1025) == BFP_MATMUL_DEQUANT_CUBLAS,
           "AUTO's path choice");
+    /* above 1024: the wgmma kernel where k >= n and the plan has no K split
+     * (8192^2: 64 x 5..16 CTAs), dequant + cuBLAS where n > k (16384 x 8192)
+     * or the CTAs are few (64 x 1024: a split) */
+    CHECK(bfp_cuda_matmul_auto_path(mid, 1025) == mid_path &&
+              bfp_cuda_matmul_auto_path(mid, 4096) == mid_path &&
+              bfp_cuda_matmul_auto_path(big, 4096) == BFP_MATMUL_DEQUANT_CUBLAS &&
+              bfp_cuda_matmul_auto_path(small, 4096) == BFP_MATMUL_DEQUANT_CUBLAS,
+          "AUTO's path choice above m = 1024");
     /* gemv_pdl = 1: the GEMV kernel at every m <= 16 on Hopper */
     const bfp_matmul_tuning pdl = {.gemv_pdl = 1};
     const bfp_matmul_path pg = hopper ? BFP_MATMUL_GEMV : BFP_MATMUL_FUSED;

@@ -784,6 +784,16 @@ constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
  * there; bench/results/h100-wgmma-auto-f974e82.json, docs/gemm.md). */
 constexpr size_t WGMMA_MAX_M = 1024;
 
+/* Above WGMMA_MAX_M the wgmma kernel still beat dequant + cuBLAS where K
+ * is at least N, and lost where N is larger (two H100 runs; docs/gemm.md,
+ * "AUTO above m = 1024"). So AUTO takes it there when K >= N and its plan
+ * needs no K split (no workspace: bfp_cuda_matmul_workspace_size_max stays
+ * the largest over m <= WGMMA_MAX_M and the dequantize path's). */
+static bool wgmma_large_m(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
+{
+    return w->k >= w->n && wgmma_fits(m) && plan_wgmma(w, m, t).splits == 1;
+}
+
 /* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^22 elements
  * and at m = 2..8 from 2^25 up to where the skinny kernel takes over. On the
  * H200 it beat the skinny kernel at m = 16 on the three 2^26..2^28 shapes in
@@ -815,7 +825,8 @@ bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
                                              const bfp_matmul_tuning *tuning)
 {
-    if (w && m > FUSED_MAX_M && m <= WGMMA_MAX_M && w->wgmma_ok)
+    if (w && m > FUSED_MAX_M && w->wgmma_ok &&
+        (m <= WGMMA_MAX_M || wgmma_large_m(w, m, tuning ? *tuning : DEFAULTS)))
         return BFP_MATMUL_WGMMA;
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
