@@ -24,9 +24,6 @@
  * the tuning the same: wgmma_alt_us and wgmma_alt_rel_err, its counts in
  * "wgmma_alt_consumers" and "wgmma_alt_bn" (-1: not run).
  * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead.
- * Path 11 (m >= 64): the wgmma path with tuning wgmma_schedule = 2
- * (persistent CTAs on the grouped kernel's schedule; wgmma_bn as the
- * tuning's): persistent_us, persistent_rel_err.
  * empty_kernel_us / empty_grid_us: an empty kernel's call in the same kind
  * of graph (one CTA; two 288-thread CTAs per SM, the GEMV's grid): the
  * floor under every call's time. */
@@ -293,19 +290,15 @@ int main(int argc, char **argv)
                 float alpha = 1, beta = 0;
                 CB(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, wf,
                                (int)k, xf, (int)k, &beta, yref, (int)n));
-                double us[12], err[12];
+                double us[11], err[11];
                 bfp_matmul_tuning tpdl = tuning, tcl = tuning, tclpdl = tuning;
                 tpdl.gemv_pdl = 1;
                 tcl.gemv_split = tclpdl.gemv_split = 2; /* 9, 10: GEMV with cluster plans */
                 tclpdl.gemv_pdl = 1;
-                bfp_matmul_tuning tpers = tuning; /* 11: persistent wgmma CTAs */
-                tpers.wgmma_schedule = 2;
-                tpers.wgmma_consumers = tpers.wgmma_serial = 0; /* what it runs with */
-                for (int pth = 0; pth < 12; pth++) {
+                for (int pth = 0; pth < 11; pth++) {
                     /* 4: the retired mid kernel */
                     if (pth == 4 || (pth == 2 && m < 16) || (pth == 3 && m > 32) ||
-                        ((pth == 6 || pth == 7 || pth == 9 || pth == 10) && m > 16) ||
-                        (pth == 11 && m < 64) || (pth == 8 && !alt) ||
+                        ((pth == 6 || pth == 7 || pth >= 9) && m > 16) || (pth == 8 && !alt) ||
                         (pth != 8 && !path_wanted(pth))) {
                         us[pth] = NAN, err[pth] = NAN;
                         continue;
@@ -317,15 +310,13 @@ int main(int argc, char **argv)
                     if (pth != 2)
                         CU(cudaMemset(ws, 0, wsb));
                     CU(cudaMemset(y, 0xFF, m * n * 2)); /* NaN: a path that writes nothing fails */
-                    const bfp_matmul_path pp =
-                        (bfp_matmul_path)(pth == 7 || pth == 9 || pth == 10 ? 6
-                                          : pth == 8 || pth == 11          ? 5
-                                                                           : pth);
+                    const bfp_matmul_path pp = (bfp_matmul_path)(pth == 7 || pth >= 9 ? 6
+                                                                 : pth == 8           ? 5
+                                                                                      : pth);
                     const bfp_matmul_tuning *tp = pth == 7    ? &tpdl
                                                   : pth == 8  ? &talt
                                                   : pth == 9  ? &tcl
                                                   : pth == 10 ? &tclpdl
-                                                  : pth == 11 ? &tpers
                                                               : &tuning;
                     us[pth] = graph_us(st, [&](int i) {
                         BFP(bfp_cuda_matmul_ex(W[i % rot], x, m, NULL, y, ws, wsb, pp, tp, st));
@@ -344,11 +335,10 @@ int main(int argc, char **argv)
                 const int wgb = alt ? talt.wgmma_bn : -1; /* 0: the default's rule */
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
                        "skinny %.1f, wgmma/%d %.1f err %.1e, wgmma/%d/%d %.1f err %.1e, "
-                       "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e, "
-                       "persistent %.1f err %.1e)\n",
+                       "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e)\n",
                        name, m, n, k, us[0], cublas_us[mi], sp, err[0], tflops, wgbps, path,
                        us[1], us[3], wgc, us[5], err[5], wga, wgb, us[8], err[8], us[6], us[7],
-                       err[6], us[9], us[10], err[9], us[11], err[11]);
+                       err[6], us[9], us[10], err[9]);
                 fprintf(fp,
                         "%s {\"format\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"us\": %.2f, "
                         "\"cublas_bf16_us\": %.2f, \"speedup\": %.3f, \"rel_err\": %.3e, "
@@ -362,19 +352,17 @@ int main(int argc, char **argv)
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
                         "\"gemv_pdl_rel_err\": %.3e, \"gemv_cl_us\": %.2f, "
                         "\"gemv_cl_pdl_us\": %.2f, \"gemv_cl_rel_err\": %.3e, "
-                        "\"gemv_cl_pdl_rel_err\": %.3e, \"persistent_us\": %.2f, "
-                        "\"persistent_rel_err\": %.3e}",
+                        "\"gemv_cl_pdl_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp,
                         jv(err[0]), tflops, wgbps, qbytes, wgbps / copy_gbps, path, jv(us[1]),
                         jv(us[2]), jv(us[3]), jv(us[5]), jv(err[5]), wgc, wga, wgb, jv(us[8]),
                         jv(err[8]), jv(us[6]), jv(us[7]), jv(err[6]), jv(err[7]), jv(us[9]),
-                        jv(us[10]), jv(err[9]), jv(err[10]), jv(us[11]), jv(err[11]));
+                        jv(us[10]), jv(err[9]), jv(err[10]));
                 first = false;
                 fflush(stdout);
             }
             for (auto w : W)
                 bfp_cuda_weight_free(w);
-
             CU(cudaFree(ws));
             CU(cudaFree(wf));
             CU(cudaFree(dc));

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# bench/wg_sched.sh - one GPU call for the wgmma path's schedules and the
+# bench/wg_sched.sh - one GPU call for the wgmma path at large m and the
 # quantized-x routes, from libraries built on the CPU machine (sm_90a):
-#  1. gpu_gemm at large m: AUTO, dequantize + cuBLAS, the wgmma path (one CTA
-#     per tile) and path 11, the same with persistent CTAs (tuning
-#     wgmma_schedule = 2), cuBLAS bf16 beside them -> $OUT/sched.json;
-#  2. test_cuda_matmul's wgmma cases (both schedules);
+#  1. gpu_gemm at large m: AUTO, dequantize + cuBLAS and the wgmma path,
+#     cuBLAS bf16 beside them -> $OUT/sched.json (GEMM_PATHS, default
+#     0,2,5; the run of 2026-12-07 also had 11, a persistent schedule since
+#     removed: docs/gemm.md);
+#  2. test_cuda_matmul's wgmma cases;
 #  3. gpu_gemm_xq (W4A8 / W4A4, with the bf16-x route: bf16x_us) at small m
 #     and its cuBLASLt FP8 / bf16 peers (bench/peer_gemm_fp8_torch.py) ->
 #     $OUT/xq.json;
@@ -12,9 +13,10 @@
 #
 #   PREBUILT=build OUT=/some/dir bash bench/wg_sched.sh
 #
-# SHAPES, MS, FORMATS (step 1); XQ_SHAPES, XQ_MS, XQ_PAIRS (step 3); STEPS
-# (default "gemm test san xq"); PEER_TRITON (0: no tl.dot_scaled sweep); each step under a time cap, the whole call
-# under BUDGET s (560). Logs in $OUT/*.log, a summary in $OUT/summary.txt.
+# SHAPES, MS, FORMATS, GEMM_PATHS (step 1); XQ_SHAPES, XQ_MS, XQ_PAIRS (step 3); STEPS
+# (default "gemm test san xq"); PEER_TRITON (0: no tl.dot_scaled sweep); each step
+# under a time cap, the whole call under BUDGET s (560). Logs in $OUT/*.log, a summary
+# in $OUT/summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -47,10 +49,10 @@ done
 rm -f "$OUT"/build_*.log # few files come back from the GPU machine
 
 if want gemm; then
-    say "gpu_gemm: wgmma schedules"
+    say "gpu_gemm: wgmma at large m"
     GEMM_SHAPES=${SHAPES:-8192x8192,28672x8192,8192x28672,28672x4096,4096x14336} \
         GEMM_MS=${MS:-512,1024,2048,4096} GEMM_FORMATS=${FORMATS:-mxfp4,nvfp4+} \
-        GEMM_PATHS=0,2,5,11 timeout "$(cap 170)" $B/gpu_gemm "$OUT/sched.json" \
+        GEMM_PATHS=${GEMM_PATHS:-0,2,5} timeout "$(cap 170)" $B/gpu_gemm "$OUT/sched.json" \
         >"$OUT/gemm.log" 2>&1
     echo "gpu_gemm rc=$?" | tee -a "$S"
 fi

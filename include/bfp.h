@@ -774,15 +774,6 @@ typedef struct {
                          half as many CTAs as SMs). Also the grouped wgmma
                          kernel's rows of an expert's x per tile (0 there:
                          64, 128 or 256 by rows per expert) */
-    int wgmma_schedule; /* WGMMA: how CTAs take tiles: 0: the default (1),
-                         1: one CTA per (W rows, x rows, K split) tile,
-                         the epilogue in the ring; 2: persistent CTAs (one
-                         per SM) walking the tiles with whole K, the
-                         epilogue in its own shared tile while the
-                         producer copies the next tile's stages (the
-                         grouped wgmma kernel's schedule; no workspace;
-                         2 consumer warpgroups and the pipelined mainloop
-                         only, BFP_ERR_ARG otherwise) */
 } bfp_matmul_tuning;
 
 /**

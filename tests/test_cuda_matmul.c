@@ -668,24 +668,19 @@ static void wgmma_cases(bfp_format f, int quick)
     run_case(f, 129, 1000, 130, 0, 0, 1, BFP_MATMUL_WGMMA); /* unaligned, odd k, 2 chunks */
 }
 
-/* wgmma_cases under a variant of the cases' tuning: consumers warpgroups,
- * bn rows of x per CTA (0: the default rule) and the schedule (tuning
- * wgmma_schedule; 2: persistent CTAs on the grouped kernel, which also
- * walk several tiles each at m = 1500, n = 3000). With 3 consumers (CTAs of
+/* wgmma_cases under a variant of the cases' tuning: consumers warpgroups
+ * and bn rows of x per CTA (0: the default rule). With 3 consumers (CTAs of
  * 12 row tiles) n = 100, 300, 1000 ... leave the last CTA part-empty (TMA
  * zeros, outputs masked), 200 a CTA of one row tile, n = 384 whole CTAs;
  * with 256 rows of x (two n128 products per decoded A fragment, 5 stages,
  * registers moved by setmaxnreg) m = 4096, 1000 and 300 leave the last m
  * chunk part-empty, 512 gives two whole ones, 255 and 64 one. Then the
  * serial mainloop and AUTO with the tuning. */
-static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, int schedule)
+static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn)
 {
     bfp_matmul_tuning tv = tun ? *tun : (bfp_matmul_tuning){0};
     tv.wgmma_consumers = consumers;
     tv.wgmma_bn = bn;
-    tv.wgmma_schedule = schedule;
-    if (schedule == 2)
-        tv.wgmma_serial = 0; /* the persistent schedule has the pipelined mainloop only */
     const bfp_matmul_tuning *saved = tun;
     tun = &tv;
     wgmma_cases(f, quick);
@@ -695,10 +690,7 @@ static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, 
         run_case(f, 4096, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* m chunks, 3 CTAs, one part-empty */
         run_case(f, 1000, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* 4 chunks, odd n */
         run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);     /* AUTO's wgmma range */
-        if (schedule == 2)
-            run_case(f, 1500, 3000, 136, 1, 1, 0, BFP_MATMUL_WGMMA); /* 144+ tiles */
-        else
-            tv.wgmma_serial = !tv.wgmma_serial;
+        tv.wgmma_serial = !tv.wgmma_serial;
         run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
         run_case(f, 300, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
         run_case(f, 300, 130, 520, 0, 0, 1, BFP_MATMUL_WGMMA);
@@ -707,14 +699,11 @@ static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, 
     tun = saved;
 }
 
-/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x, and
- * persistent CTAs (with the default rows of x, and 256) */
+/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x */
 static void wgmma_variants(bfp_format f, int quick)
 {
-    wgmma_variant_cases(f, quick, 3, 0, 0);
-    wgmma_variant_cases(f, quick, 2, 256, 0);
-    wgmma_variant_cases(f, quick, 2, 0, 2);
-    wgmma_variant_cases(f, quick, 2, 256, 2);
+    wgmma_variant_cases(f, quick, 3, 0);
+    wgmma_variant_cases(f, quick, 2, 256);
 }
 
 /* Every kernel path under a non-default tuning (each knob off its

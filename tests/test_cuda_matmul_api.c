@@ -260,9 +260,7 @@ static void tuning_refused_case(void)
                                      {.wgmma_serial = 2}, {.gemv_pdl = 2},
                                      {.wgmma_consumers = 1}, {.wgmma_consumers = 4},
                                      {.xq_kernel = 3}, {.wgmma_bn = 96},
-                                     {.wgmma_bn = 256, .wgmma_consumers = 3},
-                                     {.wgmma_schedule = 3},
-                                     {.wgmma_schedule = 2, .wgmma_serial = 1}};
+                                     {.wgmma_bn = 256, .wgmma_consumers = 3}};
     for (size_t i = 0; dw && i < sizeof bad / sizeof bad[0]; i++)
         for (int p = 0; p <= BFP_MATMUL_GEMV; p++) {
             CHECK(bfp_cuda_matmul_ex(dw, dx, 4, NULL, dy, dws, (size_t)64 << 20,

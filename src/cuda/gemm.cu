@@ -5,7 +5,6 @@
  * prepacked arrays to bf16 in the workspace, gemm_unpack.cu, then one bf16
  * GEMM per chunk on the calling thread's handle). */
 #include "bfp.h"
-#include "gemm_grouped.cuh"
 #include "gemm_internal.h"
 #include "matmul_image.h"
 
@@ -300,7 +299,6 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
  * consumers from the tuning (0: 2) */
 struct WgPlan {
     int bn, consumers, mchunks, splits, tiles_per_split;
-    bool persistent; /* wgmma_schedule 2: the grouped kernel's schedule */
     unsigned ctas_n;
     size_t ws_bytes, ctr_offset;
 };
@@ -326,8 +324,7 @@ WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t
     P.bn = t.wgmma_bn ? t.wgmma_bn : m <= 64 ? 64 : wide ? 256 : 128;
     P.mchunks = (int)((m + P.bn - 1) / P.bn);
     const size_t ctas = (size_t)P.ctas_n * (size_t)P.mchunks;
-    P.persistent = t.wgmma_schedule == 2;
-    size_t best = P.persistent ? 1 : pick_splits(ctas, (size_t)w->sms, w->tiles_k);
+    size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
     P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
     P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
@@ -378,39 +375,6 @@ __global__ void fill_bias(__nv_bfloat16 *y, const __nv_bfloat16 *bias, size_t m,
 }
 
 enum Kernel { K_FUSED, K_SKINNY, K_WGMMA, K_GEMV };
-
-/* The wgmma path on persistent CTAs (wgmma_schedule = 2): the grouped
- * kernel with W as its one expert (no offsets: rows [0, m)), W through the
- * 2-consumer 3-D maps, bn rows of x per tile, whole K, no workspace */
-bfp_status run_wgmma_persistent(const bfp_cuda_weight *w, const void *x, size_t m,
-                                const void *bias, void *y, int bn, cudaStream_t s)
-{
-    GroupedParams p{};
-    p.base = static_cast<const uint8_t *>(w->buf);
-    p.x = static_cast<const __nv_bfloat16 *>(x);
-    p.bias = static_cast<const __nv_bfloat16 *>(bias);
-    p.y = static_cast<__nv_bfloat16 *>(y);
-    p.e_count = 1;
-    p.n = (int)w->n;
-    p.k = (int)w->k;
-    p.t_rows = (int)m;
-    p.tiles_n = (int)w->tiles_n;
-    p.tiles_k = (int)w->tiles_k;
-    p.cols = (int)((w->tiles_n + wg_row_tiles(2) - 1) / wg_row_tiles(2));
-    p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
-    p.use_ts = w->kind == FMT_NV || w->kind == FMT_NVPLUS;
-    const WgmmaMaps &d = w->wg[0];
-    GroupedWgMaps maps;
-    maps.codes = d.codes;
-    maps.scales = d.scales;
-    maps.corr = d.corr;
-    if (p.x_vec && !encode_x(&maps.x, x, w->k, m, (size_t)bn))
-        return BFP_ERR_DEVICE;
-    const size_t tiles = (m + bn - 1) / bn * (size_t)p.cols;
-    const unsigned grid = (unsigned)(tiles < (size_t)w->sms ? tiles : (size_t)w->sms);
-    return launch_grouped_wgmma(w->kind, p, maps, bn, grid, s) == cudaSuccess ? BFP_OK
-                                                                           : BFP_ERR_DEVICE;
-}
 
 bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const void *bias,
                      void *y, void *ws, size_t ws_bytes, Kernel kern,
@@ -471,8 +435,6 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.chunk_tiles = P.chunk_tiles;
     p.xs_ld = P.chunk_tiles * 64 + 8;
     p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
-    if (wgk && G.persistent)
-        return run_wgmma_persistent(w, x, m, bias, y, G.bn, s);
     if (wgk) {
         p.wg_pipe = t.wgmma_serial ? 0 : 1;
         p.tiles_per_split = G.tiles_per_split;

@@ -54,20 +54,11 @@ struct GroupedWgMaps {
 };
 cudaError_t launch_grouped_wgmma(int fmt_kind, const GroupedParams &p, const GroupedWgMaps &mp,
                                  int bn, unsigned grid, cudaStream_t s);
-/* A dense weight's matmul on that kernel (bfp_matmul_tuning.wgmma_schedule
- * = 2): p.offsets NULL (one expert of t_rows rows), p.stride 0, and W's
- * maps the dense weight's 3-D ones {record / 8, tiles_k, tiles_n} with
- * boxes of 8 row tiles (the kernel copies with them when p.offsets is NULL) */
 
 /* expert e's rows [a, b) of offsets[e_count + 1], clamped into [0, t_rows)
- * whatever the offsets; no offsets: one expert of all t_rows rows (a dense
- * call on the wgmma kernel's persistent schedule, run_wgmma_persistent) */
+ * whatever the offsets */
 __device__ __forceinline__ void expert_rows(const int *offsets, int t_rows, int e, int *a, int *b)
 {
-    if (!offsets) {
-        *a = 0, *b = t_rows;
-        return;
-    }
     int lo = __ldg(offsets + e), hi = __ldg(offsets + e + 1);
     lo = min(max(lo, 0), t_rows);
     hi = min(max(hi, lo), t_rows);

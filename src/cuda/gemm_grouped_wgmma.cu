@@ -13,9 +13,7 @@
  * across tiles), and the epilogue has its own tile in shared memory, so
  * the producer copies the next tile's stages while the consumers write y.
  * x rows past the expert's are copied (another expert's, or zeros past T)
- * and dropped in the epilogue. Without offsets it is a dense weight's
- * matmul (one expert, W through its 3-D maps; bfp_matmul_tuning's
- * wgmma_schedule = 2). */
+ * and dropped in the epilogue. */
 #include "gemm_grouped.cuh"
 #include "gemm_wgmma_parts.cuh"
 
@@ -81,9 +79,8 @@ __device__ __forceinline__ void produce_tile(const GroupedParams &p, const Group
                                              uint32_t empty, int tid)
 {
     using S = GStage<F, BN>;
-    /* a dense call (no offsets) copies W with its 3-D maps */
     const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
-                       p.t_rows, p.k, p.x_vec, g.col * S::R, p.offsets ? g.e : -1};
+                       p.t_rows, p.k, p.x_vec, g.col * S::R, g.e};
     produce<F, BN, C, S::N>(src, g.sp, ring, full, empty, tid);
 }
 
