@@ -940,6 +940,44 @@ bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format
                                      void *d_y, void *d_workspace, size_t workspace_bytes,
                                      const bfp_matmul_tuning *tuning, void *stream);
 
+/* ---- Quantized x on a packed weight: the bf16-x route ---------------------
+ * For an x format without a float32 tensor scale (every format but NVFP4 and
+ * NVFP4+) each decoded x value is a bf16 value (values below 2^-133, which
+ * only blocks scaled below about 2^-120 hold, round to bf16's subnormals). So
+ * W4A8 / W4A4 can run on the bf16-x kernels: x quantized (bfp_cuda_quantize,
+ * bit for bit bfp_quantize's planes), decoded to bf16 (bfp_cuda_dequantize),
+ * then bfp_cuda_matmul_ex. The products are exact and summed in fp32, as in
+ * the xq kernels; at m <= 128 this route was faster than both xq kernels
+ * (docs/gemm.md, "The bf16-x route"). */
+
+/** 1 if x_fmt has the bf16-x route (a known format without a tensor scale). */
+int bfp_matmul_qx_supported(bfp_format x_fmt);
+
+/** Workspace bytes of bfp_cuda_matmul_qx for m rows with this path and
+ * tuning: bfp_cuda_matmul_workspace_size_max(w) (or the path's own need
+ * when larger), then x's bf16 copy and planes. 0 for NULL w, m = 0, an x
+ * format without the route or an invalid tuning. */
+size_t bfp_cuda_matmul_qx_workspace_size(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m,
+                                         bfp_matmul_path path, const bfp_matmul_tuning *tuning);
+
+/**
+ * y = bf16(decode(quantize(x, x_fmt))) . W^T (+ bias) on a packed weight:
+ * d_x_bf16 bf16 [m, k], d_bias bf16 [n] or NULL, d_y bf16 [m, n]. The
+ * workspace (256-byte aligned, bfp_cuda_matmul_qx_workspace_size() bytes)
+ * starts with the matmul's part, which the caller zeroes once as for
+ * bfp_cuda_matmul (the calls keep it zero), then x's bf16 copy and planes
+ * (codes, scales, meta, tensor scale; each 256-byte aligned), written by
+ * every call. No allocation, no synchronization: capturable in a CUDA graph.
+ * @return BFP_OK; BFP_ERR_ARG (NULL pointer, small or misaligned workspace,
+ *         invalid tuning); BFP_ERR_FORMAT (unknown x format);
+ *         BFP_ERR_UNSUPPORTED (x format with a tensor scale, build without
+ *         CUDA); the errors of bfp_cuda_quantize and bfp_cuda_matmul_ex
+ */
+bfp_status bfp_cuda_matmul_qx(const bfp_cuda_weight *w, bfp_format x_fmt, const void *d_x_bf16,
+                              size_t m, const void *d_bias, void *d_y, void *d_workspace,
+                              size_t workspace_bytes, bfp_matmul_path path,
+                              const bfp_matmul_tuning *tuning, void *stream);
+
 /* ---- Verification -------------------------------------------------------
  * Compare the planes another implementation wrote (the DUT: device or
  * kernel under test) with the reference planes of the same input, and

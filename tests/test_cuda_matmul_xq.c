@@ -12,7 +12,10 @@
  * "skipped: no GPU" and passes. BFP_TEST_QUICK=1: a few shapes (memcheck).
  * Each case runs on the default kernel (tuning NULL: mma.sync) and, for the
  * MX pairs on Hopper, on the wgmma kernel (tuning xq_kernel = 2), same
- * bounds; BFP_TEST_XQ_KERNEL=1 or 2: only that one. */
+ * bounds; and, for pairs whose x format has no tensor scale, through the
+ * bf16-x route on a packed weight (bfp_cuda_matmul_qx: "kernel" 3), same
+ * bounds, plus W nvfp4 / hif4 with MX x; BFP_TEST_XQ_KERNEL=1, 2 or 3: only
+ * that one. */
 #include "bfp.h"
 #include "check.h"
 #include "prng.h"
@@ -96,7 +99,9 @@ static double value(size_t r, size_t c, int salt)
 
 static size_t al256(size_t v) { return (v + 255) & ~(size_t)255; }
 
-/* kern: 1 = the default (tuning NULL), 2 = xq_kernel 2 (wgmma) */
+/* kern: 1 = the default (tuning NULL), 2 = xq_kernel 2 (wgmma), 3 = the
+ * bf16-x route (bfp_cuda_matmul_qx on the packed weight, AUTO; no planes
+ * API) */
 static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k, int bias_on,
                      int planes_api, int kern)
 {
@@ -135,8 +140,14 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
           "reference");
 
     bfp_cuda_planar_weight dwp = dw_make(wf, &qw, n, k), *dw = &dwp;
+    bfp_cuda_weight *pw = NULL; /* kern 3 */
     bfp_status st;
-    size_t wsb = bfp_cuda_matmul_xq_workspace_size(dw, xf, m, tu);
+    if (kern == 3) {
+        CHECK(bfp_cuda_weight_upload(wf, &cw, n, k, &pw) == BFP_OK, "upload %s", wn);
+        planes_api = 0;
+    }
+    size_t wsb = kern == 3 ? bfp_cuda_matmul_qx_workspace_size(pw, xf, m, BFP_MATMUL_AUTO, NULL)
+                           : bfp_cuda_matmul_xq_workspace_size(dw, xf, m, tu);
     CHECK(wsb > 0, "workspace size %s x %s", wn, xn);
     void *dx, *dy, *dbias, *dws;
     CU(cudaMalloc(&dx, m * k * 2));
@@ -146,7 +157,8 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
     CU(cudaMemcpy(dx, x, m * k * 2, cudaMemcpyHostToDevice));
     CU(cudaMemcpy(dbias, bias, n * 2, cudaMemcpyHostToDevice));
     CU(cudaMemset(dy, 0xFF, m * n * 2)); /* NaN: an unwritten output fails */
-    CU(cudaMemset(dws, 0xA5, wsb));      /* no zeroing needed */
+    /* no zeroing needed, but the qx route's matmul part is zeroed once */
+    CU(cudaMemset(dws, kern == 3 ? 0 : 0xA5, wsb));
     void *db = bias_on ? dbias : NULL;
     uint8_t *dxc = NULL, *dxs = NULL, *dxm = NULL;
     float *dts = NULL;
@@ -161,6 +173,8 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
         CU(cudaMemcpy(dts, &qx.ts, 4, cudaMemcpyHostToDevice));
         bfp_const_planes dq = {dxc, dxs, dxm, dts};
         st = bfp_cuda_matmul_xq_planes(dw, xf, &dq, m, db, dy, dws, wsb, tu, NULL);
+    } else if (kern == 3) {
+        st = bfp_cuda_matmul_qx(pw, xf, dx, m, db, dy, dws, wsb, BFP_MATMUL_AUTO, NULL, NULL);
     } else {
         st = bfp_cuda_matmul_xq(dw, xf, dx, m, db, dy, dws, wsb, tu, NULL);
     }
@@ -168,7 +182,7 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
     CU(cudaDeviceSynchronize());
     CU(cudaMemcpy(y, dy, m * n * 2, cudaMemcpyDeviceToHost));
 
-    if (!planes_api) { /* the on-the-fly planes equal bfp_quantize's */
+    if (!planes_api && kern != 3) { /* the on-the-fly planes equal bfp_quantize's */
         uint8_t *buf = malloc(wsb);
         CU(cudaMemcpy(buf, dws, wsb, cudaMemcpyDeviceToHost));
         size_t o = 0;
@@ -232,6 +246,7 @@ static void run_case(bfp_format wf, bfp_format xf, size_t m, size_t n, size_t k,
         CU(cudaFree(dts));
     }
     dw_free(dw);
+    bfp_cuda_weight_free(pw);
     hq_free(&qw);
     hq_free(&qx);
     free(w), free(x), free(bias), free(y), free(ref);
@@ -313,6 +328,42 @@ static void refusals(void)
           "xq_kernel 2: nvfp4 refused");
     dw_free(&dnp);
     hq_free(&qn);
+    /* the bf16-x route: x formats with a tensor scale refused, short or
+     * misaligned workspaces refused */
+    bfp_cuda_weight *pw = NULL;
+    bfp_const_planes cw = {qw.codes, qw.scales, qw.meta, &qw.ts};
+    CHECK(bfp_cuda_weight_upload(BFP_MXFP4, &cw, 64, 64, &pw) == BFP_OK, "upload");
+    size_t qb = bfp_cuda_matmul_qx_workspace_size(pw, BFP_MXFP8_E4M3, 64, BFP_MATMUL_AUTO, NULL);
+    void *dq = NULL;
+    CU(cudaMalloc(&dq, qb + 256));
+    CU(cudaMemset(dq, 0, qb + 256));
+    CHECK(bfp_matmul_qx_supported(BFP_MXFP8_E4M3) && bfp_matmul_qx_supported(BFP_HIF4) &&
+              !bfp_matmul_qx_supported(BFP_NVFP4) && !bfp_matmul_qx_supported(BFP_NVFP4_PLUS) &&
+              !bfp_matmul_qx_supported((bfp_format)77),
+          "qx: formats with the route");
+    CHECK(qb > 0 && bfp_cuda_matmul_qx_workspace_size(pw, BFP_NVFP4, 64, BFP_MATMUL_AUTO,
+                                                      NULL) == 0 &&
+              bfp_cuda_matmul_qx_workspace_size(pw, BFP_MXFP4, 64, BFP_MATMUL_AUTO, &bad) == 0,
+          "qx: workspace sizes");
+    CHECK(bfp_cuda_matmul_qx(pw, BFP_NVFP4, dx, 64, NULL, dy, dq, qb, BFP_MATMUL_AUTO, NULL,
+                             NULL) == BFP_ERR_UNSUPPORTED &&
+              bfp_cuda_matmul_qx(pw, (bfp_format)77, dx, 64, NULL, dy, dq, qb, BFP_MATMUL_AUTO,
+                                 NULL, NULL) == BFP_ERR_FORMAT &&
+              bfp_cuda_matmul_qx(pw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dq, qb - 1,
+                                 BFP_MATMUL_AUTO, NULL, NULL) == BFP_ERR_ARG &&
+              bfp_cuda_matmul_qx(pw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, (char *)dq + 16, qb,
+                                 BFP_MATMUL_AUTO, NULL, NULL) == BFP_ERR_ARG &&
+              bfp_cuda_matmul_qx(pw, BFP_MXFP8_E4M3, dx, 0, NULL, dy, dq, qb, BFP_MATMUL_AUTO,
+                                 NULL, NULL) == BFP_ERR_SHAPE &&
+              bfp_cuda_matmul_qx(pw, BFP_MXFP8_E4M3, NULL, 64, NULL, dy, dq, qb,
+                                 BFP_MATMUL_AUTO, NULL, NULL) == BFP_ERR_ARG,
+          "qx: refusals");
+    CHECK(bfp_cuda_matmul_qx(pw, BFP_MXFP8_E4M3, dx, 64, NULL, dy, dq, qb, BFP_MATMUL_AUTO, NULL,
+                             NULL) == BFP_OK,
+          "qx: a call with the full workspace");
+    CU(cudaDeviceSynchronize());
+    CU(cudaFree(dq));
+    bfp_cuda_weight_free(pw);
     CU(cudaFree(dx));
     CU(cudaFree(dy));
     CU(cudaFree(dws));
@@ -343,11 +394,13 @@ int main(void)
     int only = ke && *ke ? atoi(ke) : 0, wg = hopper();
     if (only == 2 && !wg)
         printf("test_cuda_matmul_xq: BFP_TEST_XQ_KERNEL=2 but not Hopper: no wgmma runs\n");
-    for (int kern = 1; kern <= 2; kern++) {
+    for (int kern = 1; kern <= 3; kern++) {
         if ((only && kern != only) || (kern == 2 && !wg))
             continue;
         for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
             if (kern == 2 && pairs[p][0] != BFP_MXFP4 && pairs[p][0] != BFP_MXFP4_PLUS)
+                continue;
+            if (kern == 3 && !bfp_matmul_qx_supported(pairs[p][1]))
                 continue;
             for (size_t s = 0; s < nshapes; s++) {
                 size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -357,6 +410,13 @@ int main(void)
             }
         }
     }
+    /* the bf16-x route serves any packed W format: W nvfp4 and hif4 with MX x */
+    if (!only || only == 3)
+        for (size_t s = 0; s < nshapes; s++) {
+            size_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            run_case(BFP_NVFP4, BFP_MXFP8_E4M3, m, n, k, (int)(s % 2), 0, 3);
+            run_case(BFP_HIF4, BFP_MXFP4, m, n, k, 1, 0, 3);
+        }
     refusals();
     return check_summary("test_cuda_matmul_xq");
 }

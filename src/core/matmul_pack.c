@@ -50,6 +50,12 @@ int bfp_matmul_format_supported(bfp_format fmt)
     return pack_fmt_get(fmt, &pf) == BFP_OK;
 }
 
+int bfp_matmul_qx_supported(bfp_format x_fmt)
+{
+    const bfp_format_info *fi = bfp_format_get(x_fmt);
+    return fi && !fi->has_tensor_scale; /* a code times a power of two: bf16 holds it */
+}
+
 bfp_status bfp_matmul_packed_sizes(bfp_format fmt, size_t n, size_t k,
                                    bfp_packed_sizes *out)
 {

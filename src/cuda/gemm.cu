@@ -585,6 +585,8 @@ bool bfpgemm::encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *ba
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+size_t bfpgemm::weight_k(const bfp_cuda_weight *w) { return w->k; }
+
 bool bfpgemm::current_device(int *sms, bool *sm90)
 {
     int dev = 0, major = 0, minor = 0;

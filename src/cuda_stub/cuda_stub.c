@@ -144,3 +144,17 @@ bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format
 {
     return BFP_ERR_UNSUPPORTED;
 }
+
+size_t bfp_cuda_matmul_qx_workspace_size(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m,
+                                         bfp_matmul_path path, const bfp_matmul_tuning *tuning)
+{
+    return 0;
+}
+
+bfp_status bfp_cuda_matmul_qx(const bfp_cuda_weight *w, bfp_format x_fmt, const void *d_x_bf16,
+                              size_t m, const void *d_bias, void *d_y, void *d_workspace,
+                              size_t workspace_bytes, bfp_matmul_path path,
+                              const bfp_matmul_tuning *tuning, void *stream)
+{
+    return BFP_ERR_UNSUPPORTED;
+}
