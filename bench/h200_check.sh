@@ -21,7 +21,11 @@
 # bench/moe_gpu.sh on this build (sanitizers on test_cuda_grouped's quick set,
 # bench/gpu_moe.cu and its torch peer) into $OUT/h200-moe.json; "gemm" runs
 # bench/gpu_gemm.cu (its GEMM_* variables pass through) into $OUT/gemm.json. cJSON, when the machine lacks it: carry .deb
-# files and set DEBS=dir (dpkg -x into /).
+# files and set DEBS=dir (dpkg -x into /). PREBUILT=dir (libbfp.a and
+# libbfp_cuda.a built on the CPU machine from this tree, sm_90a): no cmake
+# build; the test programs, gpu_gemm and gpu_moe are linked from them in
+# seconds (steps tests, gemm, wgprof and moe only: torch, e2e and realmodel
+# need the Python extension of a full build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -49,14 +53,31 @@ step() { # step NAME CAP CMD...: run, log, one summary line
     return $rc
 }
 STEPS=${STEPS:-tests torch e2e}
+[ -z "${PREBUILT:-}" ] || STEPS=${STEPS// torch/} STEPS=${STEPS// e2e/} STEPS=${STEPS// realmodel/}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
-if step build 300 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI=OFF &&
-        cmake --build $B -j $(nproc)"; then
+build() { # the cmake build, or PREBUILT's libraries and the programs linked from them
+    if [ -z "${PREBUILT:-}" ]; then
+        cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI=OFF && cmake --build $B -j "$(nproc)"
+        return
+    fi
+    local ch t
+    ch=$(dirname "$(dirname "$(command -v nvcc)")")
+    mkdir -p $B && cp "$PREBUILT/libbfp.a" "$PREBUILT/libbfp_cuda.a" $B/ || return 1
+    for t in ${TESTS:-test_cuda_matmul_xq test_cuda_grouped test_cuda_matmul_api test_cuda_matmul test_cuda}; do
+        gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Isrc/core -Itests -I"$ch/include" tests/$t.c \
+            $B/libbfp_cuda.a $B/libbfp.a -L"$ch/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
+            -lpthread -ldl -lm -o $B/$t || return 1
+    done
+}
+export -f build
+export B
+if step build 300 bash -c build; then
     if want tests; then
         for t in ${TESTS:-test_cuda_matmul_xq test_cuda_grouped test_cuda_matmul_api test_cuda_matmul test_cuda}; do
             step "$t" 180 "$B/$t"
         done
-        step convert_cuda 180 bash -c "cd $B && ctest -R cli_test_convert_cuda --output-on-failure"
+        [ -n "${PREBUILT:-}" ] || # the CLI's test needs the full build
+            step convert_cuda 180 bash -c "cd $B && ctest -R cli_test_convert_cuda --output-on-failure"
     fi
     export PYTHONPATH=$PWD/$B/python
     if want torch; then
