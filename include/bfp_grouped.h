@@ -84,8 +84,9 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * d_bias bf16 [e_count, n] or NULL, y bf16 [t_rows, n]. The workspace
  * needs no zeros (the call clears what it uses, on stream). No allocation,
  * no synchronization: capturable in a CUDA graph. tuning: grouped_kernel
- * (which kernel) and ctas_per_sm (the unit kernel's split-K target), others
- * ignored; NULL = defaults. The workspace size depends on the kernel.
+ * (which kernel), wgmma_bn (the wgmma kernel's rows of an expert's x per
+ * tile: 64, 128 or 256) and ctas_per_sm (the unit kernel's split-K
+ * target), others ignored; NULL = defaults. The workspace size depends on the kernel.
  * @return BFP_OK (also for t_rows = 0); BFP_ERR_ARG; BFP_ERR_SHAPE;
  *         BFP_ERR_DEVICE; BFP_ERR_UNSUPPORTED (no CUDA, or grouped_kernel
  *         = 2 or 3 off Hopper)
