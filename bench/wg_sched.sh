@@ -14,7 +14,8 @@
 #   PREBUILT=build OUT=/some/dir bash bench/wg_sched.sh
 #
 # SHAPES, MS, FORMATS, GEMM_PATHS (step 1); XQ_SHAPES, XQ_MS, XQ_PAIRS (step 3); STEPS
-# (default "gemm test san xq"); PEER_TRITON (0: no tl.dot_scaled sweep); each step
+# (default "gemm test san xq"); PEER_TRITON (0: no tl.dot_scaled sweep); SAN_CAP
+# (each sanitizer's cap, 200 s); each step
 # under a time cap, the whole call under BUDGET s (560). Logs in $OUT/*.log, a summary
 # in $OUT/summary.txt.
 set -uo pipefail
@@ -78,7 +79,7 @@ if want xq; then
 fi
 if want san; then
     for tool in memcheck racecheck; do
-        c=$(cap 80)
+        c=$(cap ${SAN_CAP:-200}) # racecheck of the quick wgmma set ran past 80 s (H100)
         [ "$c" -ge 30 ] || { say "$tool skipped ($c s left)"; continue; }
         BFP_TEST_WGMMA_ONLY=1 BFP_TEST_QUICK=1 timeout "$c" compute-sanitizer --tool $tool \
             $B/test_cuda_matmul >"$OUT/$tool.log" 2>&1
