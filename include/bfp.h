@@ -968,6 +968,8 @@ size_t bfp_cuda_matmul_qx_workspace_size(const bfp_cuda_weight *w, bfp_format x_
  * bfp_cuda_matmul (the calls keep it zero), then x's bf16 copy and planes
  * (codes, scales, meta, tensor scale; each 256-byte aligned), written by
  * every call. No allocation, no synchronization: capturable in a CUDA graph.
+ * path and tuning go to bfp_cuda_matmul_ex (with gemv_pdl = 1 the GEMV's
+ * first copies of W overlap the x kernels before it).
  * @return BFP_OK; BFP_ERR_ARG (NULL pointer, small or misaligned workspace,
  *         invalid tuning); BFP_ERR_FORMAT (unknown x format);
  *         BFP_ERR_UNSUPPORTED (x format with a tensor scale, build without
