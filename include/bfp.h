@@ -954,9 +954,9 @@ bfp_status bfp_cuda_matmul_xq_planes(const bfp_cuda_planar_weight *w, bfp_format
 int bfp_matmul_qx_supported(bfp_format x_fmt);
 
 /** Workspace bytes of bfp_cuda_matmul_qx for m rows with this path and
- * tuning: bfp_cuda_matmul_workspace_size_max(w) (or the path's own need
- * when larger), then x's bf16 copy and planes. 0 for NULL w, m = 0, an x
- * format without the route or an invalid tuning. */
+ * tuning: the matmul's need (at least the front that the small-m kernels
+ * keep zero between calls), then x's bf16 copy and planes. 0 for NULL w,
+ * m = 0, an x format without the route or an invalid tuning. */
 size_t bfp_cuda_matmul_qx_workspace_size(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m,
                                          bfp_matmul_path path, const bfp_matmul_tuning *tuning);
 

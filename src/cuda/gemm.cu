@@ -586,6 +586,7 @@ bool bfpgemm::encode_2d(CUtensorMap *map, CUtensorMapDataType dt, const void *ba
 }
 
 size_t bfpgemm::weight_k(const bfp_cuda_weight *w) { return w->k; }
+size_t bfpgemm::weight_zero_front(const bfp_cuda_weight *w) { return w->small_ws; }
 
 bool bfpgemm::current_device(int *sms, bool *sm90)
 {

@@ -128,8 +128,12 @@ bool encode_x(CUtensorMap *map, const void *x, size_t k, size_t m, size_t box_ro
  * (the wgmma kernels' sm_90a); false when the runtime cannot say. */
 bool current_device(int *sms, bool *sm90);
 
-/* a packed weight's k (columns of x) */
+/* a packed weight's k (columns of x), and the front of a matmul's
+ * workspace that the small-m kernels keep zero between calls (every other
+ * path zeroes what it uses first, or needs no zeros: gemm.cu,
+ * small_ws_bytes) */
 size_t weight_k(const bfp_cuda_weight *w);
+size_t weight_zero_front(const bfp_cuda_weight *w);
 
 /* A TMA map of the rec-byte records of experts weights [tiles_n][tiles_k],
  * expert e's at base + e * expert_stride (a multiple of 16), as a 4-D

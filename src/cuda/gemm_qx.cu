@@ -5,9 +5,11 @@
  * Three calls on one stream, no kernel of its own.
  *
  * Workspace: [the matmul's part][x bf16 [m][k]][x codes][scales][meta][ts].
- * The matmul's part is at least bfp_cuda_matmul_workspace_size_max, so x's
- * sections never fall on the front that AUTO's small-m kernels keep zero,
- * whatever m the calls on one workspace take. */
+ * The matmul's part is what this m needs, and at least the front that the
+ * small-m kernels keep zero between calls (weight_zero_front): every other
+ * path zeroes what it uses first, so x's sections, rewritten by every call,
+ * may lie anywhere past that front, whatever m the calls on one workspace
+ * take. */
 #include "bfp.h"
 #include "gemm_internal.h"
 
@@ -34,8 +36,8 @@ bool qx_layout(const bfp_cuda_weight *w, bfp_format x_fmt, size_t m, bfp_matmul_
     if (m > SIZE_MAX / 2 / k || bfp_plane_sizes_for(x_fmt, m, k, &L->sz) != BFP_OK)
         return false;
     const size_t own = bfp_cuda_matmul_workspace_size_ex(w, m, path, tuning);
-    const size_t most = bfp_cuda_matmul_workspace_size_max(w);
-    L->mm_bytes = al256(own > most ? own : most);
+    const size_t front = bfpgemm::weight_zero_front(w);
+    L->mm_bytes = al256(own > front ? own : front);
     L->xb_off = L->mm_bytes;
     L->codes_off = L->xb_off + al256(m * k * 2);
     L->scales_off = L->codes_off + al256(L->sz.codes);
