@@ -21,9 +21,7 @@ mkdir -p "$OUT"
 B=build-gemv
 mkdir -p $B
 status=0
-CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
 NV="nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Isrc/core -Isrc/cuda"
-CLINK="-L$CUDA_HOME/lib64 -lcublas -lcudart_static -lstdc++ -lrt -lpthread -ldl -lm"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | head -2
 t0=$(date +%s)
 if [ -n "${PREBUILT:-}" ]; then
@@ -37,10 +35,10 @@ else
         cmake --build build-gpu --target bfp_cuda bfp -j "$(nproc)" >>"$OUT/build.log" 2>&1 &&
         cp build-gpu/libbfp.a build-gpu/libbfp_cuda.a $B/ || { tail -n 30 "$OUT/build.log"; exit 1; }
 fi
+source bench/link_gpu.sh
 link_tests() { # $1: libbfp_cuda.a, $2: output dir
     for t in test_cuda_matmul test_cuda_matmul_api; do
-        gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/$t.c \
-            "$1" $B/libbfp.a $CLINK -o "$2/$t" || return 1
+        link_test $t "$2/$t" "$1" $B/libbfp.a || return 1
     done
 }
 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests -c bench/gpu_gemm.cu \

@@ -59,16 +59,10 @@ else
     done
     wait
     ar rcs $D/libbfp.a $D/core/*.o && ar rcs $D/libbfp_cuda.a $D/cuda/*.o || status=1
-    CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
-    gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda.c \
-        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
-        -lpthread -ldl -lm -o $D/test_cuda || status=1
-    gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda_matmul.c \
-        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
-        -lpthread -ldl -lm -o $D/test_cuda_matmul || status=1
-    gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" tests/test_cuda_matmul_api.c \
-        $D/libbfp_cuda.a $D/libbfp.a -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
-        -lpthread -ldl -lm -o $D/test_cuda_matmul_api || status=1
+    source bench/link_gpu.sh
+    for t in test_cuda test_cuda_matmul test_cuda_matmul_api; do
+        link_test $t $D/$t $D/libbfp_cuda.a $D/libbfp.a || status=1
+    done
     LIBS="$D/libbfp_cuda.a $D/libbfp.a"
     TEST=$D/test_cuda
     TEST_MM=$D/test_cuda_matmul

@@ -60,13 +60,11 @@ build() { # the cmake build, or PREBUILT's libraries and the programs linked fro
         cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_MPI=OFF && cmake --build $B -j "$(nproc)"
         return
     fi
-    local ch t
-    ch=$(dirname "$(dirname "$(command -v nvcc)")")
+    local t
+    source bench/link_gpu.sh
     mkdir -p $B && cp "$PREBUILT/libbfp.a" "$PREBUILT/libbfp_cuda.a" $B/ || return 1
     for t in ${TESTS:-test_cuda_matmul_xq test_cuda_grouped test_cuda_matmul_api test_cuda_matmul test_cuda}; do
-        gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Isrc/core -Itests -I"$ch/include" tests/$t.c \
-            $B/libbfp_cuda.a $B/libbfp.a -L"$ch/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
-            -lpthread -ldl -lm -o $B/$t || return 1
+        link_test $t $B/$t $B/libbfp_cuda.a $B/libbfp.a || return 1
     done
 }
 export -f build
@@ -86,8 +84,8 @@ if step build 300 bash -c build; then
             tests/python/test_torch_ops.py tests/python/test_torch_nn.py
     fi
     if want wgprof || want gemm; then
-        step gemm_build 120 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude \
-            -Itests bench/gpu_gemm.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm
+        step gemm_build 120 bash -c "source bench/link_gpu.sh &&
+            link_bench gpu_gemm $B/gpu_gemm $B/libbfp_cuda.a $B/libbfp.a"
     fi
     if want gemm; then # GEMM_SHAPES, GEMM_MS, GEMM_PATHS, GEMM_FORMATS pass through
         step gemm "${GEMM_CAP:-240}" $B/gpu_gemm "$OUT/gemm.json"
@@ -104,8 +102,8 @@ if step build 300 bash -c build; then
         cp "$L/wgprof.log" "$OUT/wgprof.txt"
     fi
     if want moe; then
-        step moe_build 120 nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude \
-            -Itests -Ibench bench/gpu_moe.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_moe
+        step moe_build 120 bash -c "source bench/link_gpu.sh &&
+            link_bench gpu_moe $B/gpu_moe $B/libbfp_cuda.a $B/libbfp.a"
         step moe "${MOE_CAP:-420}" env MOE_BIN=$B OUT="$L/moe" bash bench/moe_gpu.sh
         cp "$L/moe/h200-moe.json" "$OUT/" 2>/dev/null
         grep -E "^== " "$L/moe/moe.log" >>"$S"

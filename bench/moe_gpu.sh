@@ -13,6 +13,7 @@
 # MOE_BENCH_ONLY=1: no test or sanitizer runs (after a call that ran them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source bench/link_gpu.sh
 OUT=${OUT:-$PWD/bench/out}
 mkdir -p "$OUT"
 LOG=$OUT/moe.log
@@ -33,14 +34,9 @@ fi
 if [ -z "$B" ] && [ -n "${PREBUILT:-}" ]; then
     say "link test_cuda_grouped and gpu_moe from $PREBUILT's libraries"
     B=build-gpu-moe
-    CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
     mkdir -p $B
-    { gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Isrc/core -Itests -I"$CUDA_HOME/include" \
-          tests/test_cuda_grouped.c "$PREBUILT/libbfp_cuda.a" "$PREBUILT/libbfp.a" \
-          -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt -lpthread -ldl -lm \
-          -o $B/test_cuda_grouped &&
-      nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
-          bench/gpu_moe.cu "$PREBUILT/libbfp_cuda.a" "$PREBUILT/libbfp.a" -lcublas -o $B/gpu_moe; } \
+    { link_test test_cuda_grouped $B/test_cuda_grouped "$PREBUILT/libbfp_cuda.a" "$PREBUILT/libbfp.a" &&
+      link_bench gpu_moe $B/gpu_moe "$PREBUILT/libbfp_cuda.a" "$PREBUILT/libbfp.a"; } \
         >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log" | tee -a "$LOG"; exit 1; }
     [ -n "${MOE_BENCH_ONLY:-}" ] || timeout 200 $B/test_cuda_grouped >"$OUT/test.log" 2>&1
 fi
@@ -49,8 +45,7 @@ if [ -z "$B" ]; then
     B=build-gpu-moe
     { cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO=OFF -DBFP_PYTHON=OFF -DBFP_MPI=OFF &&
       cmake --build $B --target test_cuda_grouped -j "$(nproc)" &&
-      nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
-          bench/gpu_moe.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_moe; } \
+      link_bench gpu_moe $B/gpu_moe $B/libbfp_cuda.a $B/libbfp.a; } \
         >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log" | tee -a "$LOG"; exit 1; }
     timeout 200 $B/test_cuda_grouped >"$OUT/test.log" 2>&1
 fi

@@ -36,13 +36,11 @@ if [ -n "${ALT_BN:-}" ]; then
 else
     ALT="GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-3}"
 fi
-CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+source bench/link_gpu.sh
 say "build"
 if [ -n "${PREBUILT:-}" ]; then
     mkdir -p $B && cp "$PREBUILT/libbfp.a" "$PREBUILT/libbfp_cuda.a" $B/ &&
-        gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Itests -I"$CUDA_HOME/include" \
-            tests/test_cuda_matmul.c $B/libbfp_cuda.a $B/libbfp.a -L"$CUDA_HOME/lib64" -lcublas \
-            -lcudart_static -lstdc++ -lrt -lpthread -ldl -lm -o $B/test_cuda_matmul \
+        link_test test_cuda_matmul $B/test_cuda_matmul $B/libbfp_cuda.a $B/libbfp.a \
             >"$OUT/build.log" 2>&1 &&
         (cd $B && ar x libbfp_cuda.a gemm_wgmma.cu.o && mkdir -p CMakeFiles/bfp_cuda.dir/src/cuda &&
             mv gemm_wgmma.cu.o CMakeFiles/bfp_cuda.dir/src/cuda/) >>"$OUT/build.log" 2>&1 ||
@@ -56,9 +54,9 @@ elif ! timeout 240 bash -c "cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DBFP_IO
 fi
 grep -i "warning" "$OUT/build.log" | grep -i "gemm_wgmma" | head -5
 # the benchmark, built while the tests run
-(timeout 150 nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
-    bench/gpu_gemm.cu $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm \
-    >"$OUT/bench_build.log" 2>&1; echo $? >"$B/gpu_gemm.rc") &
+(timeout 150 bash -c "source bench/link_gpu.sh &&
+    link_bench gpu_gemm $B/gpu_gemm $B/libbfp_cuda.a $B/libbfp.a" >"$OUT/bench_build.log" 2>&1
+    echo $? >"$B/gpu_gemm.rc") &
 bpid=$!
 
 say "wgmma A operands (tools/dev/wgmma_operand_check.py)"

@@ -32,17 +32,13 @@ cap() { local c; c=$(left); [ "$c" -gt "$1" ] && c=$1; echo $c; }
 : "${PREBUILT:?PREBUILT=dir with libbfp.a and libbfp_cuda.a}"
 export BFP_CODE=${BFP_CODE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$S"
-CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+source bench/link_gpu.sh
 mkdir -p $B
 L="$PREBUILT/libbfp_cuda.a $PREBUILT/libbfp.a"
 say "link (three programs in parallel)"
-gcc -O2 -std=c11 -DBFP_HAVE_CUDA -Iinclude -Isrc/core -Itests -I"$CUDA_HOME/include" \
-    tests/test_cuda_matmul.c $L -L"$CUDA_HOME/lib64" -lcublas -lcudart_static -lstdc++ -lrt \
-    -lpthread -ldl -lm -o $B/test_cuda_matmul >"$OUT/build_test.log" 2>&1 &
-nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests bench/gpu_gemm.cu \
-    $L -lcublas -o $B/gpu_gemm >"$OUT/build_gemm.log" 2>&1 &
-nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
-    bench/gpu_gemm_xq.cu $L -lcublas -o $B/gpu_gemm_xq >"$OUT/build_xq.log" 2>&1 &
+link_test test_cuda_matmul $B/test_cuda_matmul $L >"$OUT/build_test.log" 2>&1 &
+link_bench gpu_gemm $B/gpu_gemm $L >"$OUT/build_gemm.log" 2>&1 &
+link_bench gpu_gemm_xq $B/gpu_gemm_xq $L >"$OUT/build_xq.log" 2>&1 &
 wait
 for p in test_cuda_matmul gpu_gemm gpu_gemm_xq; do
     [ -x $B/$p ] || { say "$p did not build"; cat "$OUT"/build_*.log | tail -20; exit 1; }
