@@ -306,11 +306,10 @@ struct WgPlan {
 bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
 
 /* Above this m the default takes CTAs of 256 rows of x when they make at
- * least half as many CTAs as SMs: on an H100 they took 0.65-0.93x the time
- * of 128-row CTAs at m = 512..4096 on five shapes, 1.2-2.1x at m = 128 and
- * 256, and 1.3-1.6x at m = 512 on 4096 x 14336 (64 CTAs on 132 SMs;
- * bench/results/h100-wgmma-bn256-5845ade.json, h100-wgmma-auto-f974e82.json,
- * docs/gemm.md). */
+ * least half as many CTAs as SMs: on an H100 they beat 128-row CTAs at
+ * m = 512..4096 and lost at m = 128 and 256, and where they left fewer CTAs
+ * than that (bench/results/h100-wgmma-bn256-5845ade.json,
+ * h100-wgmma-auto-f974e82.json; docs/gemm.md). */
 constexpr size_t WG_BN128_MAX_M = 256;
 
 WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t)
@@ -742,11 +741,10 @@ constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 *
 constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
 /* Rows of x up to which AUTO takes the wgmma kernel above FUSED_MAX_M
- * (Hopper only): where it beat dequant + cuBLAS, up to 256 with 128-row
- * CTAs on the H200 (bench/results/h200-gemm-wgmma.json), at m = 512 and
- * 1024 with the plan's CTAs on an H100 (0.56-0.99x its time, mxfp4 and
- * nvfp4+ on five shapes; at 2048 and 4096 mixed, 0.85-1.23x, so not
- * there; bench/results/h100-wgmma-auto-f974e82.json, docs/gemm.md). */
+ * (Hopper only): where it beat dequant + cuBLAS on every measured shape, up
+ * to 256 with 128-row CTAs on the H200 (bench/results/h200-gemm-wgmma.json),
+ * to 1024 with the plan's CTAs on an H100; above, results were mixed
+ * (bench/results/h100-wgmma-auto-f974e82.json, docs/gemm.md). */
 constexpr size_t WGMMA_MAX_M = 1024;
 
 /* Above WGMMA_MAX_M the wgmma kernel still beat dequant + cuBLAS where K

@@ -152,10 +152,10 @@ struct GroupedWgPlan {
     unsigned grid;
 };
 
-/* 256-row m tiles from 128 rows per active expert on average: on gpt-oss
- * shapes (H100, docs/gemm.md) 0.72-0.82x the 128-row tiles' time at 512 mean
- * rows, 0.78-1.09x at 128 (slower only under skewed routing with 128
- * experts), 1.2-2.6x at 8 to 32 */
+/* 256-row m tiles from 128 rows per active expert on average: faster than
+ * 128-row ones there on gpt-oss shapes but for skewed routing over 128
+ * experts, slower below (H100; docs/gemm.md, "256-row m tiles";
+ * bench/results/h100-moe-wg256-16a0c5d.json) */
 constexpr size_t G_WG256_MEAN_ROWS = 128;
 
 GroupedWgPlan plan_grouped_wgmma(const bfp_cuda_grouped_weight *w, size_t t_rows,
