@@ -14,10 +14,11 @@
  * GEMM_XQ_MS=1,16 limit the pairs, shapes and m. The MX pairs on Hopper are
  * timed on the wgmma kernel too (tuning xq_kernel = 2): wgmma_us (x quantized
  * on the fly, as us), wgmma_prequant_us, wgmma_rel_err; -1 where not run.
- * Pairs whose x format decodes exactly to bf16 (the MX ones) are also timed
- * the way bfp.nn.Linear runs them: x quantized (bfp_cuda_quantize), decoded
- * to bf16 (bfp_cuda_dequantize), then the bf16-x matmul (AUTO) on the packed
- * weight, all three in the timed graph: bf16x_us, bf16x_path, bf16x_rel_err. */
+ * Pairs whose x format decodes exactly to bf16 (bfp_matmul_qx_supported)
+ * are also timed on the bf16-x route, bfp_cuda_matmul_qx on the packed
+ * weight (x quantized, decoded to bf16, the bf16-x matmul with AUTO: what
+ * bfp.nn.Linear runs), all of it in the timed graph: bf16x_us, bf16x_path
+ * (AUTO's path for m), bf16x_rel_err. */
 #include "bfp.h"
 
 #include <cublas_v2.h>
@@ -197,12 +198,9 @@ int main(int argc, char **argv)
                 bufs.push_back(c), bufs.push_back(sc), bufs.push_back(mt);
                 W[r] = bfp_cuda_planar_weight{wfm, n, k, c, sc, mt, hts};
             }
-            /* the packed weight of the bf16-x route (MX x formats: decoded
-             * x is exact in bf16), rot copies */
-            const bool bx = xfm != BFP_NVFP4 && xfm != BFP_NVFP4_PLUS;
+            /* the packed weight of the bf16-x route, rot copies */
+            const bool bx = bfp_matmul_qx_supported(xfm);
             std::vector<bfp_cuda_weight *> Wp;
-            size_t pwsb = 0;
-            void *pws = nullptr;
             if (bx) {
                 std::vector<uint8_t> hc(wq.sz.codes), hs(wq.sz.scales), hm(wq.sz.meta + 1);
                 CU(cudaMemcpy(hc.data(), wq.c, wq.sz.codes, cudaMemcpyDeviceToHost));
@@ -212,9 +210,6 @@ int main(int argc, char **argv)
                 Wp.resize(rot);
                 for (int r = 0; r < rot; r++)
                     BFP(bfp_cuda_weight_upload(wfm, &hp, n, k, &Wp[r]));
-                pwsb = bfp_cuda_matmul_workspace_size_max(Wp[0]);
-                CU(cudaMalloc(&pws, pwsb));
-                CU(cudaMemset(pws, 0, pwsb));
             }
             for (int mi = 0; mi < 4; mi++) {
                 size_t m = ms[mi];
@@ -267,27 +262,22 @@ int main(int argc, char **argv)
                 double bus = -1, berr = NAN;
                 const char *bpath = "none";
                 if (bx) {
-                    DevPlanes xq2; /* the route's own planes and bf16 x */
-                    xq2.alloc(xfm, m, k);
-                    bfp_planes xp2 = xq2.p();
-                    bfp_const_planes xcp2 = xq2.cp();
-                    void *xb;
-                    CU(cudaMalloc(&xb, m * k * 2));
+                    const size_t qb =
+                        bfp_cuda_matmul_qx_workspace_size(Wp[0], xfm, m, BFP_MATMUL_AUTO, NULL);
+                    void *qws;
+                    CU(cudaMalloc(&qws, qb));
+                    CU(cudaMemset(qws, 0, qb)); /* the matmul's part, zeroed once */
                     CU(cudaMemsetAsync(y, 0xFF, m * n * 2, st));
                     bus = graph_us(st, [&](int i) {
-                        BFP(bfp_cuda_quantize(xfm, BFP_DTYPE_BF16, x, m, k, NULL, 0, &xp2, NULL,
-                                              st));
-                        BFP(bfp_cuda_dequantize(xfm, &xcp2, m, k, BFP_DTYPE_BF16, xb, st));
-                        BFP(bfp_cuda_matmul(Wp[i % rot], xb, m, NULL, y, pws, pwsb,
-                                            BFP_MATMUL_AUTO, st));
+                        BFP(bfp_cuda_matmul_qx(Wp[i % rot], xfm, x, m, NULL, y, qws, qb,
+                                               BFP_MATMUL_AUTO, NULL, st));
                     });
                     CU(cudaStreamSynchronize(st));
                     berr = rel_err(y, yref, m * n);
                     static const char *const names[] = {"auto", "fused", "dequant+cublas",
                                                         "skinny", "(retired)", "wgmma", "gemv"};
                     bpath = names[bfp_cuda_matmul_auto_path(Wp[0], m)];
-                    CU(cudaFree(xb));
-                    xq2.release();
+                    CU(cudaFree(qws));
                 }
                 double tflops = 2.0 * m * n * k / us * 1e-6;
                 printf("%-8s %-11s %5zu %6zu %6zu %9.1f %9.1f %9.1f %10.2e %8.1f %9.1f %10.2e "
@@ -315,8 +305,6 @@ int main(int argc, char **argv)
                 CU(cudaFree(b));
             for (auto w : Wp)
                 bfp_cuda_weight_free(w);
-            if (pws)
-                CU(cudaFree(pws));
             wq.release();
         }
         CU(cudaFree(wbf));
