@@ -22,8 +22,8 @@
  * GEMM_WG_CONSUMERS=3 (or GEMM_WG_BN=256, or both) also times the wgmma
  * path with that many consumer warpgroups (rows of x per CTA), the rest of
  * the tuning the same: wgmma_alt_us and wgmma_alt_rel_err, its counts in
- * "wgmma_alt_consumers" and "wgmma_alt_bn" (-1: not run); GEMM_WG_CLUSTER=2
- * likewise with CTA pairs that share x's copies ("wgmma_alt_cluster").
+ * "wgmma_alt_consumers" and "wgmma_alt_bn" (-1: not run); GEMM_WG_CLUSTER=2 or 4
+ * likewise with clusters of CTAs that share x's copies ("wgmma_alt_cluster").
  * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead.
  * empty_kernel_us / empty_grid_us: an empty kernel's call in the same kind
  * of graph (one CTA; two 288-thread CTAs per SM, the GEMV's grid): the

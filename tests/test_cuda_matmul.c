@@ -700,15 +700,17 @@ static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, 
     tun = saved;
 }
 
-/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x, CTA
- * pairs sharing x (the default's rows of x and 256; odd CTA column counts
- * and x that TMA cannot read among wgmma_cases') */
+/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x,
+ * clusters of 2 and 4 CTAs sharing x (the default's rows of x and 256; CTA
+ * column counts that they do not divide and x that TMA cannot read among
+ * wgmma_cases') */
 static void wgmma_variants(bfp_format f, int quick)
 {
     wgmma_variant_cases(f, quick, 3, 0, 0);
     wgmma_variant_cases(f, quick, 2, 256, 0);
     wgmma_variant_cases(f, quick, 2, 0, 2);
     wgmma_variant_cases(f, quick, 2, 256, 2);
+    wgmma_variant_cases(f, quick, 2, 0, 4);
 }
 
 /* Every kernel path under a non-default tuning (each knob off its

@@ -57,9 +57,9 @@ cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps,
  * of W (64 rows per consumer) by bn = 64, 128 or 256 rows of x; grid (CTA
  * columns, p.splits, m chunks of bn). Its maps: codes, scales and corr with
  * boxes of wg_row_tiles(consumers) row tiles by one k tile (encode_records),
- * x with box {64, bn} (unused when p.x_vec is 0). cluster = 2 (2 consumers,
- * x_vec, an even count of CTA columns): pairs of CTA columns share x's
- * copies, x's box {64, bn / 2}. */
+ * x with box {64, bn} (unused when p.x_vec is 0). cluster = 2 or 4 (2
+ * consumers, x_vec, CTA columns a multiple of it): clusters of that many
+ * CTA columns share x's copies, x's box {64, bn / cluster}. */
 __host__ __device__ constexpr int wg_row_tiles(int consumers) { return 4 * consumers; }
 using WgmmaMaps = SkinnyMaps;
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,

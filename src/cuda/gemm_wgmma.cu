@@ -119,10 +119,10 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
         *ctr = 0u;
 }
 
-/* CL = 2: launched in clusters of two CTAs along x (neighbouring W rows,
- * the same x rows and K range) that share x's copies (produce); a grid of
- * an even width, the CTA past W's last row tile computing zeros that its
- * epilogue drops. */
+/* CL = 2 or 4: launched in clusters of CL CTAs along x (neighbouring W
+ * rows, the same x rows and K range) that share x's copies (produce); the
+ * grid's width a multiple of CL, CTAs past W's last row tile computing
+ * zeros that their epilogue drops. */
 template <int F, int BN, int C, int CL>
 __global__ void __launch_bounds__(threads(C), 1)
     gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(threads(C), 1)
         if (producer && tid == 0)
             init_ring_barriers<C, S::N, CL>(smem_addr(full_bar), smem_addr(empty_bar));
         if (CL > 1)
-            cl_sync(); /* both CTAs' barriers are set before either copies or arrives */
+            cl_sync(); /* every CTA's barriers are set before any copies or arrives */
         else
             __syncthreads();
     };
@@ -225,6 +225,10 @@ cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int
             return bn == 64    ? wg::launch_bn<F, 64, 2, 2>(p, mp, grid, s)
                    : bn == 128 ? wg::launch_bn<F, 128, 2, 2>(p, mp, grid, s)
                                : wg::launch_bn<F, 256, 2, 2>(p, mp, grid, s);
+        if (cluster == 4)
+            return bn == 64    ? wg::launch_bn<F, 64, 2, 4>(p, mp, grid, s)
+                   : bn == 128 ? wg::launch_bn<F, 128, 2, 4>(p, mp, grid, s)
+                               : wg::launch_bn<F, 256, 2, 4>(p, mp, grid, s);
         if (consumers == 3)
             return bn == 64    ? wg::launch_bn<F, 64, 3>(p, mp, grid, s)
                    : bn == 128 ? wg::launch_bn<F, 128, 3>(p, mp, grid, s)

@@ -95,11 +95,11 @@ struct WgSrc {
 
 /* Producer: the span's k tiles into the ring. One thread with TMA when x
  * is TMA-readable; else all 128 threads of the warpgroup stage x by loads.
- * CL = 2: the CTA is one of a cluster pair that shares x's rows (the same
- * m chunk and K range, neighbouring W rows); each copies its half of x's
- * box (src.x's box has BN / 2 rows) into both CTAs' stages, so a stage is
- * refilled only once the consumers of both have released it (their empty
- * barriers count both CTAs' warps). TMA-readable x only. */
+ * CL = 2 or 4: the CTA is one of a cluster that shares x's rows (the same
+ * m chunk and K range, neighbouring W rows); each copies its part of x's
+ * box (src.x's box has BN / CL rows) into every CTA's stage, so a stage is
+ * refilled only once the consumers of all have released it (the empty
+ * barriers count every CTA's warps). TMA-readable x only. */
 template <int F, int BN, int C, int NS = stages(BN), int CL = 1>
 __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring, uint32_t full,
                         uint32_t empty, int tid)
@@ -109,7 +109,7 @@ __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring,
     const bool tma_x = CL > 1 || src.x_vec; /* CL = 2 is launched for such x only */
     if (tma_x && tid != 0)
         return;
-    const int half = CL > 1 ? cl_rank() * (BN / 2) : 0; /* the rows of x this CTA copies */
+    const int part = CL > 1 ? cl_rank() * (BN / CL) : 0; /* the rows of x this CTA copies */
     for (int i = 0; i < sp.nkt; i++) {
         const int g = sp.base + i, s = g % S::N, kt = sp.kt0 + i;
         const uint32_t sb = ring_a + s * S::BYTES, fb = full + 8 * s;
@@ -122,7 +122,8 @@ __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring,
         if (tma_x) {
             mbar_expect(fb, S::X_TX + S::W_TX);
             if (CL > 1)
-                tma_2d_mc(sb + S::X + half * 128, *src.x, kt * 64, sp.m0 + half, fb, 0x3);
+                tma_2d_mc(sb + S::X + part * 128, *src.x, kt * 64, sp.m0 + part, fb,
+                          (uint16_t)((1u << CL) - 1u));
             else
                 tma_2d(sb + S::X, *src.x, kt * 64, sp.m0, fb);
         } else {
@@ -200,7 +201,7 @@ __device__ __forceinline__ void issue_tile(float (&acc)[BN / 2], const uint32_t 
 /* The consumer mainloop that waits for each k tile's group: issue tile i,
  * decode tile i + 1 while it runs, wait for it, free its stage. */
 /* a consumer warp is done with the stage whose empty barrier is at bar:
- * one arrival there, and with CL = 2 one on the other CTA's too */
+ * one arrival there and one on each other CTA's of the cluster (CL) */
 template <int CL>
 __device__ __forceinline__ void release_stage(uint32_t bar, int lane)
 {
@@ -208,8 +209,9 @@ __device__ __forceinline__ void release_stage(uint32_t bar, int lane)
     if (lane != 0)
         return;
     mbar_arrive(bar);
-    if (CL > 1)
-        cl_arrive(cl_map(bar, cl_rank() ^ 1));
+#pragma unroll
+    for (int r = 1; r < CL; r++)
+        cl_arrive(cl_map(bar, (cl_rank() + r) % CL));
 }
 
 template <int F, int BN, int C, int NS, int CL>
