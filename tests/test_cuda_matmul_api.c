@@ -223,13 +223,17 @@ static void unpack_case(bfp_format f, size_t n, size_t k, int random_bytes)
               pass ? "bf16" : "f32", bad, first / k, first % k);
     }
     if (dw) {
-        /* past AUTO's last kernel range (the wgmma kernel's, to m = 1024) the
-         * size no longer depends on m */
+        /* past m = 1024 AUTO takes the wgmma kernel only without a K split
+         * (no workspace) and only while its grid fits (m up to about 4
+         * million), else dequantize + cuBLAS, whose size does not depend on
+         * m: m = 2^23 asks for that size on every weight */
         size_t most = bfp_cuda_matmul_workspace_size_max(dw), want = 0;
         for (size_t m = 1; m <= 1100; m++) {
             size_t b = bfp_cuda_matmul_workspace_size(dw, m, BFP_MATMUL_AUTO);
             want = b > want ? b : want;
         }
+        size_t huge = bfp_cuda_matmul_workspace_size(dw, (size_t)1 << 23, BFP_MATMUL_AUTO);
+        want = huge > want ? huge : want;
         CHECK(most == want && most > 0, "%s workspace for every m: %zu, the largest %zu", name,
               most, want);
     }
