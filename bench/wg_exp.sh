@@ -11,7 +11,6 @@
 #
 #   OUT=/some/dir bash bench/wg_exp.sh                  # 3 consumers
 #   ALT_BN=256 OUT=/some/dir bash bench/wg_exp.sh       # 256 rows of x
-#   ALT_CLUSTER=2 OUT=/some/dir bash bench/wg_exp.sh    # clusters sharing x
 #
 # FORMATS (mxfp4,nvfp4+), MS (64,128,256,1024,4096), SHAPES (8192x8192
 # 28672x8192) pick the cases. PREBUILT=dir takes libbfp.a and libbfp_cuda.a
@@ -32,9 +31,7 @@ left() { echo $((${BUDGET:-400} - ($(date +%s) - T0))); }
 say() { echo "== $* ($(($(date +%s) - T0)) s)"; }
 status=0
 
-if [ -n "${ALT_CLUSTER:-}" ]; then # wgmma_cluster (the sanitizers run it too)
-    ALT="GEMM_WG_CLUSTER=$ALT_CLUSTER GEMM_WG_BN=${ALT_BN:-}"
-elif [ -n "${ALT_BN:-}" ]; then
+if [ -n "${ALT_BN:-}" ]; then
     ALT="GEMM_WG_BN=$ALT_BN GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-}"
 else
     ALT="GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-3}"
@@ -105,8 +102,7 @@ if [ -n "${SAN:-}" ]; then # compute-sanitizer on the quick wgmma set, with the 
         cap=$(left)
         [ "$cap" -ge 30 ] || { echo "$tool: skipped, $cap s left"; continue; }
         say "$tool (cap $cap s)"
-        BFP_TEST_WGMMA_ONLY=1 BFP_TEST_QUICK=1 BFP_MATMUL_WG_CLUSTER=${ALT_CLUSTER:-} \
-            timeout "$cap" compute-sanitizer --tool $tool \
+        BFP_TEST_WGMMA_ONLY=1 BFP_TEST_QUICK=1 timeout "$cap" compute-sanitizer --tool $tool \
             "$B/test_cuda_matmul" >"$OUT/$tool.log" 2>&1
         echo "$tool: exit $?; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed' "$OUT/$tool.log" |
             tail -2 | tr '\n' ' ')"

@@ -774,11 +774,6 @@ typedef struct {
                          half as many CTAs as SMs). Also the grouped wgmma
                          kernel's rows of an expert's x per tile (0 there:
                          64, 128 or 256 by rows per expert) */
-    int wgmma_cluster; /* WGMMA with 2 consumer warpgroups: 2 or 4: CTAs
-                         in clusters of that many neighbouring W row blocks
-                         that copy x's shared rows once for all (TMA
-                         multicast), 1/2 or 1/4 of x's traffic from L2; 1:
-                         every CTA copies its own x; 0: the default (1) */
 } bfp_matmul_tuning;
 
 /**

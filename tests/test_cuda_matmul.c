@@ -676,12 +676,11 @@ static void wgmma_cases(bfp_format f, int quick)
  * registers moved by setmaxnreg) m = 4096, 1000 and 300 leave the last m
  * chunk part-empty, 512 gives two whole ones, 255 and 64 one. Then the
  * serial mainloop and AUTO with the tuning. */
-static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, int cluster)
+static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn)
 {
     bfp_matmul_tuning tv = tun ? *tun : (bfp_matmul_tuning){0};
     tv.wgmma_consumers = consumers;
     tv.wgmma_bn = bn;
-    tv.wgmma_cluster = cluster;
     const bfp_matmul_tuning *saved = tun;
     tun = &tv;
     wgmma_cases(f, quick);
@@ -700,17 +699,11 @@ static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, 
     tun = saved;
 }
 
-/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x,
- * clusters of 2 and 4 CTAs sharing x (the default's rows of x and 256; CTA
- * column counts that they do not divide and x that TMA cannot read among
- * wgmma_cases') */
+/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x */
 static void wgmma_variants(bfp_format f, int quick)
 {
-    wgmma_variant_cases(f, quick, 3, 0, 0);
-    wgmma_variant_cases(f, quick, 2, 256, 0);
-    wgmma_variant_cases(f, quick, 2, 0, 2);
-    wgmma_variant_cases(f, quick, 2, 256, 2);
-    wgmma_variant_cases(f, quick, 2, 0, 4);
+    wgmma_variant_cases(f, quick, 3, 0);
+    wgmma_variant_cases(f, quick, 2, 256);
 }
 
 /* Every kernel path under a non-default tuning (each knob off its

@@ -296,11 +296,9 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
  * by bn rows of x (the tuning's wgmma_bn; 0: 64 up to m = 64, 128 up to
  * WG_BN128_MAX_M, then 256 with 2 consumers when that still makes at least
  * half as many CTAs as SMs), K split by pick_splits (one CTA per SM);
- * consumers from the tuning (0: 2); cluster 2 or 4 (the tuning's
- * wgmma_cluster, 2 consumers): clusters of that many CTA columns share x's
- * copies, the count of columns rounded up to a multiple of it */
+ * consumers from the tuning (0: 2) */
 struct WgPlan {
-    int bn, consumers, cluster, mchunks, splits, tiles_per_split;
+    int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
     size_t ws_bytes, ctr_offset;
 };
@@ -318,10 +316,8 @@ WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t
 {
     WgPlan P;
     P.consumers = t.wgmma_consumers ? t.wgmma_consumers : 2;
-    P.cluster = t.wgmma_cluster > 1 && P.consumers == 2 ? t.wgmma_cluster : 1;
     const size_t rt = (size_t)wg_row_tiles(P.consumers);
     P.ctas_n = (unsigned)((w->tiles_n + rt - 1) / rt);
-    P.ctas_n = (P.ctas_n + P.cluster - 1) / P.cluster * P.cluster;
     const bool wide = m > WG_BN128_MAX_M && P.consumers == 2 &&
                       2 * (size_t)P.ctas_n * ((m + 255) / 256) >= (size_t)w->sms;
     P.bn = t.wgmma_bn ? t.wgmma_bn : m <= 64 ? 64 : wide ? 256 : 128;
@@ -445,12 +441,10 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         p.chunk_tiles = 0;
         p.xs_ld = 0;
         WgmmaMaps maps = w->wg[G.consumers - 2];
-        const int cluster = p.x_vec ? G.cluster : 1; /* loads of x are not shared */
-        if (p.x_vec && !encode_x(&maps.x, x, w->k, m, (size_t)(G.bn / cluster)))
+        if (p.x_vec && !encode_x(&maps.x, x, w->k, m, (size_t)G.bn))
             return BFP_ERR_DEVICE;
         dim3 grid(G.ctas_n, (unsigned)G.splits, (unsigned)G.mchunks);
-        return launch_wgmma(w->kind, p, maps, G.bn, G.consumers, cluster, grid, s) ==
-                       cudaSuccess
+        return launch_wgmma(w->kind, p, maps, G.bn, G.consumers, grid, s) == cudaSuccess
                    ? BFP_OK
                    : BFP_ERR_DEVICE;
     }

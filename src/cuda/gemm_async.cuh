@@ -105,16 +105,6 @@ __device__ __forceinline__ void cl_sync()
                      : "memory");
 }
 
-/* cl_sync for threads that may arrive apart within a warp (a producer
- * warp whose other lanes left its loop early); threads that have exited
- * do not take part */
-__device__ __forceinline__ void cl_sync_any()
-{
-    asm volatile("barrier.cluster.arrive.release;\n"
-                 "barrier.cluster.wait.acquire;" ::
-                     : "memory");
-}
-
 /* The box of map at coordinates {c0, c1, c2} (innermost first) to shared
  * memory at dst; elements outside the tensor arrive as zeros and count in
  * the bytes (the whole box) */
@@ -144,18 +134,6 @@ __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap &map, int
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
                  "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
-
-/* tma_2d into the same shared offset of every CTA of the cluster in
- * mask (bit r: rank r), each completing the bytes on its own barrier at
- * bar's offset */
-__device__ __forceinline__ void tma_2d_mc(uint32_t dst, const CUtensorMap &map, int c0, int c1,
-                                          uint32_t bar, uint16_t mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
                  : "memory");
 }
 

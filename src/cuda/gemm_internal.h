@@ -54,16 +54,14 @@ cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps,
 
 /* The Hopper kernel (gemm_wgmma.cu, sm_90a): CTAs of one producer and
  * consumers = 2 or 3 consumer warpgroups, wg_row_tiles(consumers) row tiles
- * of W (64 rows per consumer) by bn = 64, 128 or 256 rows of x; grid (CTA
+ * of W (64 rows per consumer) by bn = 64 or 128 rows of x; grid (CTA
  * columns, p.splits, m chunks of bn). Its maps: codes, scales and corr with
  * boxes of wg_row_tiles(consumers) row tiles by one k tile (encode_records),
- * x with box {64, bn} (unused when p.x_vec is 0). cluster = 2 or 4 (2
- * consumers, x_vec, CTA columns a multiple of it): clusters of that many
- * CTA columns share x's copies, x's box {64, bn / cluster}. */
+ * x with box {64, bn} (unused when p.x_vec is 0). */
 __host__ __device__ constexpr int wg_row_tiles(int consumers) { return 4 * consumers; }
 using WgmmaMaps = SkinnyMaps;
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
-                         int consumers, int cluster, dim3 grid, cudaStream_t s);
+                         int consumers, dim3 grid, cudaStream_t s);
 
 /* The GEMV kernel (gemm_gemv.cu, m <= 16): CTAs of GV_CW consumer warps
  * and a producer warp; a unit is GV_R row tiles of W (a group, 16 GV_R rows)

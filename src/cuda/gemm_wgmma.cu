@@ -119,11 +119,7 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
         *ctr = 0u;
 }
 
-/* CL = 2 or 4: launched in clusters of CL CTAs along x (neighbouring W
- * rows, the same x rows and K range) that share x's copies (produce); the
- * grid's width a multiple of CL, CTAs past W's last row tile computing
- * zeros that their epilogue drops. */
-template <int F, int BN, int C, int CL>
+template <int F, int BN, int C>
 __global__ void __launch_bounds__(threads(C), 1)
     gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
 {
@@ -138,11 +134,8 @@ __global__ void __launch_bounds__(threads(C), 1)
      * would be kept in local memory (the two sides have different counts) */
     auto setup = [&](bool producer) {
         if (producer && tid == 0)
-            init_ring_barriers<C, S::N, CL>(smem_addr(full_bar), smem_addr(empty_bar));
-        if (CL > 1)
-            cl_sync(); /* every CTA's barriers are set before any copies or arrives */
-        else
-            __syncthreads();
+            init_ring_barriers<C, S::N>(smem_addr(full_bar), smem_addr(empty_bar));
+        __syncthreads();
     };
     if (wgi == 0) {
         if constexpr (moves_regs(BN, C))
@@ -151,11 +144,8 @@ __global__ void __launch_bounds__(threads(C), 1)
         const WgSched sc(p, BN, S::R);
         const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
                            p.m, p.k, p.x_vec, sc.nt0, -1};
-        produce<F, BN, C, stages(BN), CL>(src, WgSpan{sc.m0, sc.kt0, sc.nkt, 0},
-                                          ring_start(smem), smem_addr(full_bar),
-                                          smem_addr(empty_bar), tid);
-        if (CL > 1)
-            cl_sync_any(); /* see the consumers' */
+        produce<F, BN, C>(src, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring_start(smem),
+                          smem_addr(full_bar), smem_addr(empty_bar), tid);
         return;
     }
     if constexpr (moves_regs(BN, C))
@@ -166,69 +156,41 @@ __global__ void __launch_bounds__(threads(C), 1)
     const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
     /* sc.nkt >= 1: every split has k tiles (plan_wgmma) */
     float acc[BN / 2];
-    consume<F, BN, C, stages(BN), CL>(p.wg_pipe, p.mx_fold, WgSpan{sc.m0, sc.kt0, sc.nkt, 0},
-                                      ring, smem_addr(full_bar), smem_addr(empty_bar), u, lane,
-                                      acc);
+    consume<F, BN, C>(p.wg_pipe, p.mx_fold, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring,
+                      smem_addr(full_bar), smem_addr(empty_bar), u, lane, acc);
     wg_epilogue<BN, C>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
                        &last_cta);
-    if (CL > 1) /* no CTA leaves while the other may still arrive on its barriers */
-        cl_sync_any();
 #elif defined(__CUDA_ARCH__)
     __trap(); /* built without sm_90a: never a silent wrong answer */
 #endif
 }
 
-template <int F, int BN, int C, int CL = 1>
+template <int F, int BN, int C>
 cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStream_t s)
 {
     constexpr int smem = smem_bytes<F, BN, C>();
-    auto kern = gemm_wgmma_kernel<F, BN, C, CL>;
     static_assert(Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
                   "the epilogue's tile fits the ring");
     static_assert(smem <= 227 * 1024, "the ring fits an SM's shared memory");
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
-        cudaError_t e =
-            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<F, BN, C>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         raised = true;
     }
-    if (CL == 1) {
-        kern<<<grid, threads(C), smem, s>>>(p, mp);
-        return cudaGetLastError();
-    }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(threads(C));
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = CL;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, kern, p, mp);
-    return e == cudaSuccess ? cudaGetLastError() : e;
+    gemm_wgmma_kernel<F, BN, C><<<grid, threads(C), smem, s>>>(p, mp);
+    return cudaGetLastError();
 }
 
 } // namespace wg
 
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
-                         int consumers, int cluster, dim3 grid, cudaStream_t s)
+                         int consumers, dim3 grid, cudaStream_t s)
 {
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
-        if (cluster == 2) /* 2 consumers only (the tuning check) */
-            return bn == 64    ? wg::launch_bn<F, 64, 2, 2>(p, mp, grid, s)
-                   : bn == 128 ? wg::launch_bn<F, 128, 2, 2>(p, mp, grid, s)
-                               : wg::launch_bn<F, 256, 2, 2>(p, mp, grid, s);
-        if (cluster == 4)
-            return bn == 64    ? wg::launch_bn<F, 64, 2, 4>(p, mp, grid, s)
-                   : bn == 128 ? wg::launch_bn<F, 128, 2, 4>(p, mp, grid, s)
-                               : wg::launch_bn<F, 256, 2, 4>(p, mp, grid, s);
         if (consumers == 3)
             return bn == 64    ? wg::launch_bn<F, 64, 3>(p, mp, grid, s)
                    : bn == 128 ? wg::launch_bn<F, 128, 3>(p, mp, grid, s)

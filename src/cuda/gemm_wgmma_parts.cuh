@@ -94,38 +94,23 @@ struct WgSrc {
 };
 
 /* Producer: the span's k tiles into the ring. One thread with TMA when x
- * is TMA-readable; else all 128 threads of the warpgroup stage x by loads.
- * CL = 2 or 4: the CTA is one of a cluster that shares x's rows (the same
- * m chunk and K range, neighbouring W rows); each copies its part of x's
- * box (src.x's box has BN / CL rows) into every CTA's stage, so a stage is
- * refilled only once the consumers of all have released it (the empty
- * barriers count every CTA's warps). TMA-readable x only. */
-template <int F, int BN, int C, int NS = stages(BN), int CL = 1>
+ * is TMA-readable; else all 128 threads of the warpgroup stage x by loads. */
+template <int F, int BN, int C, int NS = stages(BN)>
 __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring, uint32_t full,
                         uint32_t empty, int tid)
 {
     using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
-    const bool tma_x = CL > 1 || src.x_vec; /* CL = 2 is launched for such x only */
-    if (tma_x && tid != 0)
+    if (src.x_vec && tid != 0)
         return;
-    const int part = CL > 1 ? cl_rank() * (BN / CL) : 0; /* the rows of x this CTA copies */
     for (int i = 0; i < sp.nkt; i++) {
         const int g = sp.base + i, s = g % S::N, kt = sp.kt0 + i;
         const uint32_t sb = ring_a + s * S::BYTES, fb = full + 8 * s;
-        if (g >= S::N) {
-            if (CL > 1) /* acquires the other CTA's releases too */
-                mbar_wait_cluster(empty + 8 * s, (uint32_t)(g / S::N - 1) & 1u);
-            else
-                mbar_wait(empty + 8 * s, (uint32_t)(g / S::N - 1) & 1u);
-        }
-        if (tma_x) {
+        if (g >= S::N)
+            mbar_wait(empty + 8 * s, (uint32_t)(g / S::N - 1) & 1u);
+        if (src.x_vec) {
             mbar_expect(fb, S::X_TX + S::W_TX);
-            if (CL > 1)
-                tma_2d_mc(sb + S::X + part * 128, *src.x, kt * 64, sp.m0 + part, fb,
-                          (uint16_t)((1u << CL) - 1u));
-            else
-                tma_2d(sb + S::X, *src.x, kt * 64, sp.m0, fb);
+            tma_2d(sb + S::X, *src.x, kt * 64, sp.m0, fb);
         } else {
             /* BN rows x 8 chunks of 16 bytes; chunk c of row r at the
              * swizzled place c ^ (r & 7), as TMA puts it */
@@ -200,21 +185,7 @@ __device__ __forceinline__ void issue_tile(float (&acc)[BN / 2], const uint32_t 
 
 /* The consumer mainloop that waits for each k tile's group: issue tile i,
  * decode tile i + 1 while it runs, wait for it, free its stage. */
-/* a consumer warp is done with the stage whose empty barrier is at bar:
- * one arrival there and one on each other CTA's of the cluster (CL) */
-template <int CL>
-__device__ __forceinline__ void release_stage(uint32_t bar, int lane)
-{
-    __syncwarp();
-    if (lane != 0)
-        return;
-    mbar_arrive(bar);
-#pragma unroll
-    for (int r = 1; r < CL; r++)
-        cl_arrive(cl_map(bar, (cl_rank() + r) % CL));
-}
-
-template <int F, int BN, int C, int NS, int CL>
+template <int F, int BN, int C, int NS>
 __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, unsigned char *ring,
                                                 uint32_t full, uint32_t empty, int u, int lane,
                                                 float (&acc)[BN / 2])
@@ -241,7 +212,9 @@ __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, u
          * it the PTX reused them: a wgmma operand overwritten in flight) */
         keep_live(a);
         wg::fence_regs(acc);
-        release_stage<CL>(empty + 8 * s, lane);
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(empty + 8 * s);
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -255,7 +228,7 @@ __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, u
  * tile i + 1 into the fragments tile i - 1 used, and so on; the two
  * fragment sets alternate by hand (a0: even tiles, a1: odd), each kept live
  * past the wait that ends its group. */
-template <int F, int BN, int C, int NS, int CL>
+template <int F, int BN, int C, int NS>
 __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp,
                                                    unsigned char *ring, uint32_t full,
                                                    uint32_t empty, int u, int lane,
@@ -270,7 +243,11 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
         decode_stage<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u,
                                         lane, mx_fold, a);
     };
-    auto release = [&](int i) { release_stage<CL>(empty + 8 * ((sp.base + i) % S::N), lane); };
+    auto release = [&](int i) {
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(empty + 8 * ((sp.base + i) % S::N));
+    };
     auto xb = [&](int i) { return ring_a + ((sp.base + i) % S::N) * S::BYTES + S::X; };
     wait_decode(0, a0);
     for (int i = 0; i < sp.nkt; i += 2) {
@@ -315,9 +292,8 @@ __device__ __forceinline__ void stash_tile(const float (&acc)[BN / 2], float pos
                 acc[4 * q + e] * post;
 }
 
-/* run a consumer mainloop (pipe: the pipelined one) into acc, zeroed first;
- * CL as produce's */
-template <int F, int BN, int C, int NS = stages(BN), int CL = 1>
+/* run a consumer mainloop (pipe: the pipelined one) into acc, zeroed first */
+template <int F, int BN, int C, int NS = stages(BN)>
 __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
                                         unsigned char *ring, uint32_t full, uint32_t empty, int u,
                                         int lane, float (&acc)[BN / 2])
@@ -326,21 +302,20 @@ __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
     if (pipe)
-        mainloop_pipelined<F, BN, C, NS, CL>(mx_fold, sp, ring, full, empty, u, lane, acc);
+        mainloop_pipelined<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
     else
-        mainloop_serial<F, BN, C, NS, CL>(mx_fold, sp, ring, full, empty, u, lane, acc);
+        mainloop_serial<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
 }
 
 /* the ring's barriers: full (one arrival, the producer's, plus the bytes)
- * and empty (one arrival per consumer warp of the CL CTAs that share the
- * stages' x), for N stages; one thread, before the CTA's first
- * __syncthreads (the cluster's first barrier with CL = 2) */
-template <int C, int N, int CL = 1>
+ * and empty (one arrival per consumer warp), for N stages; one thread,
+ * before the CTA's first __syncthreads */
+template <int C, int N>
 __device__ __forceinline__ void init_ring_barriers(uint32_t full, uint32_t empty)
 {
     for (int s = 0; s < N; s++) {
         mbar_init<1>(full + 8 * s);
-        mbar_init<4 * C * CL>(empty + 8 * s);
+        mbar_init<4 * C>(empty + 8 * s);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
