@@ -76,8 +76,10 @@ want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # the quantize benchmark (bench/gpu_bench.cu) and the matmul one
 # (bench/gpu_gemm.cu) against the libraries and -o given
-build_gpu_bench() { nvcc -O3 -arch=sm_90 -std=c++17 -Iinclude -Itests bench/gpu_bench.cu "$@"; }
-build_gpu_gemm() { nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests \
+# the benchmarks for sm_90a, as the library and bench/link_gpu.sh build them
+build_gpu_bench() { nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests \
+    bench/gpu_bench.cu "$@"; }
+build_gpu_gemm() { nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests \
     bench/gpu_gemm.cu "$@" -lcublas; }
 # one translation unit of libbfp_cuda with the library's flags, plus the
 # -D options, -c and -o given (for the rebuilt variants below)
@@ -118,7 +120,6 @@ fi
 if want qbench; then
 # ---- benchmark ----------------------------------------------------------------
 say "benchmark (bf16, 16384x16384 and 16x8192)"
-CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
 build_gpu_bench $LIBS -o $B/gpu_bench >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
 timeout 300 $B/gpu_bench "$OUT/gpu_bench.json" 2>&1 | tee -a "$OUT/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
