@@ -53,6 +53,13 @@ constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
 #define BFP_GV_RED_SLICES 8
 #endif
 constexpr int GV_SLICES = BFP_GV_RED_SLICES;
+/* BFP_GV_FENCE1 1: a split group's flush fences once, by the thread that
+ * then counts the CTA's units, after the consumers' barrier (the fence is
+ * cumulative over what the barrier ordered before it), instead of in every
+ * consumer thread before the barrier (an experiment for bench/gemv.sh) */
+#ifndef BFP_GV_FENCE1
+#define BFP_GV_FENCE1 0
+#endif
 static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
 constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
 constexpr int GV_MAX_STAGES = 6;
@@ -268,14 +275,17 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
         else
             atomicAdd(&p.ws[(size_t)mm * p.n + n], v);
     }
-    if (!whole)
+    if (!whole && !BFP_GV_FENCE1)
         __threadfence();
     bar_consumers(); /* red is free again; this CTA's sums are in the workspace */
     if (whole)
         return;
-    if (tid == 0)
+    if (tid == 0) {
+        if (BFP_GV_FENCE1)
+            __threadfence();
         *last_flag = atomicAdd(&p.counters[grp], (unsigned)(c1 - c0)) + (unsigned)(c1 - c0) ==
                      (unsigned)a.chunks;
+    }
     bar_consumers();
     if (!*last_flag)
         return;
