@@ -109,4 +109,12 @@ static double rel_err(const __nv_bfloat16 *dy, const float *dref, size_t n)
     return sqrt(num / den);
 }
 
+/* a bfp_matmul_path's name in the benchmarks' tables and JSON */
+static const char *path_name(bfp_matmul_path p)
+{
+    static const char *const names[] = {"auto",      "fused", "dequant+cublas", "skinny",
+                                        "(retired)", "wgmma", "gemv"};
+    return p >= 0 && p < (int)(sizeof names / sizeof names[0]) ? names[p] : "?";
+}
+
 #endif

@@ -324,9 +324,7 @@ int main(int argc, char **argv)
                     CU(cudaStreamSynchronize(st));
                     err[pth] = rel_err(y, yref, m * n);
                 }
-                static const char *const path_names[] = {"auto", "fused", "dequant+cublas",
-                                                         "skinny", "(retired)", "wgmma", "gemv"};
-                const char *path = path_names[bfp_cuda_matmul_auto_path(W[0], m)];
+                const char *path = path_name(bfp_cuda_matmul_auto_path(W[0], m));
                 double sp = cublas_us[mi] / us[0];
                 double tflops = 2.0 * m * n * k / us[0] * 1e-6;
                 double wgbps = (double)qbytes / us[0] * 1e-3;

@@ -274,9 +274,7 @@ int main(int argc, char **argv)
                     });
                     CU(cudaStreamSynchronize(st));
                     berr = rel_err(y, yref, m * n);
-                    static const char *const names[] = {"auto", "fused", "dequant+cublas",
-                                                        "skinny", "(retired)", "wgmma", "gemv"};
-                    bpath = names[bfp_cuda_matmul_auto_path(Wp[0], m)];
+                    bpath = path_name(bfp_cuda_matmul_auto_path(Wp[0], m));
                     CU(cudaFree(qws));
                 }
                 double tflops = 2.0 * m * n * k / us * 1e-6;
