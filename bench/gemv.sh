@@ -41,7 +41,7 @@ link_tests() { # $1: libbfp_cuda.a, $2: output dir
         link_test $t "$2/$t" "$1" $B/libbfp.a || return 1
     done
 }
-nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Iinclude -Itests -c bench/gpu_gemm.cu \
+nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -c bench/gpu_gemm.cu \
     -o $B/gpu_gemm.o >>"$OUT/build.log" 2>&1 &&
     nvcc $B/gpu_gemm.o $B/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/gpu_gemm >>"$OUT/build.log" 2>&1 &&
     link_tests $B/libbfp_cuda.a $B >>"$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log"; exit 1; }

@@ -30,6 +30,8 @@ export BFP_CODE
 say "GPU"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | head -3
 
+source bench/link_gpu.sh # link_test, link_bench
+
 # ---- build --------------------------------------------------------------------
 # (no file layer, CLI or Python extension: the GPU tests and benchmarks need none,
 # and the GPU machine may lack cJSON and the Python headers)
@@ -59,7 +61,6 @@ else
     done
     wait
     ar rcs $D/libbfp.a $D/core/*.o && ar rcs $D/libbfp_cuda.a $D/cuda/*.o || status=1
-    source bench/link_gpu.sh
     for t in test_cuda test_cuda_matmul test_cuda_matmul_api; do
         link_test $t $D/$t $D/libbfp_cuda.a $D/libbfp.a || status=1
     done
@@ -74,13 +75,6 @@ echo "build took $(($(date +%s) - t0)) s"
 PARTS=${PARTS:-test qbench gemm}   # test: test_cuda + memcheck; qbench: quantize benchmark
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# the quantize benchmark (bench/gpu_bench.cu) and the matmul one
-# (bench/gpu_gemm.cu) against the libraries and -o given
-# the benchmarks for sm_90a, as the library and bench/link_gpu.sh build them
-build_gpu_bench() { nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests \
-    bench/gpu_bench.cu "$@"; }
-build_gpu_gemm() { nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests \
-    bench/gpu_gemm.cu "$@" -lcublas; }
 # one translation unit of libbfp_cuda with the library's flags, plus the
 # -D options, -c and -o given (for the rebuilt variants below)
 lib_tu() { nvcc -O3 -DNDEBUG -DBFP_HAVE_CUDA=1 --generate-code=arch=compute_90a,code=[compute_90a,sm_90a] \
@@ -120,7 +114,7 @@ fi
 if want qbench; then
 # ---- benchmark ----------------------------------------------------------------
 say "benchmark (bf16, 16384x16384 and 16x8192)"
-build_gpu_bench $LIBS -o $B/gpu_bench >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
+link_bench gpu_bench $B/gpu_bench $LIBS >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
 timeout 300 $B/gpu_bench "$OUT/gpu_bench.json" 2>&1 | tee -a "$OUT/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 COPY=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['copy_gbps'])" "$OUT/gpu_bench.json")
@@ -167,7 +161,7 @@ fi
 # ---- profile (PARTS=ncu): where the quantize kernels' time goes -------------------
 if want ncu; then
 say "ncu: quantize / dequantize kernels at 16384x16384 (formats: \${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+})"
-[ -x $B/gpu_bench ] || build_gpu_bench $LIBS -o $B/gpu_bench >>"$OUT/ncu.log" 2>&1
+[ -x $B/gpu_bench ] || link_bench gpu_bench $B/gpu_bench $LIBS >>"$OUT/ncu.log" 2>&1
 for f in $(echo "${NCU_FORMATS:-mxfp4,nvfp4,mxfp4+}" | tr , ' '); do
     for k in ${NCU_KREGEX:-"^quant_kernel" "^dequant_kernel" "amax"}; do
         BFP_BENCH_FORMATS=$f BFP_BENCH_BIG_ONLY=1 timeout 120 ncu --section SpeedOfLight \
@@ -192,7 +186,7 @@ fi
 # ---- profile of the skinny matmul kernel (PARTS=gemmprof; NCU_KERNELS: regexes
 # of demangled names, default mxfp4 and nvfp4 at m <= 8) ----
 if want gemmprof; then
-    build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/gemmprof.log" 2>&1
+    link_bench gpu_gemm $B/gpu_gemm $LIBS >"$OUT/gemmprof.log" 2>&1
     for k in ${NCU_KERNELS:-"gemm_skinny_kernel<.int.0, .int.1>" "gemm_skinny_kernel<.int.2, .int.1>"}; do
         echo "#### $k" >>"$OUT/gemmprof.log"
         timeout 200 ncu --kernel-name-base demangled -k "regex:$k" -c 1 --section SpeedOfLight \
@@ -255,7 +249,7 @@ fi
 fi # GEMM_BENCH_ONLY
 
 say "matmul benchmark (bench/gpu_gemm.cu; peers in bench/peer_gemm_torch.py)"
-build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
+link_bench gpu_gemm $B/gpu_gemm $LIBS >"$OUT/gemm_bench.log" 2>&1 || { cat "$OUT/gemm_bench.log"; status=1; }
 timeout 400 $B/gpu_gemm "$OUT/gpu_gemm.json" ${GEMM_QUICK:+quick} 2>&1 | tee -a "$OUT/gemm_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 timeout "${PEER_CAP:-300}" python3 bench/peer_gemm_torch.py "$OUT/gpu_gemm.json" "$OUT/h200-gemm.json" 2>&1 |
@@ -267,7 +261,7 @@ fi
 skinny_sweep() { # knob "values" name default_ms default_formats
     local knob=$1 vals=$2 name=$3
     say "skinny kernel: $knob in $vals"
-    [ -x $B/gpu_gemm ] || build_gpu_gemm $LIBS -o $B/gpu_gemm >"$OUT/$name.log" 2>&1
+    [ -x $B/gpu_gemm ] || link_bench gpu_gemm $B/gpu_gemm $LIBS >"$OUT/$name.log" 2>&1
     for v in $vals; do
         env "$knob=$v" GEMM_MS=${GEMM_MS:-$4} GEMM_FORMATS=${GEMM_FORMATS:-$5} timeout 200 \
             $B/gpu_gemm "$OUT/${name}_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/$name.log" 2>&1 || status=1
@@ -308,7 +302,7 @@ if want skstages; then
     for v in ${SK_STAGES_SWEEP:-3 4}; do
         D=$B/skstages_$v
         lib_variant "$D" gemm_skinny.cu.o &&
-            build_gpu_gemm "$D/libbfp_cuda.a" $B/libbfp.a -o "$D/gpu_gemm" >>"$OUT/skstages.log" 2>&1 ||
+            link_bench gpu_gemm "$D/gpu_gemm" "$D/libbfp_cuda.a" $B/libbfp.a >>"$OUT/skstages.log" 2>&1 ||
             { echo "stages $v: build failed"; status=1; continue; }
         GEMM_MS=${GEMM_MS:-1,16} GEMM_FORMATS=${GEMM_FORMATS:-} timeout 200 "$D/gpu_gemm" \
             "$OUT/skstages_$v.json" ${GEMM_QUICK:+quick} >>"$OUT/skstages.log" 2>&1 || status=1
@@ -352,7 +346,7 @@ for v in $QV; do
     IFS=: read -r a b c d e f2 <<<"$v"
     D=$B/qctas_${a}_${b}_${c}_${d}_${e:--1}_${f2:--1}
     lib_variant "$D" $(for f in $QCTAS_TUS; do echo "$f.cu.o"; done) &&
-        build_gpu_bench "$D/libbfp_cuda.a" $B/libbfp.a -o "$D/gpu_bench" >>"$OUT/qctas.log" 2>&1 ||
+        link_bench gpu_bench "$D/gpu_bench" "$D/libbfp_cuda.a" $B/libbfp.a >>"$OUT/qctas.log" 2>&1 ||
         { echo "variant $v: build failed"; status=1; continue; }
     echo "#### variant $v" >>"$OUT/qctas.log"
     BFP_BENCH_BIG_ONLY=1 BFP_BENCH_FORMATS=$QF timeout 200 "$D/gpu_bench" "$OUT/qctas_$v.json" \
