@@ -18,6 +18,10 @@
 # Writes to $OUT: build.log, test.log, sass_check.log, bench.log, wg.json
 # (every shape's gpu_gemm rows, BFP_CODE as its code), summary.txt (the
 # table printed last).
+# BASE_OBJS="dir/gemm_wgmma.cu.o ..." (objects of libbfp_cuda.a from an
+# earlier build, e.g. the commit before a change) also times AUTO and the
+# wgmma kernel with those objects swapped into a copy of the library, in the
+# same run (base_us, base_wg_us in the summary; wg_base.json).
 # WG_PIPE=0 times the serial mainloops instead (BFP_MATMUL_WG_PIPE). SAN=1
 # then runs compute-sanitizer memcheck and racecheck on the quick wgmma set
 # with the time left (memcheck.log, racecheck.log).
@@ -55,8 +59,15 @@ fi
 grep -i "warning" "$OUT/build.log" | grep -i "gemm_wgmma" | head -5
 # the benchmark, built while the tests run
 (timeout 150 bash -c "source bench/link_gpu.sh &&
-    link_bench gpu_gemm $B/gpu_gemm $B/libbfp_cuda.a $B/libbfp.a" >"$OUT/bench_build.log" 2>&1
-    echo $? >"$B/gpu_gemm.rc") &
+    link_bench gpu_gemm $B/gpu_gemm $B/libbfp_cuda.a $B/libbfp.a"
+    rc=$?
+    if [ $rc -eq 0 ] && [ -n "${BASE_OBJS:-}" ]; then
+        mkdir -p $B/base && cp $B/libbfp_cuda.a $B/base/ && cp $BASE_OBJS $B/base/ &&
+            (cd $B/base && ar r libbfp_cuda.a $(for o in $BASE_OBJS; do basename $o; done)) &&
+            link_bench gpu_gemm $B/gpu_gemm_base $B/base/libbfp_cuda.a $B/libbfp.a
+        rc=$?
+    fi
+    echo $rc >"$B/gpu_gemm.rc") >"$OUT/bench_build.log" 2>&1 &
 bpid=$!
 
 say "wgmma A operands (tools/dev/wgmma_operand_check.py)"
@@ -95,6 +106,15 @@ for shape in ${SHAPES:-8192x8192 28672x8192}; do
         "$OUT/wg_$shape.json" >>"$OUT/bench.log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || { echo "gpu_gemm $shape rc=$rc"; tail -n 5 "$OUT/bench.log"; status=1; }
+    [ -n "${BASE_OBJS:-}" ] || continue
+    cap=$(left)
+    [ "$cap" -ge 20 ] || { echo "$shape base: skipped, $cap s left"; continue; }
+    say "gpu_gemm $shape with BASE_OBJS (cap $cap s)"
+    env GEMM_SHAPES=$shape GEMM_FORMATS=${FORMATS:-mxfp4,nvfp4+} \
+        GEMM_MS=${MS:-64,128,256,1024,4096} GEMM_PATHS=0,5 \
+        BFP_MATMUL_WG_PIPE=${WG_PIPE:-} timeout "$cap" "$B/gpu_gemm_base" \
+        "$OUT/base_$shape.json" >>"$OUT/bench.log" 2>&1 ||
+        { echo "gpu_gemm base $shape rc=$?"; status=1; }
 done
 
 if [ -n "${SAN:-}" ]; then # compute-sanitizer on the quick wgmma set, with the time left
@@ -113,31 +133,41 @@ say "summary"
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
 import glob, json, re, sys
 import os
-rows, head = [], None
-for f in sorted(glob.glob(sys.argv[1] + "/wg_*.json")):
-    try:  # printf writes nan; a run cut short leaves no closing bracket
-        t = re.sub(r"\b-?nan\b", "NaN", open(f).read()).rstrip()
-        if not t.endswith("}"):
-            t = t.rstrip(",\n") + "\n]}"
-        d = json.loads(t)
-        rows += d["results"]
-        head = head or {k: v for k, v in d.items() if k != "results"}
-        os.remove(f)  # one file back from the GPU machine, not one per shape
-    except (OSError, ValueError) as e:
-        print(f, "unreadable:", e)
-if head:
-    head.update(code=os.environ.get("BFP_CODE", "unknown"), results=rows)
-    json.dump(head, open(sys.argv[1] + "/wg.json", "w"), indent=1)
+def load(pattern):
+    rows, head = [], None
+    for f in sorted(glob.glob(sys.argv[1] + pattern)):
+        try:  # printf writes nan; a run cut short leaves no closing bracket
+            t = re.sub(r"\b-?nan\b", "NaN", open(f).read()).rstrip()
+            if not t.endswith("}"):
+                t = t.rstrip(",\n") + "\n]}"
+            d = json.loads(t)
+            rows += d["results"]
+            head = head or {k: v for k, v in d.items() if k != "results"}
+            os.remove(f)  # one file back from the GPU machine, not one per shape
+        except (OSError, ValueError) as e:
+            print(f, "unreadable:", e)
+    return rows, head
+for pattern, name in (("/wg_*.json", "wg.json"), ("/base_*.json", "wg_base.json")):
+    rows, head = load(pattern)
+    if head:
+        head.update(code=os.environ.get("BFP_CODE", "unknown"), results=rows)
+        json.dump(head, open(sys.argv[1] + "/" + name, "w"), indent=1)
+    if name == "wg.json":
+        main = rows
+key = lambda r: (r["format"], r["N"], r["K"], r["M"])
+base = {key(r): r for r in rows}
+rows = main
 print("%-7s %-12s %5s %9s %9s %-15s %9s %9s %9s %7s %8s %8s" % (
     "format", "NxK", "M", "cublas", "auto", "(path)", "deq+cub", "wg_us", "alt_us", "alt/wg",
-    "cub/wg", "cub/alt"))
+    "cub/wg", "cub/alt") + ("  base_auto base_wg" if base else ""))
 for r in rows:
     w2, w3, cb = r["wgmma_us"], r["wgmma_alt_us"], r["cublas_bf16_us"]
     q = lambda a, b: "%.3f" % (a / b) if a > 0 and b > 0 else "-"
+    b = base.get(key(r))
     print("%-7s %-12s %5d %9.1f %9.1f %-15s %9.1f %9.1f %9.1f %7s %8s %8s  err %.1e %.1e" % (
         r["format"], "%dx%d" % (r["N"], r["K"]), r["M"], cb, r["us"], r["path"],
         r["dequant_cublas_us"], w2, w3, q(w3, w2), q(cb, w2), q(cb, w3), r["wgmma_rel_err"],
-        r["wgmma_alt_rel_err"]))
+        r["wgmma_alt_rel_err"]) + ("  %9.1f %7.1f" % (b["us"], b["wgmma_us"]) if b else ""))
 EOF
 say "done, status $status"
 exit $status

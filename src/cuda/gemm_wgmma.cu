@@ -99,20 +99,44 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
         return;
     __threadfence();
     /* the sum in split order whichever CTA is last (its own part from the
-     * tile); several elements per thread in flight */
-#pragma unroll 4
-    for (unsigned i = ctid; i < BN * WR; i += NC) {
-        const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
-        if (n >= p.n || mm >= p.m)
-            continue;
-        const size_t off = (size_t)mm * p.n + n;
-        float tot = 0.0f;
-        for (int sp = 0; sp < p.splits; sp++) {
-            tot += sp == sc.split ? tile[i / WR * TILE_LD + i % WR] : __ldcg(p.ws + sp * mn + off);
+     * tile). RB elements per thread at a time, each split's loads of them
+     * issued together before any store: with one element at a time the
+     * stores (which may alias the next loads) kept one load in flight per
+     * thread, and this loop outlasted the mainloop at 2-4 splits. */
+    constexpr int RB = 16;
+    for (unsigned i0 = ctid; i0 < BN * WR; i0 += RB * NC) {
+        size_t off[RB];
+        float tot[RB];
+        bool in[RB];
+#pragma unroll
+        for (int j = 0; j < RB; j++) {
+            const unsigned i = i0 + j * NC;
+            const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
+            in[j] = i < BN * WR && n < p.n && mm < p.m;
+            off[j] = in[j] ? (size_t)mm * p.n + n : 0;
+            tot[j] = 0.0f;
         }
-        for (int sp = 0; sp < p.splits; sp++)
-            __stcg(p.ws + sp * mn + off, 0.0f);
-        p.y[off] = finish(p, tot, n);
+        for (int sp = 0; sp < p.splits; sp++) {
+            float v[RB];
+#pragma unroll
+            for (int j = 0; j < RB; j++) {
+                const unsigned i = i0 + j * NC;
+                v[j] = !in[j] ? 0.0f
+                       : sp == sc.split ? tile[i / WR * TILE_LD + i % WR]
+                                        : __ldcg(p.ws + sp * mn + off[j]);
+            }
+#pragma unroll
+            for (int j = 0; j < RB; j++)
+                tot[j] += v[j];
+        }
+#pragma unroll
+        for (int j = 0; j < RB; j++) {
+            if (!in[j])
+                continue;
+            for (int sp = 0; sp < p.splits; sp++)
+                __stcg(p.ws + sp * mn + off[j], 0.0f);
+            p.y[off[j]] = finish(p, tot[j], n0 + (int)((i0 + j * NC) % WR));
+        }
     }
     named_sync(2, NC);
     if (ctid == 0)
