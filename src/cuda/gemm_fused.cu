@@ -161,13 +161,11 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const Params p)
     __threadfence();
     const int nbase = blockIdx.x * WARPS * 16;
     const int nrows = min(WARPS * 16, p.n - nbase);
-    for (int i = threadIdx.x; i < nrows * mvalid; i += WARPS * 32) {
-        int n = nbase + i % nrows, mm = m0 + i / nrows;
-        float *wp = p.ws + (size_t)mm * p.n + n;
-        float v = __ldcg(wp);
-        __stcg(wp, 0.0f);
-        p.y[(size_t)mm * p.n + n] = finish(p, v, n);
-    }
+    ws_flush(p, nrows * mvalid, threadIdx.x, WARPS * 32, [&](int i, size_t &off, int &n) {
+        n = nbase + i % nrows;
+        off = (size_t)(m0 + i / nrows) * p.n + n;
+        return true;
+    });
     if (threadIdx.x == 0)
         *ctr = 0u;
 }

@@ -342,15 +342,62 @@ __device__ __forceinline__ void load_x(const Params &p, int kt, int g, int t,
     }
 }
 
-/* a sum (already times 2^fold) as y's bf16: NVFP4's tensor scale, the bias (shared
- * by the fused, skinny and mid kernels' epilogues) */
-__device__ __forceinline__ __nv_bfloat16 finish(const Params &p, float v, int n)
+/* a sum (already times 2^fold) as y's bf16: NVFP4's tensor scale, then the
+ * bias, b here (read by the caller: the bias of the sum's W row; unused
+ * without a bias, whose absence leaves -0 as -0) */
+__device__ __forceinline__ __nv_bfloat16 finish_b(const Params &p, float v, float b)
 {
     if (p.use_ts)
         v = __fdiv_rn(v, p.ts);
     if (p.bias)
-        v += __bfloat162float(p.bias[n]);
+        v += b;
     return __float2bfloat16_rn(v);
+}
+
+/* the bias of W row n as a float (0 without one) */
+__device__ __forceinline__ float bias_at(const Params &p, int n)
+{
+    return p.bias ? __bfloat162float(p.bias[n]) : 0.0f;
+}
+
+/* finish_b with W row n's bias (shared by the kernels' epilogues) */
+__device__ __forceinline__ __nv_bfloat16 finish(const Params &p, float v, int n)
+{
+    return finish_b(p, v, bias_at(p, n));
+}
+
+/* The last CTA's pass over its output tile's split-K sums in the workspace:
+ * y = finish(sum), the sum zeroed again. at(i, off, n) maps element i <
+ * count to its offset in y and the workspace and its W row, false to skip
+ * it; this thread takes t0, t0 + nthr, ... RB elements at a time, all their
+ * loads (sums and bias) issued before any store: one element at a time,
+ * the stores, which may alias the next loads, kept one load in flight per
+ * thread. */
+template <int RB = 8, class At>
+__device__ __forceinline__ void ws_flush(const Params &p, int count, int t0, int nthr, At at)
+{
+    for (int i0 = t0; i0 < count; i0 += RB * nthr) {
+        float v[RB], b[RB];
+#pragma unroll
+        for (int j = 0; j < RB; j++) {
+            const int i = i0 + j * nthr;
+            size_t off;
+            int n;
+            const bool in = i < count && at(i, off, n);
+            v[j] = in ? __ldcg(p.ws + off) : 0.0f;
+            b[j] = in ? bias_at(p, n) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < RB; j++) { /* the map again: fewer registers held */
+            const int i = i0 + j * nthr;
+            size_t off;
+            int n;
+            if (i < count && at(i, off, n)) {
+                __stcg(p.ws + off, 0.0f);
+                p.y[off] = finish_b(p, v[j], b[j]);
+            }
+        }
+    }
 }
 
 } // namespace bfpgemm

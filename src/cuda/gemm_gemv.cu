@@ -290,15 +290,11 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
     if (!*last_flag)
         return;
     __threadfence();
-    for (int i = tid; i < ROWS * p.m; i += GV_CW * 32) {
-        const int row = i % ROWS, mm = i / ROWS, n = nbase + row;
-        if (n >= p.n)
-            continue;
-        float *wp = p.ws + (size_t)mm * p.n + n;
-        const float v = __ldcg(wp);
-        __stcg(wp, 0.0f);
-        p.y[(size_t)mm * p.n + n] = finish(p, v, n);
-    }
+    ws_flush<2 * NT>(p, ROWS * p.m, tid, GV_CW * 32, [&](int i, size_t &off, int &n) {
+        n = nbase + i % ROWS;
+        off = (size_t)(i / ROWS) * p.n + n;
+        return n < p.n;
+    });
     if (tid == 0)
         p.counters[grp] = 0u;
 }

@@ -323,15 +323,11 @@ __device__ __forceinline__ void flush(const Params &p, const float (&acc)[R][NT]
         return;
     __threadfence();
     const int rows = R * 16, nbase = band * rows;
-    for (int i = lane; i < rows * p.m; i += 32) {
-        const int n = nbase + i % rows, mm = i / rows;
-        if (n >= p.n)
-            continue;
-        float *wp = p.ws + (size_t)mm * p.n + n;
-        const float v = __ldcg(wp);
-        __stcg(wp, 0.0f);
-        p.y[(size_t)mm * p.n + n] = finish(p, v, n);
-    }
+    ws_flush<4>(p, rows * p.m, lane, 32, [&](int i, size_t &off, int &n) {
+        n = nbase + i % rows;
+        off = (size_t)(i / rows) * p.n + n;
+        return n < p.n;
+    });
     if (lane == 0)
         p.counters[band] = 0u;
 }

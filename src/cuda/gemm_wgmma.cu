@@ -55,40 +55,42 @@ struct WgSched {
 /* Epilogue: acc[4q + e] is W row n = 16 u + g + 8 (e / 2) and x row
  * m0 + 8 q + 2 t + e % 2. The consumers first put the CTA's tile in shared
  * memory (tile: the ring, free once every stage is consumed) as [x row][W
- * row], so that y, the split slices and the bias are then read and written
- * along n, coalesced, by short loops (not the fragment loops, which
- * unrolled per element into a very long epilogue). Without a split
- * it writes y; with splits each CTA stores its partials in its slice
- * [split][m][n] of the workspace and the CTA that completes the output
- * tile's count adds the slices in split order, writes y and zeroes the
- * slices and the counter again. Consumer threads only (named barrier 2). */
+ * row]; then each thread takes one W row of it (the consumers' count is a
+ * multiple of the tile's W rows), so y, the split slices and the bias are
+ * read and written along n, coalesced, and the bias is read once. Without
+ * a split it writes y; with splits each CTA stores its partials in its
+ * slice [split][m][n] of the workspace and the CTA that completes the
+ * output tile's count adds the slices in split order, writes y and zeroes
+ * the slices and the counter again. Consumer threads only (named barrier
+ * 2). */
 template <int BN, int C>
 __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN / 2], int u,
                             int lane, unsigned ctid, float *tile, unsigned *last)
 {
-    constexpr int NC = 128 * C, WR = wrows(C), TILE_LD = tile_ld(C); /* consumer threads */
+    constexpr int NC = 128 * C, WR = wrows(C), LD = tile_ld(C); /* consumer threads */
+    constexpr int RS = NC / WR; /* x rows apart: a thread's rows of the tile */
+    static_assert(NC % WR == 0, "a thread keeps one W row");
     named_sync(2, NC); /* every consumer is done with the ring */
     stash_tile<BN, C>(acc, p.post, u, lane, tile);
     named_sync(2, NC);
-    const int n0 = sc.nt0 * 16;
-    /* element i of the tile: x row i / WR, W row i % WR */
+    const int r0 = (int)(ctid / WR), n = sc.nt0 * 16 + (int)(ctid % WR);
+    const int rows = min(BN, p.m - sc.m0);
+    const bool n_in = n < p.n;
+    const float b = n_in ? bias_at(p, n) : 0.0f;
+    const float *own = tile + ctid % WR; /* this W row's column of the tile */
+    auto at = [&](int r) { return (size_t)(sc.m0 + r) * p.n + n; };
     if (p.splits == 1) {
+        if (n_in)
 #pragma unroll 4
-        for (unsigned i = ctid; i < BN * WR; i += NC) {
-            const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
-            if (n < p.n && mm < p.m)
-                p.y[(size_t)mm * p.n + n] = finish(p, tile[i / WR * TILE_LD + i % WR], n);
-        }
+            for (int r = r0; r < rows; r += RS)
+                p.y[at(r)] = finish_b(p, own[r * LD], b);
         return;
     }
     const size_t mn = (size_t)p.m * (size_t)p.n;
-    float *slice = p.ws + (size_t)sc.split * mn;
+    if (n_in)
 #pragma unroll 4
-    for (unsigned i = ctid; i < BN * WR; i += NC) {
-        const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
-        if (n < p.n && mm < p.m)
-            __stcg(slice + (size_t)mm * p.n + n, tile[i / WR * TILE_LD + i % WR]);
-    }
+        for (int r = r0; r < rows; r += RS)
+            __stcg(p.ws + sc.split * mn + at(r), own[r * LD]);
     __threadfence();
     named_sync(2, NC);
     unsigned *ctr = p.counters + (size_t)blockIdx.z * gridDim.x + blockIdx.x;
@@ -99,31 +101,24 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
         return;
     __threadfence();
     /* the sum in split order whichever CTA is last (its own part from the
-     * tile). RB elements per thread at a time, each split's loads of them
-     * issued together before any store: with one element at a time the
-     * stores (which may alias the next loads) kept one load in flight per
-     * thread, and this loop outlasted the mainloop at 2-4 splits. */
+     * tile). RB rows per thread at a time, each split's loads of them
+     * issued together before any store: one at a time, the stores (which
+     * may alias the next loads) kept one load in flight per thread, and at
+     * 2-4 splits this loop outlasted the mainloop. */
     constexpr int RB = 16;
-    for (unsigned i0 = ctid; i0 < BN * WR; i0 += RB * NC) {
-        size_t off[RB];
+    for (int r1 = r0; n_in && r1 < rows; r1 += RB * RS) {
         float tot[RB];
-        bool in[RB];
 #pragma unroll
-        for (int j = 0; j < RB; j++) {
-            const unsigned i = i0 + j * NC;
-            const int n = n0 + (int)(i % WR), mm = sc.m0 + (int)(i / WR);
-            in[j] = i < BN * WR && n < p.n && mm < p.m;
-            off[j] = in[j] ? (size_t)mm * p.n + n : 0;
+        for (int j = 0; j < RB; j++)
             tot[j] = 0.0f;
-        }
         for (int sp = 0; sp < p.splits; sp++) {
             float v[RB];
 #pragma unroll
             for (int j = 0; j < RB; j++) {
-                const unsigned i = i0 + j * NC;
-                v[j] = !in[j] ? 0.0f
-                       : sp == sc.split ? tile[i / WR * TILE_LD + i % WR]
-                                        : __ldcg(p.ws + sp * mn + off[j]);
+                const int r = r1 + j * RS;
+                v[j] = r >= rows        ? 0.0f
+                       : sp == sc.split ? own[r * LD]
+                                        : __ldcg(p.ws + sp * mn + at(r));
             }
 #pragma unroll
             for (int j = 0; j < RB; j++)
@@ -131,11 +126,12 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
         }
 #pragma unroll
         for (int j = 0; j < RB; j++) {
-            if (!in[j])
+            const int r = r1 + j * RS;
+            if (r >= rows)
                 continue;
             for (int sp = 0; sp < p.splits; sp++)
-                __stcg(p.ws + sp * mn + off[j], 0.0f);
-            p.y[off[j]] = finish(p, tot[j], n0 + (int)((i0 + j * NC) % WR));
+                __stcg(p.ws + sp * mn + at(r), 0.0f);
+            p.y[at(r)] = finish_b(p, tot[j], b);
         }
     }
     named_sync(2, NC);
