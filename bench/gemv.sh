@@ -14,6 +14,10 @@
 # builds everything. NO_SAN=1 skips the sanitizers, NO_TEST=1 the tests;
 # GEMM_MS, GEMM_FORMATS, GEMM_PATHS (default 0,1,3,6,7: AUTO, FUSED, SKINNY,
 # GEMV, GEMV with programmatic dependent launch) pass through to gpu_gemm.
+# BASE_OBJS="dir/gemm_gemv.cu.o ..." (objects of libbfp_cuda.a from an earlier
+# build, e.g. the commit before a change) also times the same paths with
+# those objects swapped into a copy of the library, in the same run
+# ($OUT/h200-gemv-base.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out}
@@ -80,6 +84,15 @@ t0=$(date +%s)
 GEMM_MS=${GEMM_MS:-1,16} GEMM_PATHS=${GEMM_PATHS:-0,1,3,6,7} timeout 300 $B/gpu_gemm \
     "$OUT/h200-gemv.json" 2>&1 | tee "$OUT/gemv_bench.log" | grep -v "^$" || status=1
 echo "bench took $(($(date +%s) - t0)) s"
+if [ -n "${BASE_OBJS:-}" ]; then
+    echo "== base: $BASE_OBJS"
+    mkdir -p $B/base && cp $B/libbfp_cuda.a $B/base/ && cp $BASE_OBJS $B/base/ &&
+        (cd $B/base && ar r libbfp_cuda.a $(for o in $BASE_OBJS; do basename $o; done)) &&
+        nvcc $B/gpu_gemm.o $B/base/libbfp_cuda.a $B/libbfp.a -lcublas -o $B/base/gpu_gemm \
+            >>"$OUT/build.log" 2>&1 &&
+        GEMM_MS=${GEMM_MS:-1,16} GEMM_PATHS=${GEMM_PATHS:-0,1,3,6,7} timeout 300 $B/base/gpu_gemm \
+            "$OUT/h200-gemv-base.json" 2>&1 | grep -v "^$" || status=1
+fi
 for v in "${VARS[@]}"; do
     [ -n "$v" ] || continue
     name=${v%%:*}
