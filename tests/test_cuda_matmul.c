@@ -272,7 +272,9 @@ static void two_threads_case(void)
 
 /* One workspace, zeroed once, for every path in turn (an engine's prefill
  * through dequantize + cuBLAS, then decode through the small-m kernels): the
- * dequantize path must not leave W where the kernels expect zeros. */
+ * dequantize path must not leave W where the kernels expect zeros, nor the
+ * wgmma kernel's K split (AUTO at m = 40 and 64 on Hopper: 4 splits, its
+ * counters in the zero front) anything there. */
 /* AUTO's rule: the GEMV kernel for m = 9..16 on a weight of 2^22 elements
  * or more, for m = 2..8 from 2^25 below 2^27 and for mxfp4 at m = 1 from
  * 2^26, the skinny kernel for the rest of m <= 8 from 2^27, the fused one
@@ -428,7 +430,9 @@ static void shared_ws_case(bfp_format f)
                {BFP_MATMUL_AUTO, 64},           {BFP_MATMUL_FUSED, 48}, {BFP_MATMUL_FUSED, 5},
                {BFP_MATMUL_DEQUANT_CUBLAS, 40}, {BFP_MATMUL_FUSED, 64}, {BFP_MATMUL_AUTO, 1},
                {BFP_MATMUL_SKINNY, 32},         {BFP_MATMUL_GEMV, 16},  {BFP_MATMUL_DEQUANT_CUBLAS, 33},
-               {BFP_MATMUL_GEMV, 1},            {BFP_MATMUL_GEMV, 9}};
+               {BFP_MATMUL_GEMV, 1},            {BFP_MATMUL_GEMV, 9},   {BFP_MATMUL_AUTO, 40},
+               {BFP_MATMUL_AUTO, 64},           {BFP_MATMUL_GEMV, 16},  {BFP_MATMUL_SKINNY, 3},
+               {BFP_MATMUL_FUSED, 17}};
     const size_t n = 300, k = 1000, mmax = 64, nseq = sizeof seq / sizeof seq[0];
     const char *name = bfp_format_get(f)->name;
     hplanes w;

@@ -300,7 +300,7 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
 struct WgPlan {
     int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
-    size_t ws_bytes, ctr_offset;
+    size_t ws_bytes, ctr_offset, slice_offset;
 };
 
 bool wgmma_fits(size_t m) { return (m + 63) / 64 <= 65535; }
@@ -326,8 +326,17 @@ WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t
     size_t best = pick_splits(ctas, (size_t)w->sms, w->tiles_k);
     P.tiles_per_split = (int)((w->tiles_k + best - 1) / best);
     P.splits = (int)((w->tiles_k + P.tiles_per_split - 1) / P.tiles_per_split);
-    P.ctr_offset = align256((size_t)P.splits * m * w->n * sizeof(float));
-    P.ws_bytes = P.splits > 1 ? P.ctr_offset + align256(ctas * sizeof(unsigned)) : 0;
+    /* Split K: the splits' slices after the front that the small-m kernels
+     * keep zero (each split writes its whole slice, so nothing needs
+     * zeroing before or after), the tiles' counters in that front where
+     * they fit (the last CTA of a tile resets its counter, so the front
+     * stays zero and the call needs no memset), else after the slices,
+     * zeroed by the call */
+    const size_t slices = align256((size_t)P.splits * m * w->n * sizeof(float));
+    const size_t ctr_bytes = align256(ctas * sizeof(unsigned));
+    P.slice_offset = align256(w->small_ws);
+    P.ctr_offset = ctr_bytes <= w->small_ws ? 0 : P.slice_offset + slices;
+    P.ws_bytes = P.splits == 1 ? 0 : P.ctr_offset ? P.ctr_offset + ctr_bytes : P.slice_offset + slices;
     return P;
 }
 
@@ -400,9 +409,13 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     if (need > ws_bytes || (need && !ws))
         return BFP_ERR_ARG;
     /* beyond the front that every path keeps zero (small_ws_bytes), the
-     * dequantize path may have left W: start from zeros */
+     * dequantize path may have left W: start from zeros (the wgmma kernel:
+     * only its counters, when they are not in the front) */
+    const size_t zero_from = !wgk ? 0 : G.ctr_offset ? G.ctr_offset : need;
     const bool zero_ws_first = wgk || m > FUSED_MAX_M || need > w->small_ws;
-    if (need && zero_ws_first && cudaMemsetAsync(ws, 0, need, s) != cudaSuccess)
+    if (need > zero_from && zero_ws_first &&
+        cudaMemsetAsync(static_cast<char *>(ws) + zero_from, 0, need - zero_from, s) !=
+            cudaSuccess)
         return BFP_ERR_DEVICE;
     Params p;
     p.codes = static_cast<const uint4 *>(w->codes);
@@ -438,6 +451,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         p.wg_pipe = t.wgmma_serial ? 0 : 1;
         p.tiles_per_split = G.tiles_per_split;
         p.splits = G.splits;
+        p.ws = reinterpret_cast<float *>(static_cast<char *>(ws) + G.slice_offset);
         p.chunk_tiles = 0;
         p.xs_ld = 0;
         WgmmaMaps maps = w->wg[G.consumers - 2];

@@ -59,10 +59,10 @@ struct WgSched {
  * multiple of the tile's W rows), so y, the split slices and the bias are
  * read and written along n, coalesced, and the bias is read once. Without
  * a split it writes y; with splits each CTA stores its partials in its
- * slice [split][m][n] of the workspace and the CTA that completes the
- * output tile's count adds the slices in split order, writes y and zeroes
- * the slices and the counter again. Consumer threads only (named barrier
- * 2). */
+ * slice [split][m][n] of the workspace (p.ws: the slices) and the CTA that
+ * completes the output tile's count adds the slices in split order, writes
+ * y and zeroes the counter again (the slices need no zeroing: each split
+ * writes all of its own). Consumer threads only (named barrier 2). */
 template <int BN, int C>
 __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN / 2], int u,
                             int lane, unsigned ctid, float *tile, unsigned *last)
@@ -127,11 +127,8 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN 
 #pragma unroll
         for (int j = 0; j < RB; j++) {
             const int r = r1 + j * RS;
-            if (r >= rows)
-                continue;
-            for (int sp = 0; sp < p.splits; sp++)
-                __stcg(p.ws + sp * mn + at(r), 0.0f);
-            p.y[at(r)] = finish_b(p, tot[j], b);
+            if (r < rows)
+                p.y[at(r)] = finish_b(p, tot[j], b);
         }
     }
     named_sync(2, NC);

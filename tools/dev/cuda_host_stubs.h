@@ -17,6 +17,8 @@ static inline void __syncthreads() {}
 static inline void __syncwarp(unsigned = 0xFFFFFFFFu) {}
 static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
+template <typename T> static inline T __ldcg(const T *p) { return *p; }
+template <typename T> static inline void __stcg(T *p, T v) { *p = v; }
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
 {
     uint64_t v = (uint64_t)y << 32 | x;
