@@ -7,7 +7,7 @@
  * Workspace: [the matmul's part][x bf16 [m][k]][x codes][scales][meta][ts].
  * The matmul's part is what this m needs, and at least the front that the
  * small-m kernels keep zero between calls (weight_zero_front): every other
- * path zeroes what it uses first, so x's sections, rewritten by every call,
+ * path zeroes first what it needs zero, so x's sections, rewritten by every call,
  * may lie anywhere past that front, whatever m the calls on one workspace
  * take. */
 #include "bfp.h"
