@@ -206,8 +206,10 @@ int main(int argc, char **argv)
                                           (E + 1) * 4, cudaMemcpyHostToDevice));
                         size_t gws_bytes = bfp_cuda_grouped_matmul_workspace_size(gw, rows, NULL);
                         void *gws = NULL;
-                        if (gws_bytes)
+                        if (gws_bytes) { /* zeros before the first call (bfp_grouped.h) */
                             CU(cudaMalloc(&gws, gws_bytes));
+                            CU(cudaMemset(gws, 0, gws_bytes));
+                        }
                         double used = 0;
                         int active_max = 0;
                         for (int c = 0; c < CALLS; c++) {
@@ -244,8 +246,10 @@ int main(int argc, char **argv)
                             const bfp_matmul_tuning t = {.grouped_kernel = kernel, .wgmma_bn = bn};
                             const size_t wb = bfp_cuda_grouped_matmul_workspace_size(gw, rows, &t);
                             void *ws = NULL;
-                            if (wb)
+                            if (wb) {
                                 CU(cudaMalloc(&ws, wb));
+                                CU(cudaMemset(ws, 0, wb));
+                            }
                             double us = -1;
                             *rel_out = NAN;
                             if (bfp_cuda_grouped_matmul(gw, dx, rows, last_off, NULL, dy, ws, wb,

@@ -80,9 +80,11 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * y = x . W_e^T (+ b_e) per expert, one kernel launch on stream. Device
  * pointers: x bf16 [t_rows, k] sorted by expert, d_offsets int32
  * [e_count + 1] (the rules of bfp_grouped_offsets_check; offsets that break
- * them give unspecified y but no access outside x, y and the workspace),
+ * them leave y unwritten and the workspace as it was),
  * d_bias bf16 [e_count, n] or NULL, y bf16 [t_rows, n]. The workspace
- * needs no zeros (the call clears what it uses, on stream). No allocation,
+ * must hold zeros before its first use, and every call leaves it zero (for
+ * any t_rows and kernel: one workspace of the largest size serves them all;
+ * a call stopped midway, by an error or a reset, may leave it dirty). No allocation,
  * no synchronization: capturable in a CUDA graph. tuning: grouped_kernel
  * (which kernel), wgmma_bn (the wgmma kernel's rows of an expert's x per
  * tile: 64, 128 or 256) and ctas_per_sm (the unit kernel's split-K

@@ -3,7 +3,9 @@
  * half the experts empty / one expert / the last expert only, one row, odd
  * counts, shapes off the tiles, bias; ||y - ref|| / ||ref|| < 5e-3 over
  * each expert's rows, no NaN, y poisoned with NaN before each call; a
- * second call on the used workspace; argument checks (wrong buffer, short
+ * second call on the used workspace, after a call with broken offsets
+ * (decreasing, overlapping, the end past T); one workspace, zeroed once, serving
+ * every case and kernel, all zero again after each call; argument checks (wrong buffer, short
  * workspace, NULLs). On Hopper every case runs five times: the default,
  * each kernel forced (tuning grouped_kernel = 1, 2, 3) and the wgmma
  * kernel with 256-row m tiles (wgmma_bn = 256); elsewhere the
@@ -29,6 +31,22 @@
 static prng rng = {0x6e23};
 /* the kernel under test: NULL (the default) or grouped_kernel = 1, 2 or 3 */
 static const bfp_matmul_tuning *tune;
+/* one workspace, zeroed once, for every case and kernel that fits it: the
+ * calls must leave it zero (bfp_grouped.h) */
+#define SHARED_WS_BYTES ((size_t)8 << 20)
+static void *shared_ws;
+
+/* whether the first bytes of d are all zero */
+static int device_zero(const void *d, size_t bytes)
+{
+    unsigned char *h = malloc(bytes ? bytes : 1);
+    CU(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    size_t i = 0;
+    while (i < bytes && h[i] == 0)
+        i++;
+    free(h);
+    return i == bytes;
+}
 
 static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
                      int with_bias)
@@ -70,14 +88,32 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
     bfp_cuda_grouped_weight *w = NULL;
     CHECK(bfp_cuda_grouped_weight_view(fmt, e_count, n, k, dbuf, bytes, &w) == BFP_OK, "view");
     size_t wsb = bfp_cuda_grouped_matmul_workspace_size(w, t_rows, tune);
-    if (wsb)
+    if (wsb && wsb <= SHARED_WS_BYTES) {
+        dws = shared_ws;
+    } else if (wsb) {
         CU(cudaMalloc(&dws, wsb));
-    for (int call = 0; call < 2; call++) {
+        CU(cudaMemset(dws, 0, wsb));
+    }
+    /* broken offsets (call 1; not checked on the host): overlapping and
+     * decreasing rows, the end past T; y is unspecified, but the workspace
+     * must stay zero for the valid call after it */
+    int32_t *bad = malloc((e_count + 1) * sizeof *bad);
+    for (size_t e = 0; e < e_count; e++)
+        bad[e] = e % 2 ? (int32_t)t_rows : 0;
+    bad[e_count] = (int32_t)t_rows + 1;
+    for (int call = 0; call < 3; call++) {
+        CU(cudaMemcpy(doff, call == 1 ? bad : off, (e_count + 1) * 4, cudaMemcpyHostToDevice));
         CU(cudaMemset(dy, 0xFF, t_rows * n * 2)); /* NaN: an unwritten row fails */
         bfp_status st = bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb, tune,
                                                 NULL);
         CU(cudaDeviceSynchronize());
-        CHECK(st == BFP_OK, "%s call: %d", fn, st);
+        CHECK(st == BFP_OK, "%s call %d: %d", fn, call, st);
+        if (call == 1) {
+            CHECK(!wsb || device_zero(dws, wsb), "%s kernel %d E=%zu %zux%zu T=%zu: broken "
+                  "offsets left the workspace dirty", fn, tune ? tune->grouped_kernel : 0,
+                  e_count, n, k, t_rows);
+            continue;
+        }
         CU(cudaMemcpy(yb, dy, t_rows * n * 2, cudaMemcpyDeviceToHost));
         int nan = 0;
         for (size_t e = 0; e < e_count; e++) {
@@ -96,6 +132,9 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
         }
         CHECK(nan == 0, "%s E=%zu %zux%zu T=%zu %s: %d NaN outputs", fn, e_count, n, k, t_rows,
               route_names[kind], nan);
+        CHECK(!wsb || device_zero(dws, wsb), "%s kernel %d E=%zu %zux%zu T=%zu %s call %d: "
+              "workspace not left zero", fn, tune ? tune->grouped_kernel : 0, e_count, n, k,
+              t_rows, route_names[kind], call);
     }
     if (wsb) {
         CHECK(bfp_cuda_grouped_matmul(w, dx, t_rows, doff, dbias, dy, dws, wsb - 1, tune, NULL) ==
@@ -106,8 +145,10 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
               "NULL workspace refused");
     }
     bfp_cuda_grouped_weight_free(w);
-    cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff), cudaFree(dbias), cudaFree(dws);
-    free(off), free(x), free(bias), free(yb), free(ref);
+    if (dws != shared_ws)
+        cudaFree(dws);
+    cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff), cudaFree(dbias);
+    free(off), free(bad), free(x), free(bias), free(yb), free(ref);
     gexperts_free(&g);
 }
 
@@ -218,6 +259,8 @@ int main(void)
     const char *q = getenv("BFP_TEST_QUICK");
     const int quick = q && *q == '1';
     view_checks();
+    CU(cudaMalloc(&shared_ws, SHARED_WS_BYTES));
+    CU(cudaMemset(shared_ws, 0, SHARED_WS_BYTES));
     int dev = 0, major = 0, minor = 0;
     CU(cudaGetDevice(&dev));
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -238,6 +281,7 @@ int main(void)
         wgmma_refused(&wgmma);
         wgmma_refused(&gemv);
     }
+    cudaFree(shared_ws);
     return check_summary("test_cuda_grouped");
 }
 

@@ -128,12 +128,14 @@ def _workspace(device: torch.device, stream: int, nbytes: int) -> Optional[torch
         return ws  # the call reads none: nothing to grow, also while capturing
     if ws is None or ws.numel() < nbytes:
         if _capturing():
-            # this call's own scratch from the graph's pool (it needs no
-            # zeros); not cached, as the stream may be a capture's own
-            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+            # this call's own scratch from the graph's pool, zeroed by the
+            # graph on every replay; not cached, as the stream may be a
+            # capture's own
+            return torch.zeros(nbytes, dtype=torch.uint8, device=device)
         if ws is not None:
             _GRETIRED.append(ws)  # a captured graph may still hold it
-        ws = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)  # no zeros needed
+        # zeros before its first use; every call leaves it zero
+        ws = torch.zeros(max(nbytes, 1), dtype=torch.uint8, device=device)
         _GWS[(idx, stream)] = ws
     return ws
 

@@ -185,9 +185,13 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
             const int nrows = min(WARPS * 16, p.n - nbase);
             for (int i = threadIdx.x; i < nrows * mvalid; i += WARPS * 32) {
                 const int n = nbase + i % nrows, r = i / nrows;
-                const float v = __ldcg(p.ws + (size_t)(m0 + r) * p.n + n);
-                p.y[(size_t)(m0 + r) * p.n + n] = g_finish(p, v, e, n, es.ts);
+                const size_t off = (size_t)(m0 + r) * p.n + n;
+                const float v = __ldcg(p.ws + off);
+                __stcg(p.ws + off, 0.0f); /* the workspace is left zero */
+                p.y[off] = g_finish(p, v, e, n, es.ts);
             }
+            if (threadIdx.x == 0)
+                p.counters[tile_id] = 0u;
         }
         __syncthreads(); /* last_cta is read before the next unit writes it */
     }

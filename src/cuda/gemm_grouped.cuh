@@ -28,8 +28,9 @@ struct GroupedParams {
     const int *offsets;          /* [e_count + 1] */
     const __nv_bfloat16 *bias;   /* [e_count][n] or NULL */
     __nv_bfloat16 *y;            /* [t_rows][n] */
-    float *ws;                   /* [t_rows][n] split-K partial sums, zeroed by the host */
-    unsigned *counters;          /* one per (e, column, chunk), zeroed by the host */
+    float *ws;                   /* [t_rows][n] split-K partial sums: zero before the call,
+                                    left zero by each output tile's last CTA */
+    unsigned *counters;          /* one per (e, column, chunk), the same */
     int max_tiles;               /* counters available: units beyond them are dropped
                                     (only broken offsets get there) */
     int e_count, n, k, t_rows;
@@ -71,8 +72,11 @@ __device__ __forceinline__ void expert_rows(const GroupedParams &p, int e, int *
 
 /* upre[e] = units before expert e, upre[e_count] = all units (each capped
  * at cap); an expert has ceil(rows / rows_per) * mult units (none when
- * empty). Warp 0's 32 lanes: lane l takes a run of experts, then a
- * shuffle scan. The caller syncs after. */
+ * empty). Offsets that break the rules (offsets[0] = 0, no step down,
+ * offsets[e_count] = t_rows) give no units at all: the call then writes
+ * nothing, so no split-K count is left short and the workspace stays zero.
+ * Warp 0's 32 lanes: lane l takes a run of experts, then a shuffle scan.
+ * The caller syncs after. */
 __device__ __forceinline__ void count_units(const int *offsets, int e_count, int t_rows,
                                             int rows_per, long long mult, long long cap,
                                             int *upre, int lane)
@@ -80,11 +84,16 @@ __device__ __forceinline__ void count_units(const int *offsets, int e_count, int
     const int per = (e_count + 31) / 32, e0 = lane * per;
     const int e1 = min(e0 + per, e_count);
     long long mine = 0;
+    bool broken = false;
     for (int e = e0; e < e1; e++) {
+        const int lo = __ldg(offsets + e), hi = __ldg(offsets + e + 1);
+        broken |= hi < lo || (e == 0 && lo != 0) || (e == e_count - 1 && hi != t_rows);
         int a, b;
         expert_rows(offsets, t_rows, e, &a, &b);
         mine += (long long)((b - a + rows_per - 1) / rows_per) * mult;
     }
+    if (__any_sync(0xFFFFFFFFu, broken))
+        mine = 0, mult = 0; /* the second pass counts none either */
     long long incl = mine;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {

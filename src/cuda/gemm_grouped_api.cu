@@ -251,8 +251,6 @@ bfp_status run_grouped_gemv(const bfp_cuda_grouped_weight *w, const void *d_x, s
         return BFP_ERR_SHAPE;
     if (!d_workspace || workspace_bytes < P.ws_bytes)
         return BFP_ERR_ARG;
-    if (cudaMemsetAsync(d_workspace, 0, P.ws_bytes, s) != cudaSuccess)
-        return BFP_ERR_DEVICE;
     Params p{};
     p.x = static_cast<const __nv_bfloat16 *>(d_x);
     p.bias = static_cast<const __nv_bfloat16 *>(d_bias);
@@ -396,8 +394,6 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
     if (P.ws_bytes && (!d_workspace || workspace_bytes < P.ws_bytes))
         return BFP_ERR_ARG;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (P.ws_bytes && cudaMemsetAsync(d_workspace, 0, P.ws_bytes, s) != cudaSuccess)
-        return BFP_ERR_DEVICE;
     GroupedParams p = grouped_params(w, d_x, t_rows, d_offsets, d_bias, d_y);
     p.ws = P.ws_bytes ? static_cast<float *>(d_workspace) : nullptr;
     p.counters = P.ws_bytes ? reinterpret_cast<unsigned *>(static_cast<char *>(d_workspace) +
