@@ -863,7 +863,9 @@ bfp_status bfp_cuda_matmul(const bfp_cuda_weight *w, const void *d_x, size_t m,
  * the largest size those need): the kernels at m <= 32 use its front, which
  * every call leaves zero; the dequantize path writes only after that front,
  * and the kernel paths at larger m (and a tuning that needs more
- * than the default front) zero their own region first.
+ * than the default front) zero what they need zeroed first (the wgmma
+ * kernel's split-K slices after the front are scratch: each split writes
+ * all of its own).
  * Concurrent calls on different streams are safe when each has its own
  * workspace and y. The dequantize + cuBLAS path uses a cuBLAS handle of the
  * calling thread for the current device, made by that thread's first such call

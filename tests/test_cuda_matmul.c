@@ -35,6 +35,32 @@ static bfp_matmul_tuning env_tuning;
 static const bfp_matmul_tuning *tun; /* the cases' tuning: NULL, or BFP_MATMUL_*'s */
 static int hopper; /* compute capability 9.0: BFP_MATMUL_WGMMA runs, AUTO takes it */
 
+/* The workspace front that the kernels at m <= 32 use and leave zero
+ * (bfp.h): the most any of them needs at the default tuning, 256-aligned */
+static size_t zero_front(const bfp_cuda_weight *dw)
+{
+    static const bfp_matmul_path small[] = {BFP_MATMUL_FUSED, BFP_MATMUL_SKINNY, BFP_MATMUL_GEMV};
+    size_t most = 0;
+    for (size_t m = 1; m <= 32; m++)
+        for (int i = 0; i < 3; i++) {
+            const size_t b = bfp_cuda_matmul_workspace_size_ex(dw, m, small[i], NULL);
+            most = b > most ? b : most;
+        }
+    return (most + 255) / 256 * 256;
+}
+
+/* nonzero bytes among the first bytes of device memory d */
+static size_t nonzero_bytes(const void *d, size_t bytes)
+{
+    uint8_t *h = malloc(bytes ? bytes : 1);
+    CU(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    size_t nz = 0;
+    for (size_t i = 0; i < bytes; i++)
+        nz += h[i] != 0;
+    free(h);
+    return nz;
+}
+
 /* One case: returns nothing, CHECKs inside. */
 static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
                      int unaligned, bfp_matmul_path path)
@@ -94,19 +120,18 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
               name, (int)path, m, n, k, heavy, bias_on, unaligned, rep + 1, rel, nans);
     }
     if (wsb) {
-        /* the fused path's split-K workspace must be zero again */
-        if (path == BFP_MATMUL_FUSED || path == BFP_MATMUL_SKINNY || path == BFP_MATMUL_WGMMA ||
-            path == BFP_MATMUL_GEMV ||
-            (path == BFP_MATMUL_AUTO &&
-             bfp_cuda_matmul_auto_path(dw, m) != BFP_MATMUL_DEQUANT_CUBLAS)) {
-            uint8_t *h = malloc(wsb);
-            CU(cudaMemcpy(h, dws, wsb, cudaMemcpyDeviceToHost));
-            size_t nz = 0;
-            for (size_t i = 0; i < wsb; i++)
-                nz += h[i] != 0;
-            CHECK(nz == 0, "%s m=%zu n=%zu k=%zu: %zu workspace bytes left nonzero", name, m,
-                  n, k, nz);
-            free(h);
+        /* the kernels' split-K workspace must be zero again: all of it for
+         * the fused, skinny and GEMV kernels; the front that the small-m
+         * kernels keep zero for the wgmma kernel, whose split slices after
+         * it are scratch (bfp.h) */
+        const bfp_matmul_path ran =
+            path == BFP_MATMUL_AUTO ? bfp_cuda_matmul_auto_path_ex(dw, m, tun) : path;
+        if (ran != BFP_MATMUL_DEQUANT_CUBLAS) {
+            const size_t front = zero_front(dw);
+            const size_t upto = ran == BFP_MATMUL_WGMMA && front < wsb ? front : wsb;
+            size_t nz = nonzero_bytes(dws, upto);
+            CHECK(nz == 0, "%s path %d m=%zu n=%zu k=%zu: %zu of %zu workspace bytes left nonzero",
+                  name, (int)ran, m, n, k, nz, upto);
         }
         CU(cudaFree(dws));
     }
@@ -471,6 +496,9 @@ static void shared_ws_case(bfp_format f)
         CHECK(nans == 0 && rel < 5e-3,
               "%s shared workspace, step %zu (path %d, m=%zu): rel err %.3g, %zu NaN", name, i,
               (int)seq[i].path, m, rel, nans);
+        const size_t front = zero_front(dw) < wsb ? zero_front(dw) : wsb;
+        CHECK(nonzero_bytes(dws, front) == 0, "%s shared workspace, step %zu (path %d, m=%zu): "
+              "the front left nonzero", name, i, (int)seq[i].path, m);
     }
     CU(cudaFree(dx));
     CU(cudaFree(dy));
