@@ -1,6 +1,6 @@
 /* cuda_check.h - CU(call): a failing CUDA runtime call in a test or a
- * benchmark prints where and why, and exits 1 (shared by tests/test_cuda*.c
- * and bench/gpu_*.cu). */
+ * benchmark prints where and why, and exits 1; device_nonzero_bytes (shared
+ * by tests/test_cuda*.c and bench/gpu_*.cu). */
 #ifndef BFP_TEST_CUDA_CHECK_H
 #define BFP_TEST_CUDA_CHECK_H
 
@@ -17,5 +17,18 @@
             exit(1);                                                                   \
         }                                                                              \
     } while (0)
+
+/* nonzero bytes among the first bytes of device memory d (a workspace that
+ * the calls must leave zero) */
+static inline size_t device_nonzero_bytes(const void *d, size_t bytes)
+{
+    unsigned char *h = (unsigned char *)malloc(bytes ? bytes : 1);
+    CU(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    size_t nz = 0;
+    for (size_t i = 0; i < bytes; i++)
+        nz += h[i] != 0;
+    free(h);
+    return nz;
+}
 
 #endif

@@ -36,18 +36,6 @@ static const bfp_matmul_tuning *tune;
 #define SHARED_WS_BYTES ((size_t)8 << 20)
 static void *shared_ws;
 
-/* whether the first bytes of d are all zero */
-static int device_zero(const void *d, size_t bytes)
-{
-    unsigned char *h = malloc(bytes ? bytes : 1);
-    CU(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
-    size_t i = 0;
-    while (i < bytes && h[i] == 0)
-        i++;
-    free(h);
-    return i == bytes;
-}
-
 static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
                      int with_bias)
 {
@@ -78,7 +66,6 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
     CU(cudaMalloc(&dy, t_rows * n * 2 + 16));
     CU(cudaMalloc(&doff, (e_count + 1) * 4));
     CU(cudaMemcpy(dx, x, t_rows * k * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(doff, off, (e_count + 1) * 4, cudaMemcpyHostToDevice));
     if (bias) {
         CU(cudaMalloc(&dbias, e_count * n * 2));
         CU(cudaMemcpy(dbias, bias, e_count * n * 2, cudaMemcpyHostToDevice));
@@ -109,7 +96,7 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
         CU(cudaDeviceSynchronize());
         CHECK(st == BFP_OK, "%s call %d: %d", fn, call, st);
         if (call == 1) {
-            CHECK(!wsb || device_zero(dws, wsb), "%s kernel %d E=%zu %zux%zu T=%zu: broken "
+            CHECK(!wsb || device_nonzero_bytes(dws, wsb) == 0, "%s kernel %d E=%zu %zux%zu T=%zu: broken "
                   "offsets left the workspace dirty", fn, tune ? tune->grouped_kernel : 0,
                   e_count, n, k, t_rows);
             continue;
@@ -132,7 +119,7 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
         }
         CHECK(nan == 0, "%s E=%zu %zux%zu T=%zu %s: %d NaN outputs", fn, e_count, n, k, t_rows,
               route_names[kind], nan);
-        CHECK(!wsb || device_zero(dws, wsb), "%s kernel %d E=%zu %zux%zu T=%zu %s call %d: "
+        CHECK(!wsb || device_nonzero_bytes(dws, wsb) == 0, "%s kernel %d E=%zu %zux%zu T=%zu %s call %d: "
               "workspace not left zero", fn, tune ? tune->grouped_kernel : 0, e_count, n, k,
               t_rows, route_names[kind], call);
     }

@@ -49,18 +49,6 @@ static size_t zero_front(const bfp_cuda_weight *dw)
     return (most + 255) / 256 * 256;
 }
 
-/* nonzero bytes among the first bytes of device memory d */
-static size_t nonzero_bytes(const void *d, size_t bytes)
-{
-    uint8_t *h = malloc(bytes ? bytes : 1);
-    CU(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
-    size_t nz = 0;
-    for (size_t i = 0; i < bytes; i++)
-        nz += h[i] != 0;
-    free(h);
-    return nz;
-}
-
 /* One case: returns nothing, CHECKs inside. */
 static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int bias_on,
                      int unaligned, bfp_matmul_path path)
@@ -129,7 +117,7 @@ static void run_case(bfp_format f, size_t m, size_t n, size_t k, int heavy, int 
         if (ran != BFP_MATMUL_DEQUANT_CUBLAS) {
             const size_t front = zero_front(dw);
             const size_t upto = ran == BFP_MATMUL_WGMMA && front < wsb ? front : wsb;
-            size_t nz = nonzero_bytes(dws, upto);
+            size_t nz = device_nonzero_bytes(dws, upto);
             CHECK(nz == 0, "%s path %d m=%zu n=%zu k=%zu: %zu of %zu workspace bytes left nonzero",
                   name, (int)ran, m, n, k, nz, upto);
         }
@@ -481,6 +469,7 @@ static void shared_ws_case(bfp_format f)
     CU(cudaMalloc(&dy, mmax * n * 2));
     CU(cudaMalloc(&dws, wsb));
     CU(cudaMemset(dws, 0, wsb)); /* once */
+    const size_t front = zero_front(dw) < wsb ? zero_front(dw) : wsb; /* kept zero by every call */
     CU(cudaMemcpy(dx, x, mmax * k * 2, cudaMemcpyHostToDevice));
     for (size_t i = 0; i < nseq; i++) {
         size_t m = seq[i].m; /* the first m rows of x */
@@ -496,8 +485,7 @@ static void shared_ws_case(bfp_format f)
         CHECK(nans == 0 && rel < 5e-3,
               "%s shared workspace, step %zu (path %d, m=%zu): rel err %.3g, %zu NaN", name, i,
               (int)seq[i].path, m, rel, nans);
-        const size_t front = zero_front(dw) < wsb ? zero_front(dw) : wsb;
-        CHECK(nonzero_bytes(dws, front) == 0, "%s shared workspace, step %zu (path %d, m=%zu): "
+        CHECK(device_nonzero_bytes(dws, front) == 0, "%s shared workspace, step %zu (path %d, m=%zu): "
               "the front left nonzero", name, i, (int)seq[i].path, m);
     }
     CU(cudaFree(dx));

@@ -56,14 +56,18 @@ struct GroupedWgMaps {
 cudaError_t launch_grouped_wgmma(int fmt_kind, const GroupedParams &p, const GroupedWgMaps &mp,
                                  int bn, unsigned grid, cudaStream_t s);
 
-/* expert e's rows [a, b) of offsets[e_count + 1], clamped into [0, t_rows)
- * whatever the offsets */
-__device__ __forceinline__ void expert_rows(const int *offsets, int t_rows, int e, int *a, int *b)
+/* rows [a, b) from an expert's offsets lo, hi, clamped into [0, t_rows)
+ * whatever they are */
+__device__ __forceinline__ void clamp_rows(int lo, int hi, int t_rows, int *a, int *b)
 {
-    int lo = __ldg(offsets + e), hi = __ldg(offsets + e + 1);
     lo = min(max(lo, 0), t_rows);
     hi = min(max(hi, lo), t_rows);
     *a = lo, *b = hi;
+}
+/* expert e's rows [a, b) of offsets[e_count + 1], clamped */
+__device__ __forceinline__ void expert_rows(const int *offsets, int t_rows, int e, int *a, int *b)
+{
+    clamp_rows(__ldg(offsets + e), __ldg(offsets + e + 1), t_rows, a, b);
 }
 __device__ __forceinline__ void expert_rows(const GroupedParams &p, int e, int *a, int *b)
 {
@@ -89,7 +93,7 @@ __device__ __forceinline__ void count_units(const int *offsets, int e_count, int
         const int lo = __ldg(offsets + e), hi = __ldg(offsets + e + 1);
         broken |= hi < lo || (e == 0 && lo != 0) || (e == e_count - 1 && hi != t_rows);
         int a, b;
-        expert_rows(offsets, t_rows, e, &a, &b);
+        clamp_rows(lo, hi, t_rows, &a, &b);
         mine += (long long)((b - a + rows_per - 1) / rows_per) * mult;
     }
     if (__any_sync(0xFFFFFFFFu, broken))
