@@ -296,12 +296,13 @@ static void two_threads_case(void)
  * (at m = 2: skinny). Its planes are random bytes (codes) under scales near
  * 1, so no reference quantize of 2^27 values is needed. */
 
-/* from 2^27 elements: skinny up to m = 8 (mxfp4: GEMV at m = 1), GEMV to 16 */
+/* from 2^27 elements with n > k: skinny up to m = 8 (mxfp4: GEMV at m = 1),
+ * GEMV to 16, skinny at 17..32 */
 static const bfp_matmul_path BIG_RULE[6] = {BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY,
-                                            BFP_MATMUL_GEMV,   BFP_MATMUL_GEMV,   BFP_MATMUL_FUSED};
+                                            BFP_MATMUL_GEMV,   BFP_MATMUL_GEMV,   BFP_MATMUL_SKINNY};
 static const bfp_matmul_path BIG_RULE_MXFP4[6] = {BFP_MATMUL_GEMV, BFP_MATMUL_SKINNY,
                                                   BFP_MATMUL_SKINNY, BFP_MATMUL_GEMV,
-                                                  BFP_MATMUL_GEMV,   BFP_MATMUL_FUSED};
+                                                  BFP_MATMUL_GEMV,   BFP_MATMUL_SKINNY};
 
 /* AUTO's path at m = 1, 2, 8, 9, 16 and 17 is want[0..5] */
 static void check_auto(const bfp_cuda_weight *w, const bfp_matmul_path want[6], const char *what)
@@ -365,7 +366,9 @@ static void auto_rule_case(void)
     /* above m = 32: the wgmma kernel up to 1024 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
     const bfp_matmul_path F = BFP_MATMUL_FUSED, G = BFP_MATMUL_GEMV;
-    const bfp_matmul_path mid_rule[6] = {G, G, G, G, G, F}, w25_rule[6] = {F, G, G, G, G, F},
+    /* m = 17..32 from 2^26: wgmma where k >= n (Hopper; else skinny) */
+    const bfp_matmul_path W17 = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_SKINNY;
+    const bfp_matmul_path mid_rule[6] = {G, G, G, G, G, W17}, w25_rule[6] = {F, G, G, G, G, F},
                           small_rule[6] = {F, F, F, G, G, F};
     check_auto(w25, w25_rule, "AUTO's path choice at 2^25");
     check_auto(mid, mid_rule, "AUTO's path choice at 8192 x 8192");
@@ -376,6 +379,9 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(big, 257) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 1024) == mid_path &&
               bfp_cuda_matmul_auto_path(big, 1025) == BFP_MATMUL_DEQUANT_CUBLAS &&
+              bfp_cuda_matmul_auto_path(big, 32) == BFP_MATMUL_SKINNY &&
+              bfp_cuda_matmul_auto_path(mid, 32) == W17 &&
+              bfp_cuda_matmul_auto_path(w25, 32) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 32) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
@@ -396,7 +402,7 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path_ex(w25, 1, &pdl) == pg &&
               bfp_cuda_matmul_auto_path_ex(w22, 8, &pdl) == pg &&
               bfp_cuda_matmul_auto_path_ex(big, 16, &pdl) == BFP_MATMUL_GEMV &&
-              bfp_cuda_matmul_auto_path_ex(big, 17, &pdl) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path_ex(big, 17, &pdl) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path_ex(w25, 1, NULL) == BFP_MATMUL_FUSED,
           "AUTO's path choice with gemv_pdl = 1");
     CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==

@@ -790,6 +790,12 @@ constexpr size_t GEMV_AUTO_MIN_M = 9;
  * the skinny kernel adds the block max after the mma). */
 constexpr double GEMV_MIN_ELEMS_M1 = 67108864.0; /* 2^26 */
 
+/* m = 17..32 from 2^26 elements: the wgmma kernel (one 64-row x tile, its
+ * time nearly flat in m) where k >= n, else the skinny kernel; each beat
+ * the fused kernel on every measured shape and format (docs/gemm.md, "AUTO
+ * at m = 17..32"). Smaller weights were not measured: the fused kernel. */
+constexpr double NT4_MIN_ELEMS = 67108864.0; /* 2^26 */
+
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
     return bfp_cuda_matmul_auto_path_ex(w, m, nullptr);
@@ -819,6 +825,12 @@ bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
     if (m <= 16 && elems >= (m > 8 ? SKINNY_MIN_ELEMS_NT2 : SKINNY_MIN_ELEMS) &&
         skinny_fits(w, m))
         return BFP_MATMUL_SKINNY;
+    if (m > 16 && elems >= NT4_MIN_ELEMS) {
+        if (w->wgmma_ok && w->k >= w->n)
+            return BFP_MATMUL_WGMMA;
+        if (skinny_fits(w, m))
+            return BFP_MATMUL_SKINNY;
+    }
     return BFP_MATMUL_FUSED;
 }
 
