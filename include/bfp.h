@@ -785,8 +785,9 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *tuning);
 /* How bfp_cuda_matmul computes. */
 typedef enum {
     BFP_MATMUL_AUTO = 0,     /* bfp_cuda_matmul_auto_path(): GEMV, SKINNY,
-                                FUSED (or WGMMA from m = 17 on large weights
-                                with k >= n) for m <= 32, WGMMA to 1024 (Hopper;
+                                FUSED (or WGMMA from m = 17 on weights from
+                                2^24 elements with k >= n) for m <= 32,
+                                WGMMA to 1024 (Hopper;
                                 above too where k >= n and no K split is
                                 needed), else DEQUANT_CUBLAS */
     BFP_MATMUL_FUSED = 1,    /* tensor-core kernel, W decoded in registers */

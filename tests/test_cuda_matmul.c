@@ -289,20 +289,21 @@ static void two_threads_case(void)
  * wgmma kernel's K split (AUTO at m = 40 and 64 on Hopper: 4 splits, its
  * counters in the zero front) anything there. */
 /* AUTO's rule: the GEMV kernel for m = 9..16 on a weight of 2^22 elements
- * or more, for m = 2..8 from 2^25 below 2^27 and for mxfp4 at m = 1 from
- * 2^26, the skinny kernel for the rest of m <= 8 from 2^27, the fused one
- * for the rest up to m = 32, then wgmma or
+ * or more, for m = 2..8 from 2^25 and for mxfp4 at m = 1 from 2^26, the
+ * skinny kernel for the rest of m = 1 from 2^27; at m = 17..32 from 2^24
+ * wgmma (k >= n) or skinny (n > k); the fused one for the rest up to
+ * m = 32, then wgmma or
  * dequantize + cuBLAS; and AUTO gives the path's result on the large weight
- * (at m = 2: skinny). Its planes are random bytes (codes) under scales near
+ * (at m = 2: GEMV). Its planes are random bytes (codes) under scales near
  * 1, so no reference quantize of 2^27 values is needed. */
 
-/* from 2^27 elements with n > k: skinny up to m = 8 (mxfp4: GEMV at m = 1),
- * GEMV to 16, skinny at 17..32 */
-static const bfp_matmul_path BIG_RULE[6] = {BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY, BFP_MATMUL_SKINNY,
-                                            BFP_MATMUL_GEMV,   BFP_MATMUL_GEMV,   BFP_MATMUL_SKINNY};
-static const bfp_matmul_path BIG_RULE_MXFP4[6] = {BFP_MATMUL_GEMV, BFP_MATMUL_SKINNY,
-                                                  BFP_MATMUL_SKINNY, BFP_MATMUL_GEMV,
-                                                  BFP_MATMUL_GEMV,   BFP_MATMUL_SKINNY};
+/* from 2^27 elements with n > k: skinny at m = 1 (mxfp4: GEMV), GEMV at
+ * 2..16, skinny at 17..32 */
+static const bfp_matmul_path BIG_RULE[6] = {BFP_MATMUL_SKINNY, BFP_MATMUL_GEMV, BFP_MATMUL_GEMV,
+                                            BFP_MATMUL_GEMV,   BFP_MATMUL_GEMV, BFP_MATMUL_SKINNY};
+static const bfp_matmul_path BIG_RULE_MXFP4[6] = {BFP_MATMUL_GEMV, BFP_MATMUL_GEMV,
+                                                  BFP_MATMUL_GEMV, BFP_MATMUL_GEMV,
+                                                  BFP_MATMUL_GEMV, BFP_MATMUL_SKINNY};
 
 /* AUTO's path at m = 1, 2, 8, 9, 16 and 17 is want[0..5] */
 static void check_auto(const bfp_cuda_weight *w, const bfp_matmul_path want[6], const char *what)
@@ -366,9 +367,9 @@ static void auto_rule_case(void)
     /* above m = 32: the wgmma kernel up to 1024 on Hopper, else dequant + cuBLAS */
     const bfp_matmul_path mid_path = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_DEQUANT_CUBLAS;
     const bfp_matmul_path F = BFP_MATMUL_FUSED, G = BFP_MATMUL_GEMV;
-    /* m = 17..32 from 2^26: wgmma where k >= n (Hopper; else skinny) */
+    /* m = 17..32 from 2^24: wgmma where k >= n (Hopper; else skinny) */
     const bfp_matmul_path W17 = hopper ? BFP_MATMUL_WGMMA : BFP_MATMUL_SKINNY;
-    const bfp_matmul_path mid_rule[6] = {G, G, G, G, G, W17}, w25_rule[6] = {F, G, G, G, G, F},
+    const bfp_matmul_path mid_rule[6] = {G, G, G, G, G, W17}, w25_rule[6] = {F, G, G, G, G, W17},
                           small_rule[6] = {F, F, F, G, G, F};
     check_auto(w25, w25_rule, "AUTO's path choice at 2^25");
     check_auto(mid, mid_rule, "AUTO's path choice at 8192 x 8192");
@@ -381,7 +382,8 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path(big, 1025) == BFP_MATMUL_DEQUANT_CUBLAS &&
               bfp_cuda_matmul_auto_path(big, 32) == BFP_MATMUL_SKINNY &&
               bfp_cuda_matmul_auto_path(mid, 32) == W17 &&
-              bfp_cuda_matmul_auto_path(w25, 32) == BFP_MATMUL_FUSED &&
+              bfp_cuda_matmul_auto_path(w25, 32) == W17 &&
+              bfp_cuda_matmul_auto_path(w22, 32) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 1) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 32) == BFP_MATMUL_FUSED &&
               bfp_cuda_matmul_auto_path(small, 33) == mid_path &&
@@ -406,8 +408,8 @@ static void auto_rule_case(void)
               bfp_cuda_matmul_auto_path_ex(w25, 1, NULL) == BFP_MATMUL_FUSED,
           "AUTO's path choice with gemv_pdl = 1");
     CHECK(bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun) ==
-              bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_SKINNY, tun),
-          "AUTO's workspace is the skinny kernel's");
+              bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_GEMV, tun),
+          "AUTO's workspace is the GEMV kernel's");
     size_t wsb = bfp_cuda_matmul_workspace_size_ex(big, m, BFP_MATMUL_AUTO, tun);
     void *dx, *dy, *dws = NULL;
     CU(cudaMalloc(&dx, m * k * 2));

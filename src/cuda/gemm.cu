@@ -750,7 +750,8 @@ void bfp_cuda_weight_free(bfp_cuda_weight *w)
  * 16 it took 15-53% less time than the fused one on weights of 28672 x 8192
  * and 8192 x 28672 in every format (NVFP4+ included); at 8192 x 8192, 3-10%
  * less at m = 16 (two runs) but 2-8% more at m = 1. m = 9..15 run the same
- * kernels as m = 16 (two n8 tiles of x); m = 2..8 and 17..32 not measured. */
+ * kernels as m = 16 (two n8 tiles of x). GEMV comes first at m = 2..16
+ * (below), so at m <= 16 this rule serves m = 1 and weights GEMV cannot take. */
 constexpr double SKINNY_MIN_ELEMS = 134217728.0;    /* 2^27: twice 8192 x 8192 */
 constexpr double SKINNY_MIN_ELEMS_NT2 = 67108864.0; /* 2^26, m = 9..16 */
 
@@ -772,7 +773,8 @@ static bool wgmma_large_m(const bfp_cuda_weight *w, size_t m, const bfp_matmul_t
 }
 
 /* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^22 elements
- * and at m = 2..8 from 2^25 up to where the skinny kernel takes over. On the
+ * and at m = 2..8 from 2^25 (above 2^27 too since an H100 run where it beat
+ * the skinny kernel in 28 of 30 cases, docs/gemm.md). On the
  * H200 it beat the skinny kernel at m = 16 on the three 2^26..2^28 shapes in
  * every format (bench/results/h200-gemv-c78b16c.json); on an H100 it beat
  * the fused kernel on the 8B decoder's shapes (1024..28672 x 4096 and 4096 x
@@ -790,11 +792,11 @@ constexpr size_t GEMV_AUTO_MIN_M = 9;
  * the skinny kernel adds the block max after the mma). */
 constexpr double GEMV_MIN_ELEMS_M1 = 67108864.0; /* 2^26 */
 
-/* m = 17..32 from 2^26 elements: the wgmma kernel (one 64-row x tile, its
- * time nearly flat in m) where k >= n, else the skinny kernel; each beat
- * the fused kernel on every measured shape and format (docs/gemm.md, "AUTO
- * at m = 17..32"). Smaller weights were not measured: the fused kernel. */
-constexpr double NT4_MIN_ELEMS = 67108864.0; /* 2^26 */
+/* m = 17..32 from 2^24 elements: the wgmma kernel (one 64-row x tile, its
+ * time nearly flat in m) where k >= n, else the skinny kernel; below, the
+ * fused kernel. The best of the three in all 135 measured cases (docs/gemm.md,
+ * "AUTO at m = 17..32"). */
+constexpr double NT4_MIN_ELEMS = 16777216.0; /* 2^24 */
 
 bfp_matmul_path bfp_cuda_matmul_auto_path(const bfp_cuda_weight *w, size_t m)
 {
@@ -818,7 +820,7 @@ bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
         return BFP_MATMUL_GEMV;
     if (m >= GEMV_AUTO_MIN_M && elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
-    if (m >= 2 && elems >= GEMV_MIN_ELEMS_NT1 && elems < SKINNY_MIN_ELEMS && gemv_fits(w, m))
+    if (m >= 2 && elems >= GEMV_MIN_ELEMS_NT1 && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
     if (m == 1 && w->kind == FMT_MX && elems >= GEMV_MIN_ELEMS_M1 && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
