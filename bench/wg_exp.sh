@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/wg_exp.sh - the wgmma kernel in its default shape against a variant
-# of its tuning (3 consumer warpgroups, bfp_matmul_tuning.wgmma_consumers,
-# 256 rows of x per CTA, wgmma_bn, or two row tiles per warp, wgmma_rows), in one GPU call of at most BUDGET s
+# of its tuning (3 consumer warpgroups, bfp_matmul_tuning.wgmma_consumers, or
+# 256 rows of x per CTA, wgmma_bn), in one GPU call of at most BUDGET s
 # (400): build bfp_cuda and test_cuda_matmul, check the wgmma SASS's A
 # operands, run test_cuda_matmul's wgmma cases (BFP_TEST_WGMMA_ONLY=1), then
 # time the formats at the m values on 8192x8192 and (with the time left)
@@ -11,7 +11,6 @@
 #
 #   OUT=/some/dir bash bench/wg_exp.sh                  # 3 consumers
 #   ALT_BN=256 OUT=/some/dir bash bench/wg_exp.sh       # 256 rows of x
-#   ALT_ROWS=2 OUT=/some/dir bash bench/wg_exp.sh      # two row tiles per warp
 #
 # FORMATS (mxfp4,nvfp4+), MS (64,128,256,1024,4096), SHAPES (8192x8192
 # 28672x8192) pick the cases. PREBUILT=dir takes libbfp.a and libbfp_cuda.a
@@ -36,8 +35,8 @@ left() { echo $((${BUDGET:-400} - ($(date +%s) - T0))); }
 say() { echo "== $* ($(($(date +%s) - T0)) s)"; }
 status=0
 
-if [ -n "${ALT_BN:-}${ALT_ROWS:-}" ]; then
-    ALT="GEMM_WG_BN=${ALT_BN:-} GEMM_WG_ROWS=${ALT_ROWS:-} GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-}"
+if [ -n "${ALT_BN:-}" ]; then
+    ALT="GEMM_WG_BN=$ALT_BN GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-}"
 else
     ALT="GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-3}"
 fi

@@ -774,13 +774,6 @@ typedef struct {
                          half as many CTAs as SMs). Also the grouped wgmma
                          kernel's rows of an expert's x per tile (0 there:
                          64, 128 or 256 by rows per expert) */
-    int wgmma_rows;   /* WGMMA: row tiles of 16 rows of W per consumer warp:
-                         1, or 2 (CTAs of 256 rows of W with 2 consumer
-                         warpgroups and wgmma_bn 0, 64 or 128: each warp
-                         decodes two tiles per k tile, two independent
-                         chains; its own pipelined mainloop, so
-                         wgmma_serial does not apply; an experiment,
-                         docs/gemm.md); 0: 1 (default) */
 } bfp_matmul_tuning;
 
 /**

@@ -10,7 +10,6 @@
  *   BFP_MATMUL_GROUPED_KERNEL -> grouped_kernel
  *   BFP_MATMUL_GEMV_SPLIT   -> gemv_split
  *   BFP_MATMUL_WG_BN        -> wgmma_bn
- *   BFP_MATMUL_WG_ROWS      -> wgmma_rows
  * Unset or empty: the default. A value that is not an integer, or out of
  * the struct's range (bfp_matmul_tuning_check), is refused with a message
  * (before, the library fell back to the default without a word). */
@@ -82,9 +81,6 @@ static inline int matmul_tuning_from_env(bfp_matmul_tuning *t)
         return -1;
     any |= r;
     if ((r = tuning_env_int("BFP_MATMUL_WG_BN", &t->wgmma_bn)) < 0)
-        return -1;
-    any |= r;
-    if ((r = tuning_env_int("BFP_MATMUL_WG_ROWS", &t->wgmma_rows)) < 0)
         return -1;
     any |= r;
     if (bfp_matmul_tuning_check(t) != BFP_OK) {

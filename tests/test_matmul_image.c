@@ -130,16 +130,13 @@ static void test_tuning(void)
     const bfp_matmul_tuning good = {.ctas_per_sm = 64, .warps_per_sm = 64, .post_max_m = 32,
                                     .wgmma_serial = 1, .gemv_pdl = 1, .wgmma_consumers = 3,
                                     .xq_kernel = 2, .grouped_kernel = 3, .gemv_split = 2,
-                                    .wgmma_bn = 128, .wgmma_rows = 1},
+                                    .wgmma_bn = 128},
                             good2 = {.ctas_per_sm = 1, .warps_per_sm = 1, .post_max_m = -1,
                                      .wgmma_consumers = 2, .xq_kernel = 1, .grouped_kernel = 1,
                                      .gemv_split = 1, .wgmma_bn = 256},
-                            good3 = {.wgmma_bn = 64, .wgmma_rows = 2},
-                            good4 = {.wgmma_bn = 256},
-                            good5 = {.wgmma_rows = 2, .wgmma_consumers = 2, .wgmma_bn = 128};
+                            good3 = {.wgmma_bn = 64}, good4 = {.wgmma_bn = 256};
     CHECK(bfp_matmul_tuning_check(&good) == BFP_OK && bfp_matmul_tuning_check(&good2) == BFP_OK &&
-              bfp_matmul_tuning_check(&good3) == BFP_OK && bfp_matmul_tuning_check(&good4) == BFP_OK &&
-              bfp_matmul_tuning_check(&good5) == BFP_OK,
+              bfp_matmul_tuning_check(&good3) == BFP_OK && bfp_matmul_tuning_check(&good4) == BFP_OK,
           "range ends accepted");
     const bfp_matmul_tuning bad[] = {
         {.ctas_per_sm = -1},     {.ctas_per_sm = 65},  {.ctas_per_sm = INT_MAX},
@@ -150,8 +147,7 @@ static void test_tuning(void)
         {.xq_kernel = -1},       {.grouped_kernel = 4}, {.grouped_kernel = -1},
         {.gemv_split = 3},       {.gemv_split = -1},   {.wgmma_bn = 32},
         {.wgmma_bn = 192},       {.wgmma_bn = 512},    {.wgmma_bn = -1},
-        {.wgmma_bn = 256, .wgmma_consumers = 3}, {.wgmma_rows = 3}, {.wgmma_rows = -1},
-        {.wgmma_rows = 2, .wgmma_consumers = 3}, {.wgmma_rows = 2, .wgmma_bn = 256}};
+        {.wgmma_bn = 256, .wgmma_consumers = 3}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(bfp_matmul_tuning_check(&bad[i]) == BFP_ERR_ARG, "tuning %zu out of range", i);
 }

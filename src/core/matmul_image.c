@@ -169,8 +169,6 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)
              t->grouped_kernel <= 3 &&
              t->gemv_split >= 0 && t->gemv_split <= 2 &&
              (t->wgmma_bn == 0 || t->wgmma_bn == 64 || t->wgmma_bn == 128 ||
-              (t->wgmma_bn == 256 && t->wgmma_consumers != 3)) &&
-             (t->wgmma_rows == 0 || t->wgmma_rows == 1 ||
-              (t->wgmma_rows == 2 && t->wgmma_consumers != 3 && t->wgmma_bn != 256));
+              (t->wgmma_bn == 256 && t->wgmma_consumers != 3));
     return ok ? BFP_OK : BFP_ERR_ARG;
 }

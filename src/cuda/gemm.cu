@@ -293,12 +293,12 @@ size_t pick_splits(size_t ctas, size_t sms, size_t tiles_k)
 }
 
 /* The wgmma kernel's plan: CTAs of wg_row_tiles(consumers) row tiles of W
- * (times the tuning's wgmma_rows) by bn rows of x (the tuning's wgmma_bn; 0: 64 up to m = 64, 128 up to
+ * by bn rows of x (the tuning's wgmma_bn; 0: 64 up to m = 64, 128 up to
  * WG_BN128_MAX_M, then 256 with 2 consumers when that still makes at least
  * half as many CTAs as SMs), K split by pick_splits (one CTA per SM);
  * consumers from the tuning (0: 2) */
 struct WgPlan {
-    int bn, consumers, rows, mchunks, splits, tiles_per_split;
+    int bn, consumers, mchunks, splits, tiles_per_split;
     unsigned ctas_n;
     size_t ws_bytes, ctr_offset, slice_offset;
 };
@@ -316,10 +316,9 @@ WgPlan plan_wgmma(const bfp_cuda_weight *w, size_t m, const bfp_matmul_tuning &t
 {
     WgPlan P;
     P.consumers = t.wgmma_consumers ? t.wgmma_consumers : 2;
-    P.rows = t.wgmma_rows ? t.wgmma_rows : 1;
-    const size_t rt = (size_t)wg_row_tiles(P.consumers) * (size_t)P.rows;
+    const size_t rt = (size_t)wg_row_tiles(P.consumers);
     P.ctas_n = (unsigned)((w->tiles_n + rt - 1) / rt);
-    const bool wide = m > WG_BN128_MAX_M && P.consumers == 2 && P.rows == 1 &&
+    const bool wide = m > WG_BN128_MAX_M && P.consumers == 2 &&
                       2 * (size_t)P.ctas_n * ((m + 255) / 256) >= (size_t)w->sms;
     P.bn = t.wgmma_bn ? t.wgmma_bn : m <= 64 ? 64 : wide ? 256 : 128;
     P.mchunks = (int)((m + P.bn - 1) / P.bn);
@@ -459,7 +458,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         if (p.x_vec && !encode_x(&maps.x, x, w->k, m, (size_t)G.bn))
             return BFP_ERR_DEVICE;
         dim3 grid(G.ctas_n, (unsigned)G.splits, (unsigned)G.mchunks);
-        return launch_wgmma(w->kind, p, maps, G.bn, G.consumers, G.rows, grid, s) == cudaSuccess
+        return launch_wgmma(w->kind, p, maps, G.bn, G.consumers, grid, s) == cudaSuccess
                    ? BFP_OK
                    : BFP_ERR_DEVICE;
     }

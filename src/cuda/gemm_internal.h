@@ -60,10 +60,8 @@ cudaError_t launch_skinny(int fmt_kind, const Params &p, const SkinnyMaps &maps,
  * x with box {64, bn} (unused when p.x_vec is 0). */
 __host__ __device__ constexpr int wg_row_tiles(int consumers) { return 4 * consumers; }
 using WgmmaMaps = SkinnyMaps;
-/* rows: row tiles per consumer warp (1, or 2 with 2 consumers and bn <= 128:
- * CTAs of 2 wg_row_tiles(consumers) row tiles, W through two boxes of mp) */
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
-                         int consumers, int rows, dim3 grid, cudaStream_t s);
+                         int consumers, dim3 grid, cudaStream_t s);
 
 /* The GEMV kernel (gemm_gemv.cu, m <= 16): CTAs of GV_CW consumer warps
  * and a producer warp; a unit is GV_R row tiles of W (a group, 16 GV_R rows)

@@ -17,10 +17,7 @@
  *    1..C the consumers (C = 2 or 3, bfp_matmul_tuning.wgmma_consumers), 64
  *    rows of W (4 row tiles) each by BN rows of x (BN = 64, 128, or 256
  *    with C = 2, bfp_matmul_tuning.wgmma_bn: at 256 each decoded W tile
- *    feeds twice the rows of x). With wgmma_rows = 2 (RT) each consumer warp
- *    takes two row tiles, u and u + 4 C, in two wgmma groups per k tile
- *    (mainloop_two): CTAs of 256 rows of W, copied as two TMA boxes.
- *    With C = 3, BN = 256 or RT = 2 at BN = 128 the producer hands
+ *    feeds twice the rows of x). With C = 3 or BN = 256 the producer hands
  *    registers to the consumers (setmaxnreg): the launch's share is fewer
  *    than a consumer's accumulators and two fragment sets take without
  *    spilling.
@@ -39,10 +36,8 @@
 namespace bfpgemm {
 namespace wg {
 
-template <int F, int BN, int C, int RT>
-using DStage = Stage<F, BN, C, stages(BN), RT>;
-template <int F, int BN, int C, int RT>
-constexpr int smem_bytes() { return DStage<F, BN, C, RT>::N * DStage<F, BN, C, RT>::BYTES + ALIGN; }
+template <int F, int BN, int C>
+constexpr int smem_bytes() { return Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES + ALIGN; }
 
 /* Tile scheduler: the CTA's first W row tile, first x row and K range */
 struct WgSched {
@@ -68,17 +63,15 @@ struct WgSched {
  * completes the output tile's count adds the slices in split order, writes
  * y and zeroes the counter again (the slices need no zeroing: each split
  * writes all of its own). Consumer threads only (named barrier 2). */
-template <int BN, int C, int RT>
-__device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[RT][BN / 2], int u,
+template <int BN, int C>
+__device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[BN / 2], int u,
                             int lane, unsigned ctid, float *tile, unsigned *last)
 {
-    constexpr int NC = 128 * C, WR = wrows(C, RT), LD = tile_ld(C, RT); /* consumer threads */
+    constexpr int NC = 128 * C, WR = wrows(C), LD = tile_ld(C); /* consumer threads */
     constexpr int RS = NC / WR; /* x rows apart: a thread's rows of the tile */
     static_assert(NC % WR == 0, "a thread keeps one W row");
     named_sync(2, NC); /* every consumer is done with the ring */
-#pragma unroll
-    for (int h = 0; h < RT; h++)
-        stash_tile<BN, C, 0, BN, LD>(acc[h], p.post, u + h * wg_row_tiles(C), lane, tile);
+    stash_tile<BN, C>(acc, p.post, u, lane, tile);
     named_sync(2, NC);
     const int r0 = (int)(ctid / WR), n = sc.nt0 * 16 + (int)(ctid % WR);
     const int rows = min(BN, p.m - sc.m0);
@@ -143,12 +136,12 @@ __device__ void wg_epilogue(const Params &p, const WgSched &sc, float (&acc)[RT]
         *ctr = 0u;
 }
 
-template <int F, int BN, int C, int RT>
+template <int F, int BN, int C>
 __global__ void __launch_bounds__(threads(C), 1)
     gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = DStage<F, BN, C, RT>;
+    using S = Stage<F, BN, C>;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full_bar[S::N], empty_bar[S::N];
     __shared__ unsigned last_cta;
@@ -162,74 +155,59 @@ __global__ void __launch_bounds__(threads(C), 1)
         __syncthreads();
     };
     if (wgi == 0) {
-        if constexpr (moves_regs(BN, C, RT))
+        if constexpr (moves_regs(BN, C))
             regs_dec<P_REGS>();
         setup(true);
         const WgSched sc(p, BN, S::R);
         const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
                            p.m, p.k, p.x_vec, sc.nt0, -1};
-        produce<F, BN, C, S::N, RT>(src, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring_start(smem),
+        produce<F, BN, C>(src, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring_start(smem),
                           smem_addr(full_bar), smem_addr(empty_bar), tid);
         return;
     }
-    if constexpr (moves_regs(BN, C, RT))
+    if constexpr (moves_regs(BN, C))
         regs_inc<consumer_regs(C)>(); /* waits for the producer's release */
     setup(false);
     unsigned char *ring = ring_start(smem);
     const WgSched sc(p, BN, S::R);
     const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
     /* sc.nkt >= 1: every split has k tiles (plan_wgmma) */
-    float acc[RT][BN / 2];
-    const WgSpan sp{sc.m0, sc.kt0, sc.nkt, 0};
-    if constexpr (RT == 1) {
-        consume<F, BN, C>(p.wg_pipe, p.mx_fold, sp, ring, smem_addr(full_bar),
-                          smem_addr(empty_bar), u, lane, acc[0]);
-    } else {
-#pragma unroll
-        for (int h = 0; h < RT; h++)
-#pragma unroll
-            for (int i = 0; i < BN / 2; i++)
-                acc[h][i] = 0.0f;
-        mainloop_two<F, BN, C, S::N>(p.mx_fold, sp, ring, smem_addr(full_bar),
-                                     smem_addr(empty_bar), u, lane, acc[0], acc[1]);
-    }
-    wg_epilogue<BN, C, RT>(p, sc, acc, u, lane, threadIdx.x - 128,
-                           reinterpret_cast<float *>(ring), &last_cta);
+    float acc[BN / 2];
+    consume<F, BN, C>(p.wg_pipe, p.mx_fold, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring,
+                      smem_addr(full_bar), smem_addr(empty_bar), u, lane, acc);
+    wg_epilogue<BN, C>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
+                       &last_cta);
 #elif defined(__CUDA_ARCH__)
     __trap(); /* built without sm_90a: never a silent wrong answer */
 #endif
 }
 
-template <int F, int BN, int C, int RT = 1>
+template <int F, int BN, int C>
 cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStream_t s)
 {
-    using S = DStage<F, BN, C, RT>;
-    constexpr int smem = smem_bytes<F, BN, C, RT>();
-    static_assert(S::N * S::BYTES >= BN * tile_ld(C, RT) * 4, "the epilogue's tile fits the ring");
+    constexpr int smem = smem_bytes<F, BN, C>();
+    static_assert(Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
+                  "the epilogue's tile fits the ring");
     static_assert(smem <= 227 * 1024, "the ring fits an SM's shared memory");
     static bool raised; /* the same value every time: a race is harmless */
     if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<F, BN, C, RT>,
+        cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel<F, BN, C>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
         raised = true;
     }
-    gemm_wgmma_kernel<F, BN, C, RT><<<grid, threads(C), smem, s>>>(p, mp);
+    gemm_wgmma_kernel<F, BN, C><<<grid, threads(C), smem, s>>>(p, mp);
     return cudaGetLastError();
 }
 
 } // namespace wg
 
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
-                         int consumers, int rows, dim3 grid, cudaStream_t s)
+                         int consumers, dim3 grid, cudaStream_t s)
 {
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
-        if (rows == 2) /* 2 consumers, bn 64 or 128 (the tuning check) */
-            return bn == 64    ? wg::launch_bn<F, 64, 2, 2>(p, mp, grid, s)
-                   : bn == 128 ? wg::launch_bn<F, 128, 2, 2>(p, mp, grid, s)
-                               : cudaErrorInvalidValue;
         if (consumers == 3)
             return bn == 64    ? wg::launch_bn<F, 64, 3>(p, mp, grid, s)
                    : bn == 128 ? wg::launch_bn<F, 128, 3>(p, mp, grid, s)

@@ -22,13 +22,10 @@ constexpr int ALIGN = 1024; /* the 128-byte swizzle's atom */
 __host__ __device__ constexpr int stages(int bn) { return bn > 128 ? 5 : 6; }
 
 /* NS: the ring's stages (the default, or fewer where something else
- * shares the SM's shared memory: the grouped kernel's epilogue tile); RT:
- * row tiles per consumer warp (2: the CTA takes RT boxes of W, one per
- * wg_row_tiles(C) row tiles, each warp decoding tiles u and u + R / 2) */
-template <int F, int BN, int C, int NS = stages(BN), int RT = 1>
+ * shares the SM's shared memory: the grouped kernel's epilogue tile) */
+template <int F, int BN, int C, int NS = stages(BN)>
 struct Stage {
-    static constexpr int R1 = wg_row_tiles(C); /* row tiles per TMA box */
-    static constexpr int R = R1 * RT;
+    static constexpr int R = wg_row_tiles(C);
     static constexpr int SCB = tile_scale_bytes(F), CRB = tile_corr_bytes(F);
     static constexpr int X = 0;                    /* [BN][128 bytes], swizzled */
     static constexpr int CODES = BN * 128;         /* [R tiles][512] */
@@ -38,15 +35,13 @@ struct Stage {
     static constexpr int N = NS;
     static constexpr uint32_t W_TX = R * (512 + SCB + CRB);
     static constexpr uint32_t X_TX = BN * 128;
-    static_assert(SCALES % 128 == 0 && CORR % 128 == 0 && R1 * SCB % 128 == 0 &&
-                      R1 * CRB % 128 == 0,
-                  "TMA destination alignment");
+    static_assert(SCALES % 128 == 0 && CORR % 128 == 0, "TMA destination alignment");
 };
 
 /* W rows per CTA, and floats per row of the epilogue's tile: 2 LD = 8 mod
  * 32, so the fragment stores hit 32 banks */
-__host__ __device__ constexpr int wrows(int c, int rt = 1) { return 16 * wg_row_tiles(c) * rt; }
-__host__ __device__ constexpr int tile_ld(int c, int rt = 1) { return wrows(c, rt) + 4; }
+__host__ __device__ constexpr int wrows(int c) { return 16 * wg_row_tiles(c); }
+__host__ __device__ constexpr int tile_ld(int c) { return wrows(c) + 4; }
 
 /* Registers moved by setmaxnreg where the launch's share is too small for a
  * consumer: C = 3 (512 threads get 128 each) and BN = 256 (384 threads get
@@ -66,10 +61,7 @@ __host__ __device__ constexpr int consumer_regs(int c)
 {
     return launch_regs(c) + (launch_regs(c) - P_REGS) / c / 8 * 8;
 }
-__host__ __device__ constexpr bool moves_regs(int bn, int c, int rt = 1)
-{
-    return c == 3 || bn == 256 || (rt == 2 && bn == 128);
-}
+__host__ __device__ constexpr bool moves_regs(int bn, int c) { return c == 3 || bn == 256; }
 static_assert(consumer_regs(3) == 152 && consumer_regs(2) == 232, "the CTA's registers");
 
 /* setmaxnreg: a whole warpgroup, the same count */
@@ -103,11 +95,11 @@ struct WgSrc {
 
 /* Producer: the span's k tiles into the ring. One thread with TMA when x
  * is TMA-readable; else all 128 threads of the warpgroup stage x by loads. */
-template <int F, int BN, int C, int NS = stages(BN), int RT = 1>
+template <int F, int BN, int C, int NS = stages(BN)>
 __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring, uint32_t full,
                         uint32_t empty, int tid)
 {
-    using S = Stage<F, BN, C, NS, RT>;
+    using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
     if (src.x_vec && tid != 0)
         return;
@@ -143,15 +135,11 @@ __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring,
                 continue;
             mbar_expect(fb, S::W_TX);
         }
-        if (RT > 1 || src.e < 0) { /* RT > 1: dense weights only */
-#pragma unroll
-            for (int h = 0; h < RT; h++) { /* a box past the weight's rows: zeros */
-                const int nt = src.nt0 + h * S::R1;
-                tma_3d(sb + S::CODES + h * S::R1 * 512, *src.codes, 0, kt, nt, fb);
-                tma_3d(sb + S::SCALES + h * S::R1 * S::SCB, *src.scales, 0, kt, nt, fb);
-                if (S::CRB)
-                    tma_3d(sb + S::CORR + h * S::R1 * S::CRB, *src.corr, 0, kt, nt, fb);
-            }
+        if (src.e < 0) {
+            tma_3d(sb + S::CODES, *src.codes, 0, kt, src.nt0, fb);
+            tma_3d(sb + S::SCALES, *src.scales, 0, kt, src.nt0, fb);
+            if (S::CRB)
+                tma_3d(sb + S::CORR, *src.corr, 0, kt, src.nt0, fb);
         } else {
             tma_4d(sb + S::CODES, *src.codes, 0, kt, src.nt0, src.e, fb);
             tma_4d(sb + S::SCALES, *src.scales, 0, kt, src.nt0, src.e, fb);
@@ -290,7 +278,7 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
  * 8 q + 2 t + e % 2 of the CTA's tile; ROWS rows of x from row R0 (the
  * whole tile by default, or a part of it into a smaller tile). The caller
  * syncs the consumers before (the tile is free) and after (it is whole). */
-template <int BN, int C, int R0 = 0, int ROWS = BN, int LD = tile_ld(C)>
+template <int BN, int C, int R0 = 0, int ROWS = BN>
 __device__ __forceinline__ void stash_tile(const float (&acc)[BN / 2], float post, int u, int lane,
                                            float *tile)
 {
@@ -300,82 +288,8 @@ __device__ __forceinline__ void stash_tile(const float (&acc)[BN / 2], float pos
     for (int q = R0 / 8; q < (R0 + ROWS) / 8; q++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            tile[(8 * q - R0 + 2 * t + (e & 1)) * LD + 16 * u + g + 8 * (e >> 1)] =
+            tile[(8 * q - R0 + 2 * t + (e & 1)) * tile_ld(C) + 16 * u + g + 8 * (e >> 1)] =
                 acc[4 * q + e] * post;
-}
-
-/* The consumer mainloop with two row tiles per warp (RT = 2): tiles u and
- * u + R1 of each k tile go to acc0 and acc1 as two wgmma groups, so a warp
- * has two independent decode chains and twice the tensor work per k tile.
- * Three fragment sets rotate: while k tile i's two groups run, set 0 of
- * tile i + 1 is decoded into the free set; the wait that retires tile i's
- * first group frees its set for set 1 of tile i + 1; the wait that retires
- * the second frees the stage. The body is written out for each of the
- * three rotations (register arrays cannot be swapped without copies). */
-template <int F, int BN, int C, int NS>
-__device__ __forceinline__ void mainloop_two(int mx_fold, const WgSpan &sp, unsigned char *ring,
-                                             uint32_t full, uint32_t empty, int u, int lane,
-                                             float (&acc0)[BN / 2], float (&acc1)[BN / 2])
-{
-    using S = Stage<F, BN, C, NS, 2>;
-    const uint32_t ring_a = smem_addr(ring);
-    uint32_t fa[4][4], fb[4][4], fc[4][4];
-    auto wait_full = [&](int i) {
-        const int g = sp.base + i;
-        mbar_wait(full + 8 * (g % S::N), (uint32_t)(g / S::N) & 1u);
-    };
-    auto decode = [&](int i, int set, uint32_t (&a)[4][4]) {
-        decode_stage<F, S::SCB, S::CRB>(ring + ((sp.base + i) % S::N) * S::BYTES, S::CODES,
-                                        S::SCALES, S::CORR, u + set * S::R1, lane, mx_fold, a);
-    };
-    auto xb = [&](int i) { return ring_a + ((sp.base + i) % S::N) * S::BYTES + S::X; };
-    /* k tile i's groups run on x (set 0 in) and y (set 1 in), z is free:
-     * the next tile's sets end up in z and x, and y is the free one */
-    auto step = [&](int i, uint32_t (&x)[4][4], uint32_t (&y)[4][4], uint32_t (&z)[4][4]) {
-        const bool more = i + 1 < sp.nkt;
-        if (more) {
-            wait_full(i + 1);
-            decode(i + 1, 0, z);
-        }
-        wgmma_wait1(); /* tile i's set 0 group done: x is free */
-        keep_live(x);
-        if (more) {
-            issue_tile<BN>(acc0, z, xb(i + 1));
-            decode(i + 1, 1, x);
-        }
-        if (more)
-            wgmma_wait1(); /* tile i's set 1 group done */
-        else
-            wgmma_wait0();
-        keep_live(y);
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(empty + 8 * ((sp.base + i) % S::N));
-        if (more)
-            issue_tile<BN>(acc1, x, xb(i + 1));
-        return more;
-    };
-    wg::fence_regs(acc0); /* both zeroed before the first group (else the */
-    wg::fence_regs(acc1); /* compiler zeroes acc1 while acc0's runs, and ptxas waits) */
-    wait_full(0);
-    decode(0, 0, fa);
-    decode(0, 1, fb);
-    issue_tile<BN>(acc0, fa, xb(0));
-    issue_tile<BN>(acc1, fb, xb(0));
-    for (int i = 0;; i += 3) {
-        if (!step(i, fa, fb, fc))
-            break;
-        if (!step(i + 1, fc, fa, fb))
-            break;
-        if (!step(i + 2, fb, fc, fa))
-            break;
-    }
-    wgmma_wait0(); /* done in the last step already; said again for ptxas */
-    keep_live(fa);
-    keep_live(fb);
-    keep_live(fc);
-    wg::fence_regs(acc0);
-    wg::fence_regs(acc1);
 }
 
 /* run a consumer mainloop (pipe: the pipelined one) into acc, zeroed first */
