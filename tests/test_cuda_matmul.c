@@ -477,7 +477,7 @@ static void shared_ws_case(bfp_format f)
     CU(cudaMalloc(&dy, mmax * n * 2));
     CU(cudaMalloc(&dws, wsb));
     CU(cudaMemset(dws, 0, wsb)); /* once */
-    const size_t front = zero_front(dw) < wsb ? zero_front(dw) : wsb; /* kept zero by every call */
+    const size_t zf = zero_front(dw), front = zf < wsb ? zf : wsb; /* kept zero by every call */
     CU(cudaMemcpy(dx, x, mmax * k * 2, cudaMemcpyHostToDevice));
     for (size_t i = 0; i < nseq; i++) {
         size_t m = seq[i].m; /* the first m rows of x */

@@ -773,8 +773,8 @@ static bool wgmma_large_m(const bfp_cuda_weight *w, size_t m, const bfp_matmul_t
 }
 
 /* AUTO takes the GEMV kernel at m = 9..16 on weights from 2^22 elements
- * and at m = 2..8 from 2^25 (above 2^27 too since an H100 run where it beat
- * the skinny kernel in 28 of 30 cases, docs/gemm.md). On the
+ * and at m = 2..8 from 2^25 (above 2^27 too: there it beat the skinny
+ * kernel, docs/gemm.md "AUTO at m = 17..32"). On the
  * H200 it beat the skinny kernel at m = 16 on the three 2^26..2^28 shapes in
  * every format (bench/results/h200-gemv-c78b16c.json); on an H100 it beat
  * the fused kernel on the 8B decoder's shapes (1024..28672 x 4096 and 4096 x
@@ -794,7 +794,7 @@ constexpr double GEMV_MIN_ELEMS_M1 = 67108864.0; /* 2^26 */
 
 /* m = 17..32 from 2^24 elements: the wgmma kernel (one 64-row x tile, its
  * time nearly flat in m) where k >= n, else the skinny kernel; below, the
- * fused kernel. The best of the three in all 135 measured cases (docs/gemm.md,
+ * fused kernel. The best of the three in every measured case (docs/gemm.md,
  * "AUTO at m = 17..32"). */
 constexpr double NT4_MIN_ELEMS = 16777216.0; /* 2^24 */
 
