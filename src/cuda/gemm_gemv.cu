@@ -36,7 +36,8 @@ constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
  * so a stage is W alone and more CTAs fit (slower on the H200);
  * BFP_GV_CTAS1 / 2 the CTAs per SM aimed at for NT = 1 / 2 (registers capped
  * for them, and the ring as deep as the shared memory then allows, at most
- * GV_MAX_STAGES). */
+ * GV_MAX_STAGES); at NT = 2 only mxfp4 and nvfp4 take BFP_GV_CTAS2, the
+ * other formats one (gv_ctas). */
 #ifndef BFP_GV_XSMEM
 #define BFP_GV_XSMEM 1
 #endif
@@ -44,7 +45,7 @@ constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
 #define BFP_GV_CTAS1 2
 #endif
 #ifndef BFP_GV_CTAS2
-#define BFP_GV_CTAS2 1
+#define BFP_GV_CTAS2 2
 #endif
 /* BFP_GV_RED_SLICES: slices of the shared buffer in which the consumer
  * warps add their sums at the end of a group (GV_CW / slices rounds, a
@@ -62,6 +63,17 @@ constexpr int GV_SLICES = BFP_GV_RED_SLICES;
 #endif
 static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
 constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
+
+/* CTAs per SM for format kind F at NT. At NT = 2 two CTAs (16 consumer
+ * warps, two 2-stage rings) hide more of the decode's latency than one
+ * with a 5-stage ring for mxfp4 and nvfp4; MX+ gained nothing, and HiF4's
+ * and NVFP4+'s decode spills under two CTAs' register cap (docs/gemm.md,
+ * "Two CTAs per SM at m = 9..16") */
+template <int F, int NT>
+constexpr int gv_ctas()
+{
+    return NT == 1 ? BFP_GV_CTAS1 : F == FMT_MX || F == FMT_NV ? BFP_GV_CTAS2 : 1;
+}
 constexpr int GV_MAX_STAGES = 6;
 
 /* One stage: x's GV_CW k tiles when staged (8 NT rows of 128 bytes each,
@@ -97,7 +109,7 @@ constexpr int gv_recv_bytes()
  * receive buffer), at least 2 */
 template <int F, int NT, bool G = false, bool CL = false>
 struct GvRing {
-    static constexpr int CTAS = NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2;
+    static constexpr int CTAS = gv_ctas<F, NT>();
     static constexpr int UPRE = G ? (G_MAX_EXPERTS + 1) * 4 : 0; /* grouped: units per expert */
     static constexpr int RECV = CL ? gv_recv_bytes<NT>() : 0;
     static constexpr int BUDGET =
@@ -115,6 +127,9 @@ constexpr int gemv_smem()
 static_assert(gemv_smem<FMT_NVPLUS, 2>() <= 227 * 1024 &&
                   gemv_smem<FMT_NVPLUS, 2, false, true>() <= 227 * 1024,
               "one CTA per SM at least");
+static_assert(GvRing<FMT_MX, 2, true>::FIT >= 2 && GvRing<FMT_NV, 2, true>::FIT >= 2 &&
+                  GvRing<FMT_NV, 2>::FIT >= 2,
+              "two stages in each CTA where gv_ctas asks for two");
 
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void griddep_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
@@ -471,7 +486,7 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
  * 8 NT rows at the unit's row0, and each unit's sums go to its expert's
  * rows (gv_unit_params). */
 template <int F, int NT, bool G, bool CL>
-__global__ void __launch_bounds__(GV_THREADS, NT == 1 ? BFP_GV_CTAS1 : BFP_GV_CTAS2)
+__global__ void __launch_bounds__(GV_THREADS, gv_ctas<F, NT>())
     gemm_gemv_kernel(const Params p, const __grid_constant__ SkinnyMaps mp, const GemvArgs a)
 {
     static_assert(!(G && CL), "a grouped call has no cluster plan");
