@@ -407,15 +407,14 @@ __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int 
 }
 
 /* Params of a grouped call's unit u (the rest as the call's p): expert e's
- * fold, 2^fold, tensor scale and bias row; its rows of x, y and the
- * workspace from row0 on (at most 8 NT); the counters from its (expert, m
- * chunk) on, so that gv_flush's counters[grp] is the group's */
-template <int F, int NT>
+ * fold, 2^fold and tensor scale (es, from its header) and bias row; its rows
+ * of x, y and the workspace from row0 on (at most 8 NT); the counters from
+ * its (expert, m chunk) on, so that gv_flush's counters[grp] is the group's */
 __device__ __forceinline__ Params gv_unit_params(const Params &p, const GemvArgs &a, int u, int e,
-                                                 int row0, int rows, int grp, int ch)
+                                                 int row0, int rows, int grp, int ch,
+                                                 const ExpertScales &es)
 {
     Params q = p;
-    const ExpertScales es = expert_scales<F>(a.base + (size_t)e * a.stride);
     q.mx_fold = es.fold;
     q.post = es.post;
     q.ts = es.ts;
@@ -464,16 +463,26 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
     int e, row0, rows, grp, ch;
     gv_unit<NT>(a, upre, u0, &e, &row0, &rows, &grp, &ch);
     int c0 = ch;
-    Params q = gv_unit_params<F, NT>(p, a, u0, e, row0, rows, grp, ch);
+    Params q = gv_unit_params(p, a, u0, e, row0, rows, grp, ch,
+                              expert_scales<F>(a.base + (size_t)e * a.stride));
     for (int i = 0; i < nu; i++) {
         gv_stage<F, NT, STAGES>(q, acc, ring, ring_a, full, empty, i, ch * GV_CW + warp, warp,
                                 lane);
         if (++ch == a.chunks || i == nu - 1) {
+            /* the next unit starts an (expert, m chunk, group): found, and its
+             * expert's header read, before the flush, whose barriers and
+             * atomics then cover those loads' latency */
+            const bool more = i < nu - 1;
+            int e1 = e, r1 = row0, n1 = rows, g1 = grp, h1 = ch;
+            ExpertScales es{};
+            if (more) {
+                gv_unit<NT>(a, upre, u0 + i + 1, &e1, &r1, &n1, &g1, &h1);
+                es = expert_scales<F>(a.base + (size_t)e1 * a.stride);
+            }
             gv_flush<NT>(q, a, acc, red, last_flag, grp, c0, ch, warp, lane);
-            if (i < nu - 1) { /* the next unit starts an (expert, m chunk, group) */
-                gv_unit<NT>(a, upre, u0 + i + 1, &e, &row0, &rows, &grp, &ch);
-                c0 = ch;
-                q = gv_unit_params<F, NT>(p, a, u0 + i + 1, e, row0, rows, grp, ch);
+            if (more) {
+                e = e1, row0 = r1, rows = n1, grp = g1, ch = c0 = h1;
+                q = gv_unit_params(p, a, u0 + i + 1, e, row0, rows, grp, ch, es);
             }
         }
     }
