@@ -53,9 +53,9 @@ constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
 
 /* CTAs per SM for format kind F at NT. At NT = 2 two CTAs (16 consumer
  * warps, two 2-stage rings) hide more of the decode's latency than one
- * with a 5-stage ring for mxfp4 and nvfp4; MX+ gained nothing, and HiF4's
- * and NVFP4+'s decode spills under two CTAs' register cap (docs/gemm.md,
- * "Two CTAs per SM at m = 9..16") */
+ * with a 5-stage ring for mxfp4 and nvfp4; MX+ gained little and its
+ * grouped instance, HiF4's and NVFP4+'s decode spill under two CTAs'
+ * register cap (docs/gemm.md, "Two CTAs per SM at m = 9..16") */
 template <int F, int NT>
 constexpr int gv_ctas()
 {
