@@ -15,7 +15,10 @@ with the floor taken off both (the speed of the linears alone, in the
 model), linears_gbps_* their weight bytes over that time, next to the
 device's copy_gbps; issue_22_linears_gbps_needed_b1 / _b16 is the rate the
 linears would need for 2.5x / 2x bf16's tokens/s with the rest of the step
-as the floor. It writes
+as the floor, and us_per_call_over_copy_rate_b1 / _b16 the time per matmul
+call beyond streaming the weights at copy_gbps: what bf16 and the format
+pay, and what that bar allows the format. --inductor-pdl turns on
+inductor's programmatic dependent launch on both sides. It writes
 bench/results/h200-e2e.json (temporary name, then rename; an existing file
 only with --force).
 
@@ -191,10 +194,14 @@ def strip_linears(m: torch.nn.Module) -> None:
             strip_linears(child)
 
 
+def linears(m: torch.nn.Module) -> List[torch.nn.Module]:
+    """The linear layers (bf16, or bfp's): each is one matmul call a step."""
+    return [x for x in m.modules() if isinstance(x, (torch.nn.Linear, bfp.nn.Linear))]
+
+
 def linear_bytes(m: torch.nn.Module) -> int:
     """Bytes of the linear layers alone (bf16 weights, or bfp's packed ones)."""
-    mods = [x for x in m.modules() if isinstance(x, (torch.nn.Linear, bfp.nn.Linear))]
-    return sum(weight_bytes(x) for x in mods)
+    return sum(weight_bytes(x) for x in linears(m))
 
 
 def weight_bytes(m: torch.nn.Module) -> int:
@@ -281,7 +288,8 @@ def measure(model: Decoder, a: argparse.Namespace, device: str) -> Dict[str, Any
     torch._dynamo.utils.counters.clear()
     compile_layers(model)
     out: Dict[str, Any] = {"weight_bytes": weight_bytes(model),
-                           "linear_weight_bytes": linear_bytes(model)}
+                           "linear_weight_bytes": linear_bytes(model),
+                           "linear_calls": len(linears(model))}
     for batch in a.batches:
         model.set_cache(batch, a.context + a.decode_steps + 1)
         ids = torch.randint(0, model.c["vocab"], (batch, 1), device=device)
@@ -342,6 +350,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="decode batch sizes, comma-separated (default 1,16; --tiny 1,2)")
     ap.add_argument("--decode-steps", type=int, default=None,
                     help="decode steps timed per batch (default 128)")
+    ap.add_argument("--inductor-pdl", action="store_true",
+                    help="torch._inductor.config.triton.enable_pdl on both sides: the compiled "
+                         "kernels launch with programmatic dependent launch")
     a = ap.parse_args(argv)
     device = "cpu" if a.tiny else "cuda"
     cfg = dict(TINY if a.tiny else LLAMA3_8B)
@@ -388,6 +399,13 @@ def main(argv: Optional[List[str]] = None) -> int:
               "(pip install ./python -C cmake.define.BFP_CUDA=ON); --tiny runs on the CPU",
               file=sys.stderr)
         return 2
+    if a.inductor_pdl:
+        import torch._inductor.config as inductor_config
+        if not hasattr(inductor_config.triton, "enable_pdl"):
+            print(f"e2e_torch: --inductor-pdl: torch {torch.__version__}'s inductor has no "
+                  "triton.enable_pdl", file=sys.stderr)
+            return 2
+        inductor_config.triton.enable_pdl = True
     a.copy_gbps = copy_gbps(device)
     runs: Dict[str, Any] = {}
     for name in ["bf16", FLOOR] + fmts:
@@ -490,6 +508,16 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                 budget = (base[k]["ms_per_step"] / target - runs[FLOOR][k]["ms_per_step"])
                 r[f"issue_22_linears_gbps_needed_b{b}"] = (
                     runs[f]["linear_weight_bytes"] / budget / 1e6 if budget > 0 else None)
+                # per matmul call, what the linears take beyond streaming their weights at
+                # the copy rate: what bf16 pays, and what the bar leaves this format
+                if a.copy_gbps and "linear_calls" in runs[f]:
+                    def over_copy(name: str, ms: float) -> float:
+                        at_copy = runs[name]["linear_weight_bytes"] / (a.copy_gbps * 1e6)
+                        return 1e3 * (ms - at_copy) / runs[name]["linear_calls"]
+                    r[f"us_per_call_over_copy_rate_b{b}"] = {
+                        "bf16": over_copy("bf16", linear_ms(runs, "bf16", k)),
+                        f: over_copy(f, linear_ms(runs, f, k)),
+                        "issue_22_allows": over_copy(f, budget)}
     res = {"what": "Llama-3-8B-shaped decoder, RANDOM weights (normal, std 0.02)",
            "config": cfg, "tiny": a.tiny, "device": torch.cuda.get_device_name()
            if device == "cuda" else platform.processor() or "cpu",
@@ -510,6 +538,7 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                     "output width (what no weight format can speed up); linears_speedup "
                     "takes it off both sides",
            "copy_gbps": getattr(a, "copy_gbps", None),  # bytes read + written, 512 MiB
+           "inductor_pdl": a.inductor_pdl,
            "runs": runs, "vs_bf16": ratios,
            "complete": all(f in runs for f in fmts)}
     text = json.dumps(res, indent=2) + "\n"
