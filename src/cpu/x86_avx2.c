@@ -743,38 +743,13 @@ A2 float amax_any(bfp_dtype dt, const void *src, size_t n)
     uint32_t m = hmax(_mm256_max_epi32(m0, m1));
     return ks_float(ks_amax_tail(dt, s, i, n, m));
 }
-/* ---- thin wrappers: one per family and dtype, a case per element type ---------- */
 
-#define QARGS const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc, \
-              uint8_t *m, bfp_stats *st
+#include "x86_quant_table.h" /* the quantize wrappers and x86_set_quant */
+
+/* ---- dequantize wrappers: one per family and dtype, a case per element type ---- */
+
 #define DARGS const bfp_dparams *p, const uint8_t *c, const uint8_t *sc, const uint8_t *m, \
               size_t nb, size_t last, void *d
-
-A2 void q_mx_any(bfp_dtype dt, QARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: q_mx(KS_E2M1, dt, s, nb, c, sc, st); break;
-    case KS_ID_E2M3: q_mx(KS_E2M3, dt, s, nb, c, sc, st); break;
-    case KS_ID_E3M2: q_mx(KS_E3M2, dt, s, nb, c, sc, st); break;
-    case KS_ID_E4M3: q_mx(KS_E4M3, dt, s, nb, c, sc, st); break;
-    case KS_ID_E5M2: q_mx(KS_E5M2, dt, s, nb, c, sc, st); break;
-    case KS_ID_INT8: q_mx(KS_INT8, dt, s, nb, c, sc, st); break;
-    case KS_ID_INT4: q_mx(KS_INT4, dt, s, nb, c, sc, st); break;
-    }
-}
-
-A2 void q_mxplus_any(bfp_dtype dt, QARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: q_mxplus(KS_E2M1, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E2M3: q_mxplus(KS_E2M3, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E3M2: q_mxplus(KS_E3M2, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E4M3: q_mxplus(KS_E4M3, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E5M2: q_mxplus(KS_E5M2, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_INT8: q_mxplus(KS_INT8, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_INT4: q_mxplus(KS_INT4, dt, p, s, nb, c, sc, m, st); break;
-    }
-}
 
 A2 void d_mx_any(bfp_dtype dt, DARGS)
 {
@@ -802,19 +777,6 @@ A2 void d_mxplus_any(bfp_dtype dt, DARGS)
     }
 }
 
-static void q_mx_f32(QARGS) { q_mx_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
-static void q_mx_bf16(QARGS) { q_mx_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
-static void q_mx_f16(QARGS) { q_mx_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
-static void q_mxplus_f32(QARGS) { q_mxplus_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
-static void q_mxplus_bf16(QARGS) { q_mxplus_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
-static void q_mxplus_f16(QARGS) { q_mxplus_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
-static void q_nvfp4_f32(QARGS) { q_nvfp4(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
-static void q_nvfp4_bf16(QARGS) { q_nvfp4(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
-static void q_nvfp4_f16(QARGS) { q_nvfp4(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
-static void q_hif4_f32(QARGS) { q_hif4(p, BFP_DTYPE_F32, s, nb, c, sc, st); }
-static void q_hif4_bf16(QARGS) { q_hif4(p, BFP_DTYPE_BF16, s, nb, c, sc, st); }
-static void q_hif4_f16(QARGS) { q_hif4(p, BFP_DTYPE_F16, s, nb, c, sc, st); }
-
 static void d_mx_f32(DARGS) { d_mx_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
 static void d_mx_bf16(DARGS) { d_mx_any(BFP_DTYPE_BF16, p, c, sc, m, nb, last, d); }
 static void d_mxplus_f32(DARGS) { d_mxplus_any(BFP_DTYPE_F32, p, c, sc, m, nb, last, d); }
@@ -824,50 +786,35 @@ static void d_nvfp4_bf16(DARGS) { d_nvfp4(BFP_DTYPE_BF16, p, c, sc, m, nb, last,
 static void d_hif4_f32(DARGS) { d_hif4(p, BFP_DTYPE_F32, c, sc, nb, d); }
 static void d_hif4_bf16(DARGS) { d_hif4(p, BFP_DTYPE_BF16, c, sc, nb, d); }
 
-static float amax_f32(const void *s, size_t n) { return amax_any(BFP_DTYPE_F32, s, n); }
-static float amax_bf16(const void *s, size_t n) { return amax_any(BFP_DTYPE_BF16, s, n); }
-static float amax_f16(const void *s, size_t n) { return amax_any(BFP_DTYPE_F16, s, n); }
-
 int bfp_cpu_avx2_init(bfp_kernels *k)
 {
+    x86_set_quant(k);
     for (int id = 1; id < BFP_CPU_NFMT; id++) {
         const bfp_format_impl *impl = bfp_impl_get((bfp_format)id);
         if (!impl)
             continue;
-        bfp_qkernel *q = k->quant[id];
         bfp_dkernel *d = k->dequant[id];
         int eid = ks_elem_id(impl);
         switch (impl->info.family) {
         case BFP_FAMILY_MX:
-            if (eid == KS_ID_NONE)
-                break;
-            q[0] = q_mx_f32, q[1] = q_mx_bf16, q[2] = q_mx_f16;
-            d[0] = d_mx_f32, d[1] = d_mx_bf16;
+            if (eid != KS_ID_NONE)
+                d[0] = d_mx_f32, d[1] = d_mx_bf16;
             break;
         case BFP_FAMILY_MX_PLUS:
         case BFP_FAMILY_MX_PP:
-            if (eid == KS_ID_NONE)
-                break;
-            q[0] = q_mxplus_f32, q[1] = q_mxplus_bf16, q[2] = q_mxplus_f16;
-            if (special_rule_holds(impl->elem, ks_elem_of_id[eid]))
+            if (eid != KS_ID_NONE && special_rule_holds(impl->elem, ks_elem_of_id[eid]))
                 d[0] = d_mxplus_f32, d[1] = d_mxplus_bf16;
             break;
         case BFP_FAMILY_NVFP4:
         case BFP_FAMILY_NVFP4_PLUS:
-            if (!ks_elem_is(impl->elem, KS_E2M1))
-                break;
-            q[0] = q_nvfp4_f32, q[1] = q_nvfp4_bf16, q[2] = q_nvfp4_f16;
-            d[0] = d_nvfp4_f32, d[1] = d_nvfp4_bf16;
+            if (ks_elem_is(impl->elem, KS_E2M1))
+                d[0] = d_nvfp4_f32, d[1] = d_nvfp4_bf16;
             break;
         case BFP_FAMILY_HIF4:
-            q[0] = q_hif4_f32, q[1] = q_hif4_bf16, q[2] = q_hif4_f16;
             d[0] = d_hif4_f32, d[1] = d_hif4_bf16;
             break;
         }
     }
-    k->amax[0] = amax_f32;
-    k->amax[1] = amax_bf16;
-    k->amax[2] = amax_f16;
     return 1;
 }
 

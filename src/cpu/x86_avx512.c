@@ -733,9 +733,10 @@ A5 void hif4_stage_codes(bfp_dtype dt, const h16k *hk, const h4stage *st, const 
     }
 }
 
-A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t *scales,
-               bfp_stats *st)
+A5 void q_hif4(const bfp_qparams *p, bfp_dtype dt, const void *src, size_t nb, uint8_t *codes,
+               uint8_t *scales, bfp_stats *st)
 {
+    (void)p; /* the AVX2 kernel's signature (x86_quant_table.h) */
     const size_t gb = 8 * 64 * esz(dt), ng = nb / 8;
     const unsigned char *s = (const unsigned char *)src;
     const h16k hk = h16k_make();
@@ -767,89 +768,11 @@ A5 void q_hif4(bfp_dtype dt, const void *src, size_t nb, uint8_t *codes, uint8_t
 }
 
 #include "x86_avx512_nv.h"
-
-/* ---- thin wrappers: one per family and dtype, a case per element type ------------------ */
-
-#define QARGS const bfp_qparams *p, const void *s, size_t nb, uint8_t *c, uint8_t *sc, \
-              uint8_t *m, bfp_stats *st
-
-A5 void q_mx_any(bfp_dtype dt, QARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: q_mx(KS_E2M1, dt, s, nb, c, sc, st); break;
-    case KS_ID_E2M3: q_mx(KS_E2M3, dt, s, nb, c, sc, st); break;
-    case KS_ID_E3M2: q_mx(KS_E3M2, dt, s, nb, c, sc, st); break;
-    case KS_ID_E4M3: q_mx(KS_E4M3, dt, s, nb, c, sc, st); break;
-    case KS_ID_E5M2: q_mx(KS_E5M2, dt, s, nb, c, sc, st); break;
-    case KS_ID_INT8: q_mx(KS_INT8, dt, s, nb, c, sc, st); break;
-    case KS_ID_INT4: q_mx(KS_INT4, dt, s, nb, c, sc, st); break;
-    }
-}
-
-A5 void q_mxplus_any(bfp_dtype dt, QARGS)
-{
-    switch (ks_elem_id(p->impl)) {
-    case KS_ID_E2M1: q_mxplus(KS_E2M1, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E2M3: q_mxplus(KS_E2M3, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E3M2: q_mxplus(KS_E3M2, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E4M3: q_mxplus(KS_E4M3, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_E5M2: q_mxplus(KS_E5M2, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_INT8: q_mxplus(KS_INT8, dt, p, s, nb, c, sc, m, st); break;
-    case KS_ID_INT4: q_mxplus(KS_INT4, dt, p, s, nb, c, sc, m, st); break;
-    }
-}
-
-static void q_mx_f32(QARGS) { q_mx_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
-static void q_mx_bf16(QARGS) { q_mx_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
-static void q_mx_f16(QARGS) { q_mx_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
-static void q_mxplus_f32(QARGS) { q_mxplus_any(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
-static void q_mxplus_bf16(QARGS) { q_mxplus_any(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
-static void q_mxplus_f16(QARGS) { q_mxplus_any(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
-static void q_nvfp4_f32(QARGS) { q_nvfp4(BFP_DTYPE_F32, p, s, nb, c, sc, m, st); }
-static void q_nvfp4_bf16(QARGS) { q_nvfp4(BFP_DTYPE_BF16, p, s, nb, c, sc, m, st); }
-static void q_nvfp4_f16(QARGS) { q_nvfp4(BFP_DTYPE_F16, p, s, nb, c, sc, m, st); }
-static void q_hif4_f32(QARGS) { q_hif4(BFP_DTYPE_F32, s, nb, c, sc, st); }
-static void q_hif4_bf16(QARGS) { q_hif4(BFP_DTYPE_BF16, s, nb, c, sc, st); }
-static void q_hif4_f16(QARGS) { q_hif4(BFP_DTYPE_F16, s, nb, c, sc, st); }
-
-static float amax_f32(const void *s, size_t n) { return amax_any(BFP_DTYPE_F32, s, n); }
-static float amax_bf16(const void *s, size_t n) { return amax_any(BFP_DTYPE_BF16, s, n); }
-static float amax_f16(const void *s, size_t n) { return amax_any(BFP_DTYPE_F16, s, n); }
+#include "x86_quant_table.h" /* the quantize wrappers and x86_set_quant */
 
 int bfp_cpu_avx512_init(bfp_kernels *k)
 {
-    for (int id = 1; id < BFP_CPU_NFMT; id++) {
-        const bfp_format_impl *impl = bfp_impl_get((bfp_format)id);
-        if (!impl)
-            continue;
-        bfp_qkernel *q = k->quant[id];
-        int eid = ks_elem_id(impl);
-        switch (impl->info.family) {
-        case BFP_FAMILY_MX:
-            if (eid == KS_ID_NONE)
-                break;
-            q[0] = q_mx_f32, q[1] = q_mx_bf16, q[2] = q_mx_f16;
-            break;
-        case BFP_FAMILY_MX_PLUS:
-        case BFP_FAMILY_MX_PP:
-            if (eid == KS_ID_NONE)
-                break;
-            q[0] = q_mxplus_f32, q[1] = q_mxplus_bf16, q[2] = q_mxplus_f16;
-            break;
-        case BFP_FAMILY_NVFP4:
-        case BFP_FAMILY_NVFP4_PLUS:
-            if (!ks_elem_is(impl->elem, KS_E2M1))
-                break;
-            q[0] = q_nvfp4_f32, q[1] = q_nvfp4_bf16, q[2] = q_nvfp4_f16;
-            break;
-        case BFP_FAMILY_HIF4:
-            q[0] = q_hif4_f32, q[1] = q_hif4_bf16, q[2] = q_hif4_f16;
-            break;
-        }
-    }
-    k->amax[0] = amax_f32;
-    k->amax[1] = amax_bf16;
-    k->amax[2] = amax_f16;
+    x86_set_quant(k);
     return bfp_cpu_avx512_dequant_init(k); /* x86_avx512_dequant.c */
 }
 
