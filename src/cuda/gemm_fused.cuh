@@ -315,6 +315,32 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
         }
 }
 
+/* Multiply 4 tiles (the group at column kl of x staged as [row][ld]
+ * bf16, the first ngood of them) into acc; the fused and grouped kernels */
+template <int F, int NT>
+__device__ __forceinline__ void mma_group(float (&acc)[NT][4], const uint4 (&wc)[4],
+                                          const uint2 (&sc)[4], const uint2 (&cr)[4],
+                                          const __nv_bfloat16 *xs, int ld, int kl, int ngood,
+                                          int g, int t, int mx_fold)
+{
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        if (u >= ngood)
+            break;
+        uint32_t a[4][4];
+        decode_tile<F>(wc[u], sc[u], cr[u], t, mx_fold, a);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int q = 0; q < NT; q++) {
+                const __nv_bfloat16 *xb = xs + (q * 8 + g) * ld + kl + u * 64 + 16 * j + 2 * t;
+                uint32_t b0 = *reinterpret_cast<const uint32_t *>(xb);
+                uint32_t b1 = *reinterpret_cast<const uint32_t *>(xb + 8);
+                mma_bf16(acc[q], a[j], b0, b1);
+            }
+    }
+}
+
 /* x's B fragments for k tile kt when x is not staged (p.x_vec == 0: not
  * 16-byte aligned, or k % 8 != 0, which TMA needs): lane (g, t) of n8 tile q
  * holds row q * 8 + g, columns 64 kt + 16 j + 2 t + {0, 1} and {8, 9}; zero

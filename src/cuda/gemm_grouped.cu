@@ -126,24 +126,8 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_grouped_kernel(const GroupedP
                 if (more)
                     g_load<F>(codes, scales, corr, p.tiles_k, nt, tile_ok, kt + 4, c1, lane, wn,
                               sn, rn);
-                const int kl = (kt - c0) * 64, ngood = c1 - kt;
-#pragma unroll
-                for (int uu = 0; uu < 4; uu++) {
-                    if (uu >= ngood)
-                        break;
-                    uint32_t a[4][4];
-                    decode_tile<F>(wc[uu], sc[uu], cr[uu], t, es.fold, a);
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-#pragma unroll
-                        for (int q = 0; q < NT; q++) {
-                            const __nv_bfloat16 *xb =
-                                xs + (q * 8 + g) * ld + kl + uu * 64 + 16 * j + 2 * t;
-                            const uint32_t b0 = *reinterpret_cast<const uint32_t *>(xb);
-                            const uint32_t b1 = *reinterpret_cast<const uint32_t *>(xb + 8);
-                            mma_bf16(acc[q], a[j], b0, b1);
-                        }
-                }
+                mma_group<F, NT>(acc, wc, sc, cr, xs, ld, (kt - c0) * 64, c1 - kt, g, t,
+                                 es.fold);
                 if (more) {
 #pragma unroll
                     for (int uu = 0; uu < 4; uu++)
