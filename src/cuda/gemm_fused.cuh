@@ -241,6 +241,39 @@ __host__ __device__ __forceinline__ float corr_coef(uint32_t cb, uint32_t sb, fl
     return float_of_bits(bits | (cb & 4u) << 29) * ((float)(cb & 3u) * half);
 }
 
+/* An MX+ / NVFP4+ tile's correction record cr as this lane's slots z, z2
+ * (corr_slots per block byte, [row half][block]); other formats: none */
+template <int F>
+__device__ __forceinline__ void tile_corr_slots(const uint2 &cr, int t, uint32_t (&z)[2][4],
+                                                uint32_t (&z2)[2][4])
+{
+    if (F == FMT_MXPLUS || F == FMT_NVPLUS)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int b = 0; b < (F == FMT_MXPLUS ? 2 : 4); b++) {
+                const uint32_t byte = F == FMT_MXPLUS ? cr.x >> (8 * (2 * h + b))
+                                                      : (h ? cr.y : cr.x) >> (8 * b);
+                corr_slots<F>(byte & 0xFFu, t, &z[h][b], &z2[h][b]);
+            }
+}
+
+/* Register pp of k16 step j of a tile: two codes as bf16 patterns worth
+ * code x 2^-126 (code_reg), with the block max's low bits ORed in (MX+,
+ * NVFP4+; z, z2 from tile_corr_slots) */
+template <int F>
+__device__ __forceinline__ uint32_t tile_code(const uint32_t (&words)[4], const uint32_t (&z)[2][4],
+                                              const uint32_t (&z2)[2][4], int j, int pp)
+{
+    const int h = pp & 1, kh = pp >> 1;
+    uint32_t extra = 0;
+    if (F == FMT_MXPLUS)
+        extra = corr_bits<F>(z[h][j >> 1], z2[h][j >> 1], (j & 1) * 2 + kh);
+    if (F == FMT_NVPLUS)
+        extra = corr_bits<F>(z[h][j], 0u, kh);
+    return code_reg<F == FMT_HIF4>(words[j], pp, extra);
+}
+
 /* One prepacked tile (this lane's codes wc, scale record sc, correction
  * record cr) as the A operands of its four k16 steps: a[j] feeds step j. */
 template <int F>
@@ -250,7 +283,6 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
     constexpr bool HIF = F == FMT_HIF4;
     constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
     constexpr bool MXF = F == FMT_MX || F == FMT_MXPLUS;
-    constexpr bool PLUS = F == FMT_MXPLUS || F == FMT_NVPLUS;
     /* scale operands by [row half][block]; HiF4: [row half][8-column group] */
     uint32_t s2[2][8], z[2][4], z2[2][4];
     if (MXF) {
@@ -290,27 +322,14 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
             }
         }
     }
-    if (PLUS)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-            for (int b = 0; b < (F == FMT_MXPLUS ? 2 : 4); b++) {
-                const uint32_t byte = F == FMT_MXPLUS ? cr.x >> (8 * (2 * h + b))
-                                                      : (h ? cr.y : cr.x) >> (8 * b);
-                corr_slots<F>(byte & 0xFFu, t, &z[h][b], &z2[h][b]);
-            }
+    tile_corr_slots<F>(cr, t, z, z2);
     const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
         for (int pp = 0; pp < 4; pp++) {
             const int h = pp & 1, kh = pp >> 1;
-            uint32_t extra = 0;
-            if (F == FMT_MXPLUS)
-                extra = corr_bits<F>(z[h][j >> 1], z2[h][j >> 1], (j & 1) * 2 + kh);
-            if (F == FMT_NVPLUS)
-                extra = corr_bits<F>(z[h][j], 0u, kh);
-            const uint32_t c = code_reg<HIF>(words[j], pp, extra);
+            const uint32_t c = tile_code<F>(words, z, z2, j, pp);
             a[j][pp] = bmul2(c, s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
         }
 }

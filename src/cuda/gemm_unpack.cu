@@ -66,7 +66,6 @@ __global__ void __launch_bounds__(UNPACK_WARPS * 32)
                   int n, int k, int tile0, size_t tiles, float ts, T *out, int pairs)
 {
     using T2 = typename Pair<T>::type;
-    constexpr bool HIF = F == FMT_HIF4;
     constexpr bool WIDE = F == FMT_NV || F == FMT_NVPLUS || F == FMT_HIF4;
     __shared__ __align__(16) T sm[UNPACK_WARPS][16][SM_PITCH];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -87,28 +86,15 @@ __global__ void __launch_bounds__(UNPACK_WARPS * 32)
         cr = reinterpret_cast<const uint2 *>(corr + tile * 64)[g];
     /* the block maxima's low bits, as decode_tile ORs them into the operands */
     uint32_t z[2][4] = {}, z2[2][4] = {};
-    if (F == FMT_MXPLUS || F == FMT_NVPLUS)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-            for (int b = 0; b < (F == FMT_MXPLUS ? 2 : 4); b++) {
-                const uint32_t byte = F == FMT_MXPLUS ? cr.x >> (8 * (2 * h + b))
-                                                      : (h ? cr.y : cr.x) >> (8 * b);
-                corr_slots<F>(byte & 0xFFu, t, &z[h][b], &z2[h][b]);
-            }
+    tile_corr_slots<F>(cr, t, z, z2);
     const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
         for (int pp = 0; pp < 4; pp++) {
             const int h = pp & 1, kh = pp >> 1;
-            uint32_t extra = 0;
-            if (F == FMT_MXPLUS)
-                extra = corr_bits<F>(z[h][j >> 1], z2[h][j >> 1], (j & 1) * 2 + kh);
-            if (F == FMT_NVPLUS)
-                extra = corr_bits<F>(z[h][j], 0u, kh);
             /* two codes as bf16 patterns worth code x 2^-126 (gemm_fused.cuh) */
-            const uint32_t c = code_reg<HIF>(words[j], pp, extra);
+            const uint32_t c = tile_code<F>(words, z, z2, j, pp);
             const int col = 16 * j + 2 * t + 8 * kh;
             const float s = scale_of<F>(sc, h, col);
             const float v0 = __uint_as_float(c << 16) * 0x1p126f * s;
