@@ -668,3 +668,16 @@ int cli_json_number(cJSON *obj, const char *key, double v)
                               : cJSON_AddNullToObject(obj, key);
     return item ? 0 : -1;
 }
+
+int cli_json_emit(cJSON *root, int built_ok)
+{
+    char *text = root && built_ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        cli_error("out of memory building the JSON output");
+        return CLI_EXIT_ERR;
+    }
+    puts(text);
+    free(text);
+    return CLI_EXIT_OK;
+}

@@ -198,6 +198,11 @@ void *cli_alloc(size_t n, const char *what);
  * @return 0, or -1 when out of memory (not reported) */
 int cli_json_number(cJSON *obj, const char *key, double v);
 
+/** Print a JSON document built in full (built_ok) on stdout and delete it;
+ * NULL, !built_ok or a failed print give one error line instead.
+ * @return CLI_EXIT_OK or CLI_EXIT_ERR */
+int cli_json_emit(cJSON *root, int built_ok);
+
 /** Print one error line for a failed library call: "<what>: <status>". */
 void cli_status_error(const char *what, bfp_status st);
 

@@ -160,17 +160,9 @@ static int print_json(const record *r, size_t n)
             cli_json_number(o, "memcpy_gbps", r[i].memcpy_gbps) != 0)
             goto nomem;
     }
-    char *text = cJSON_Print(arr);
-    if (!text)
-        goto nomem;
-    puts(text);
-    free(text);
-    cJSON_Delete(arr);
-    return CLI_EXIT_OK;
+    return cli_json_emit(arr, 1);
 nomem:
-    cJSON_Delete(arr);
-    cli_error("out of memory building the JSON output");
-    return CLI_EXIT_ERR;
+    return cli_json_emit(arr, 0);
 }
 
 static void print_row(const record *r)

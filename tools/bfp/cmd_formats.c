@@ -49,17 +49,9 @@ static int print_json(void)
                                      f->description ? f->description : ""))
             goto nomem;
     }
-    char *text = cJSON_Print(arr);
-    if (!text)
-        goto nomem;
-    puts(text);
-    free(text);
-    cJSON_Delete(arr);
-    return CLI_EXIT_OK;
+    return cli_json_emit(arr, 1);
 nomem:
-    cJSON_Delete(arr);
-    cli_error("out of memory building the JSON output");
-    return CLI_EXIT_ERR;
+    return cli_json_emit(arr, 0);
 }
 
 static void print_table(void)
