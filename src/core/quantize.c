@@ -103,10 +103,15 @@ bfp_status bfp_resolve_options(const bfp_format_info *f, const bfp_options *in,
     return BFP_OK;
 }
 
-bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
-                                   size_t rows, size_t cols, const bfp_options *opts,
-                                   const bfp_planes *out, bfp_plane_sizes *sz,
-                                   bfp_options *resolved)
+/* The checks quantize and dequantize share, in this order: the format, the
+ * plane sizes of rows x cols (into sz), then the dtype, the float-side
+ * buffer and the planes the format has (planes[0..3]: codes, scales, meta,
+ * tensor scale; have_planes false when the planes struct itself is NULL),
+ * then the float side's byte count */
+static bfp_status check_tensor_args(bfp_format fmt, bfp_dtype dtype, const void *data,
+                                    size_t rows, size_t cols, int have_planes,
+                                    const void *const planes[4], bfp_plane_sizes *sz,
+                                    const bfp_format_info **fo)
 {
     const bfp_format_info *f = bfp_format_get(fmt);
     if (!f)
@@ -115,31 +120,35 @@ bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *
     if (st != BFP_OK)
         return st;
     size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !src || !out || !out->codes || !out->scales ||
-        (f->meta_bytes && !out->meta) || (f->has_tensor_scale && !out->tensor_scale))
+    if (esize == 0 || !data || !have_planes || !planes[0] || !planes[1] ||
+        (f->meta_bytes && !planes[2]) || (f->has_tensor_scale && !planes[3]))
         return BFP_ERR_ARG;
     if (rows * cols > SIZE_MAX / esize)
         return BFP_ERR_SHAPE;
-    return bfp_resolve_options(f, opts, resolved);
+    *fo = f;
+    return BFP_OK;
+}
+
+bfp_status bfp_check_quantize_args(bfp_format fmt, bfp_dtype dtype, const void *src,
+                                   size_t rows, size_t cols, const bfp_options *opts,
+                                   const bfp_planes *out, bfp_plane_sizes *sz,
+                                   bfp_options *resolved)
+{
+    const void *const planes[4] = {out ? out->codes : NULL, out ? out->scales : NULL,
+                                   out ? out->meta : NULL, out ? out->tensor_scale : NULL};
+    const bfp_format_info *f;
+    bfp_status st = check_tensor_args(fmt, dtype, src, rows, cols, out != NULL, planes, sz, &f);
+    return st != BFP_OK ? st : bfp_resolve_options(f, opts, resolved);
 }
 
 bfp_status bfp_check_dequantize_args(bfp_format fmt, const bfp_const_planes *in,
                                      size_t rows, size_t cols, bfp_dtype dtype,
                                      const void *dst, bfp_plane_sizes *sz)
 {
-    const bfp_format_info *f = bfp_format_get(fmt);
-    if (!f)
-        return BFP_ERR_FORMAT;
-    bfp_status st = bfp_plane_sizes_for(fmt, rows, cols, sz);
-    if (st != BFP_OK)
-        return st;
-    size_t esize = bfp_dtype_size(dtype);
-    if (esize == 0 || !dst || !in || !in->codes || !in->scales ||
-        (f->meta_bytes && !in->meta) || (f->has_tensor_scale && !in->tensor_scale))
-        return BFP_ERR_ARG;
-    if (rows * cols > SIZE_MAX / esize)
-        return BFP_ERR_SHAPE;
-    return BFP_OK;
+    const void *const planes[4] = {in ? in->codes : NULL, in ? in->scales : NULL,
+                                   in ? in->meta : NULL, in ? in->tensor_scale : NULL};
+    const bfp_format_info *f;
+    return check_tensor_args(fmt, dtype, dst, rows, cols, in != NULL, planes, sz, &f);
 }
 
 bfp_status bfp_quantize_ref(bfp_format fmt, bfp_dtype dtype, const void *src, size_t rows,
