@@ -118,12 +118,13 @@ static long die_after(int rank)
     return atol(n);
 }
 
+/* The summary as one JSON object on stdout: CLI_EXIT_OK, or CLI_EXIT_ERR after one error line */
 static int print_json(const char *in, const char *out, const bfp_ckpt_opts *o,
                       const bfp_ckpt_summary *s)
 {
     cJSON *j = cJSON_CreateObject(), *arr;
     if (!j)
-        return -1;
+        return cli_json_emit(NULL, 0);
     cJSON_AddStringToObject(j, "input", in);
     cJSON_AddStringToObject(j, "output", out);
     cJSON_AddStringToObject(j, "format", bfp_format_get(o->format)->name);
@@ -156,13 +157,7 @@ static int print_json(const char *in, const char *out, const bfp_ckpt_opts *o,
             }
         }
     }
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text)
-        return -1;
-    puts(text);
-    free(text);
-    return 0;
+    return cli_json_emit(j, 1);
 }
 
 static void print_text(const bfp_ckpt_opts *o, const bfp_ckpt_summary *s)
@@ -280,14 +275,10 @@ static int convert_main(int argc, char **argv, const bfp_ckpt_ranks *ranks)
         return CLI_EXIT_ERR;
     }
     int rc = CLI_EXIT_OK;
-    if (co.json) {
-        if (print_json(in, out, &o, &s) != 0) {
-            cli_error("out of memory");
-            rc = CLI_EXIT_ERR;
-        }
-    } else {
+    if (co.json)
+        rc = print_json(in, out, &o, &s);
+    else
         print_text(&o, &s);
-    }
     bfp_ckpt_summary_free(&s);
     return rc;
 }

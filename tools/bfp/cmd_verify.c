@@ -539,6 +539,7 @@ static int json_plane(cJSON *planes, const char *name, size_t compared, size_t d
                : -1;
 }
 
+/* The report as one JSON object on stdout: CLI_EXIT_OK, or CLI_EXIT_ERR after one error line */
 static int print_json(const dut_t *d, const bfp_options *o, const bfp_verify_report *rep,
                       const bfp_verify_mismatch *mm, int differ)
 {
@@ -627,15 +628,7 @@ static int print_json(const dut_t *d, const bfp_options *o, const bfp_verify_rep
     bad = bad || !(nb = cJSON_AddObjectToObject(r, "nan_blocks"));
     bad = bad || !cJSON_AddNumberToObject(nb, "reference", (double)rep->ref_nan_blocks);
     bad = bad || !cJSON_AddNumberToObject(nb, "dut", (double)rep->dut_nan_blocks);
-    char *text = bad ? NULL : cJSON_Print(r);
-    cJSON_Delete(r);
-    if (!text) {
-        cli_error("out of memory building the JSON report");
-        return -1;
-    }
-    printf("%s\n", text);
-    free(text);
-    return 0;
+    return cli_json_emit(r, !bad);
 }
 
 /* ---- the command ---------------------------------------------------------- */
@@ -775,7 +768,7 @@ int cmd_verify(int argc, char **argv)
     }
     int differ = !rep.identical || d.gscale_differ > 0;
     if (json) {
-        if (print_json(&d, &o, &rep, mm, differ) != 0)
+        if (print_json(&d, &o, &rep, mm, differ) != CLI_EXIT_OK)
             goto out;
     } else {
         print_human(&d, &o, &rep, mm, differ);
