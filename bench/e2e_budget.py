@@ -18,13 +18,20 @@ import sys
 FLOOR = "floor (no linears)"
 
 
+def us_beyond_copy(ms: float, weight_bytes: float, calls: int, copy_gbps: float) -> float:
+    """Microseconds per matmul call of `ms` of linear time beyond streaming
+    weight_bytes at copy_gbps (e2e_torch.py writes the same figure)."""
+    return 1e3 * (ms - weight_bytes / (copy_gbps * 1e6)) / calls
+
+
 def main(path: str, copy_gbps: str = "") -> int:
     d = json.load(open(path))
     runs, cfg, gbps = d["runs"], d["config"], d.get("copy_gbps") or float(copy_gbps or 0)
     if FLOOR not in runs or not gbps:
         print(f"e2e_budget: {path} has no floor run or no copy_gbps", file=sys.stderr)
         return 2
-    calls = cfg["layers"] * (4 if cfg.get("fused") else 7) + 1
+    # files before linear_calls: layers x (4 fused or 7) + lm_head
+    calls = runs["bf16"].get("linear_calls") or cfg["layers"] * (4 if cfg.get("fused") else 7) + 1
     print(f"{path}: {d.get('device')}, code {d.get('code')}, copy {gbps:.0f} GB/s, "
           f"{calls} matmul calls a step")
     for b, target in ((1, 2.5), (16, 2.0)):
@@ -34,13 +41,13 @@ def main(path: str, copy_gbps: str = "") -> int:
         for name, r in runs.items():
             if name == FLOOR or k not in r:
                 continue
-            lin = r[k]["ms_per_step"] - floor
-            stream = r["linear_weight_bytes"] / (gbps * 1e6)  # ms at the copy rate
+            lin, wb = r[k]["ms_per_step"] - floor, r["linear_weight_bytes"]
             line = (f"  batch {b:2d} {name:>10}: linears {lin:.3f} ms, at copy rate "
-                    f"{stream:.3f} ms, {1e3 * (lin - stream) / calls:6.2f} us per call beyond")
+                    f"{wb / (gbps * 1e6):.3f} ms, {us_beyond_copy(lin, wb, calls, gbps):6.2f} "
+                    "us per call beyond")
             if name != "bf16":
-                allow = bf16 / target - floor - stream
-                line += f"; {target}x bf16 allows {1e3 * allow / calls:6.2f} us per call"
+                allow = us_beyond_copy(bf16 / target - floor, wb, calls, gbps)
+                line += f"; {target}x bf16 allows {allow:6.2f} us per call"
             print(line)
     return 0
 

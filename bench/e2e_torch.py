@@ -49,6 +49,7 @@ import torch.nn.functional as F
 
 import bfp
 import bfp.nn  # noqa: F401 - registers torch.ops.bfp
+from e2e_budget import us_beyond_copy  # bench/e2e_budget.py, beside this script
 
 FLOOR = "floor (no linears)"
 LLAMA3_8B = dict(hidden=4096, heads=32, kv_heads=8, ffn=14336, layers=32, vocab=128256)
@@ -512,8 +513,8 @@ def write(a: argparse.Namespace, cfg: Dict[str, int], device: str, fmts: List[st
                 # the copy rate: what bf16 pays, and what the bar leaves this format
                 if a.copy_gbps and "linear_calls" in runs[f]:
                     def over_copy(name: str, ms: float) -> float:
-                        at_copy = runs[name]["linear_weight_bytes"] / (a.copy_gbps * 1e6)
-                        return 1e3 * (ms - at_copy) / runs[name]["linear_calls"]
+                        return us_beyond_copy(ms, runs[name]["linear_weight_bytes"],
+                                              runs[name]["linear_calls"], a.copy_gbps)
                     r[f"us_per_call_over_copy_rate_b{b}"] = {
                         "bf16": over_copy("bf16", linear_ms(runs, "bf16", k)),
                         f: over_copy(f, linear_ms(runs, f, k)),
