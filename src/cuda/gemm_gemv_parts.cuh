@@ -52,7 +52,7 @@ constexpr int GV_SLICES = BFP_GV_RED_SLICES;
  * [group][m chunk][chunk] instead of [m chunk][group][chunk], so the m
  * chunks of an expert with more than 8 NT rows read one group's W back to
  * back, the second and later from L2 (an experiment for skewed routing;
- * bench/gemv_ab.sh with this build as OLD_OBJ compares it) */
+ * ALT_FLAGS="-DBFP_GV_GROUP_MAJOR=1" bash bench/gemv_ab.sh compares it; not yet run) */
 #ifndef BFP_GV_GROUP_MAJOR
 #define BFP_GV_GROUP_MAJOR 0
 #endif
