@@ -1,7 +1,8 @@
 /* gpu_moe.cu - the grouped (MoE) matmul benchmark (docs/gemm.md, "Grouped
  * (MoE) matmul"): gpt-oss-120b (128 experts) and gpt-oss-20b (32) expert
  * shapes, gate+up fused (n = 5760, k = 2880) and down (2880 x 2880), top-4
- * routing of T tokens (4T rows), T = 1 .. 4096, uniform and skewed, mxfp4
+ * routing of T tokens (4T rows), T = 1 .. 4096 (quick: 1, 16, 64; t1: 1, e.g.
+ * for one kernel under ncu), uniform and skewed, mxfp4
  * and mxfp4+: bfp_cuda_grouped_matmul against a loop of per-expert
  * bfp_cuda_matmul calls (AUTO path, counts known on the host), and the
  * grouped call on the Hopper wgmma kernel (tuning grouped_kernel = 2,
@@ -11,7 +12,7 @@
  * is a CUDA graph of 20 calls, each call with its own routing (so other
  * experts, not L2's), replayed 7 times, median. Writes the routes too
  * (bench/moe_torch.py times torch's bf16 grouped GEMM on the same ones).
- *   gpu_moe OUT.json ROUTES.json [quick] */
+ *   gpu_moe OUT.json ROUTES.json [quick|t1] */
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -99,10 +100,10 @@ static double rel_diff(const std::vector<uint16_t> &a, const std::vector<uint16_
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: gpu_moe OUT.json ROUTES.json [quick]\n");
+        fprintf(stderr, "usage: gpu_moe OUT.json ROUTES.json [quick|t1]\n");
         return 2;
     }
-    const bool quick = argc > 3 && !strcmp(argv[3], "quick");
+    const bool quick = argc > 3 && !strcmp(argv[3], "quick"), t1 = argc > 3 && !strcmp(argv[3], "t1");
     if (!bfp_cuda_available()) {
         printf("gpu_moe: skipped: no GPU\n");
         return 0;
@@ -197,7 +198,7 @@ int main(int argc, char **argv)
                 void *dlws;
                 CU(cudaMalloc(&dlws, loop_ws + 256));
                 CU(cudaMemset(dlws, 0, loop_ws + 256));
-                for (int ti = 0; ti < (quick ? 3 : 6); ti++)
+                for (int ti = 0; ti < (t1 ? 1 : quick ? 3 : 6); ti++)
                     for (int di = 0; di < 2; di++) {
                         const int T = tokens_all[ti], rows = T * TOPK;
                         auto &rt = routes[mi][ti][di];
