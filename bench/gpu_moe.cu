@@ -7,7 +7,8 @@
  * bfp_cuda_matmul calls (AUTO path, counts known on the host), and the
  * grouped call on the Hopper wgmma kernel (tuning grouped_kernel = 2,
  * wgmma_us; from T = 256 also with 256-row m tiles, wgmma_bn = 256,
- * wgmma256_us) and on the grouped GEMV kernel (3, gemv_us); -1 where
+ * wgmma256_us) and on the grouped GEMV kernel (3, gemv_us; launched with
+ * programmatic dependent launch, gemv_pdl = 1, gemv_pdl_us); -1 where
  * refused or not run. Each timing
  * is a CUDA graph of 20 calls, each call with its own routing (so other
  * experts, not L2's), replayed 7 times, median. Writes the routes too
@@ -243,8 +244,9 @@ int main(int argc, char **argv)
                         const double rel = rel_diff(y1, y2);
                         /* the other kernels, where this GPU has them (-1 where refused) */
                         const int32_t *last_off = (int32_t *)doff + (CALLS - 1) * (E + 1);
-                        auto alt = [&](int kernel, int bn, double *rel_out) {
-                            const bfp_matmul_tuning t = {.grouped_kernel = kernel, .wgmma_bn = bn};
+                        auto alt = [&](int kernel, int bn, int pdl, double *rel_out) {
+                            const bfp_matmul_tuning t = {.gemv_pdl = pdl, .grouped_kernel = kernel,
+                                                         .wgmma_bn = bn};
                             const size_t wb = bfp_cuda_grouped_matmul_workspace_size(gw, rows, &t);
                             void *ws = NULL;
                             if (wb) {
@@ -269,16 +271,17 @@ int main(int argc, char **argv)
                                 CU(cudaFree(ws));
                             return us;
                         };
-                        double w_rel, v_rel, w256_rel = NAN;
-                        const double w_us = alt(2, 0, &w_rel);
-                        const double v_us = alt(3, 0, &v_rel);
-                        const double w256_us = T >= 256 ? alt(2, 256, &w256_rel) : -1;
+                        double w_rel, v_rel, vp_rel, w256_rel = NAN;
+                        const double w_us = alt(2, 0, 0, &w_rel);
+                        const double v_us = alt(3, 0, 0, &v_rel);
+                        const double vp_us = alt(3, 0, 1, &vp_rel);
+                        const double w256_us = T >= 256 ? alt(2, 256, 0, &w256_rel) : -1;
                         const double frac = used / (g_us * 1e-6) / bw;
                         printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  wgmma %9.1f us  "
-                               "wgmma256 %9.1f us  gemv %9.1f us  loop %9.1f us  used %.1f MB  "
+                               "wgmma256 %9.1f us  gemv %9.1f us  gemv+pdl %9.1f us  loop %9.1f us  used %.1f MB  "
                                "%.0f%% of copy bw  rel %.1e / %.1e / %.1e / %.1e\n",
                                models[mi].name, projs[pi].name, bfp_format_get(fmt)->name, T,
-                               di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, l_us,
+                               di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, vp_us, l_us,
                                used / 1e6, 100 * frac, rel, w_rel, w256_rel, v_rel);
                         fflush(stdout);
                         fprintf(fo,
@@ -286,21 +289,23 @@ int main(int argc, char **argv)
                                 "\"experts\": %d, \"format\": \"%s\", \"tokens\": %d, "
                                 "\"rows\": %d, \"routing\": \"%s\", \"grouped_us\": %.2f, "
                                 "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma256_us\": %.2f, "
-                                "\"gemv_us\": %.2f, "
+                                "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, "
                                 "\"bytes_used\": %.0f, "
                                 "\"active_experts_max\": %d, \"roofline_frac_copy_bw\": %.4f, "
                                 "\"roofline_frac_4800GBps\": %.4f, "
                                 "\"rel_diff_grouped_vs_loop\": %.3e, "
                                 "\"rel_diff_wgmma_vs_loop\": %.3e, "
                                 "\"rel_diff_wgmma256_vs_loop\": %.3e, "
-                                "\"rel_diff_gemv_vs_loop\": %.3e}",
+                                "\"rel_diff_gemv_vs_loop\": %.3e, "
+                                "\"rel_diff_gemv_pdl_vs_loop\": %.3e}",
                                 first ? "" : ",\n", models[mi].name, projs[pi].name, n, k, E,
                                 bfp_format_get(fmt)->name, T, rows, di ? "skewed" : "uniform",
-                                g_us, l_us, w_us, w256_us, v_us, used, active_max, frac,
+                                g_us, l_us, w_us, w256_us, v_us, vp_us, used, active_max, frac,
                                 used / (g_us * 1e-6) / 4.8e12, rel,
                                 std::isnan(w_rel) ? -1.0 : w_rel,
                                 std::isnan(w256_rel) ? -1.0 : w256_rel,
-                                std::isnan(v_rel) ? -1.0 : v_rel);
+                                std::isnan(v_rel) ? -1.0 : v_rel,
+                                std::isnan(vp_rel) ? -1.0 : vp_rel);
                         first = false;
                         if (gws)
                             CU(cudaFree(gws));

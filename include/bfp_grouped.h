@@ -87,8 +87,12 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * a call stopped midway, by an error or a reset, may leave it dirty). No allocation,
  * no synchronization: capturable in a CUDA graph. tuning: grouped_kernel
  * (which kernel), wgmma_bn (the wgmma kernel's rows of an expert's x per
- * tile: 64, 128 or 256) and ctas_per_sm (the unit kernel's split-K
- * target), others ignored; NULL = defaults. The workspace size depends on the kernel.
+ * tile: 64, 128 or 256), ctas_per_sm (the unit kernel's split-K
+ * target) and gemv_pdl (the GEMV kernel: 1 launches it with programmatic
+ * dependent launch, so its launch and set-up overlap the previous kernel
+ * in the stream; it reads nothing, offsets and W included, before that
+ * kernel has finished, so unlike the dense GEMV's this asks nothing of
+ * it), others ignored; NULL = defaults. The workspace size depends on the kernel.
  * @return BFP_OK (also for t_rows = 0); BFP_ERR_ARG; BFP_ERR_SHAPE;
  *         BFP_ERR_DEVICE; BFP_ERR_UNSUPPORTED (no CUDA, or grouped_kernel
  *         = 2 or 3 off Hopper)

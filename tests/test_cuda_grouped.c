@@ -8,7 +8,8 @@
  * every case and kernel, all zero again after each call; argument checks (wrong buffer, short
  * workspace, NULLs). On Hopper every case runs five times: the default,
  * each kernel forced (tuning grouped_kernel = 1, 2, 3) and the wgmma
- * kernel with 256-row m tiles (wgmma_bn = 256); elsewhere the
+ * kernel with 256-row m tiles (wgmma_bn = 256), and two GEMV calls chained
+ * under programmatic dependent launch (gemv_pdl = 1); elsewhere the
  * wgmma and GEMV kernels must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
  * sanitizer runs). */
@@ -182,6 +183,86 @@ static void view_checks(void)
 }
 
 /* every format over the routing kinds and shapes with the kernel in tune */
+/* Two grouped GEMV calls in a row on one stream, both launched with
+ * programmatic dependent launch (gemv_pdl = 1), the second's x the first's
+ * y (poisoned with NaN before): the second starts before the first ends and
+ * must still see all of its y */
+static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows)
+{
+    static const bfp_matmul_tuning pdl = {.grouped_kernel = 3, .gemv_pdl = 1};
+    const size_t k1 = 200, n1 = 96, n2 = 80; /* the second's k is n1 */
+    const char *fn = bfp_format_get(fmt)->name;
+    gexperts g1, g2;
+    if (!gexperts_make(&g1, fmt, e_count, n1, k1, &rng) ||
+        !gexperts_make(&g2, fmt, e_count, n2, n1, &rng)) {
+        CHECK(0, "make experts");
+        return;
+    }
+    int32_t *off = malloc((e_count + 1) * sizeof *off);
+    route_make(ROUTE_RANDOM, e_count, t_rows, &rng, off);
+    uint16_t *x = malloc(t_rows * k1 * 2), *y1 = malloc(t_rows * n1 * 2),
+             *y2 = malloc(t_rows * n2 * 2);
+    float *ref = malloc(t_rows * n2 * sizeof *ref);
+    gx_make(x, t_rows, k1, &rng);
+    size_t b1, b2;
+    bfp_cuda_grouped_weight_packed_size(fmt, e_count, n1, k1, &b1);
+    bfp_cuda_grouped_weight_packed_size(fmt, e_count, n2, n1, &b2);
+    void *dw1, *dw2, *dx, *dy1, *dy2, *doff;
+    CU(cudaMalloc(&dw1, b1));
+    CU(cudaMalloc(&dw2, b2));
+    CU(cudaMalloc(&dx, t_rows * k1 * 2));
+    CU(cudaMalloc(&dy1, t_rows * n1 * 2));
+    CU(cudaMalloc(&dy2, t_rows * n2 * 2));
+    CU(cudaMalloc(&doff, (e_count + 1) * 4));
+    CU(cudaMemcpy(dx, x, t_rows * k1 * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(doff, off, (e_count + 1) * 4, cudaMemcpyHostToDevice));
+    bfp_cuda_grouped_weight *w1 = NULL, *w2 = NULL;
+    CHECK(bfp_cuda_grouped_weight_pack(fmt, g1.w, e_count, n1, k1, dw1, b1, NULL) == BFP_OK &&
+              bfp_cuda_grouped_weight_pack(fmt, g2.w, e_count, n2, n1, dw2, b2, NULL) == BFP_OK &&
+              bfp_cuda_grouped_weight_view(fmt, e_count, n1, k1, dw1, b1, &w1) == BFP_OK &&
+              bfp_cuda_grouped_weight_view(fmt, e_count, n2, n1, dw2, b2, &w2) == BFP_OK,
+          "pdl chain pack");
+    const size_t ws1 = bfp_cuda_grouped_matmul_workspace_size(w1, t_rows, &pdl),
+                 ws2 = bfp_cuda_grouped_matmul_workspace_size(w2, t_rows, &pdl);
+    CHECK(ws1 && ws2 && ws1 <= SHARED_WS_BYTES && ws2 <= SHARED_WS_BYTES, "pdl chain workspace");
+    for (int rep = 0; w1 && w2 && rep < 3; rep++) {
+        CU(cudaMemset(dy1, 0xFF, t_rows * n1 * 2));
+        CU(cudaMemset(dy2, 0xFF, t_rows * n2 * 2));
+        CU(cudaDeviceSynchronize());
+        CHECK(bfp_cuda_grouped_matmul(w1, dx, t_rows, doff, NULL, dy1, shared_ws, ws1, &pdl,
+                                      NULL) == BFP_OK &&
+                  bfp_cuda_grouped_matmul(w2, dy1, t_rows, doff, NULL, dy2, shared_ws, ws2, &pdl,
+                                          NULL) == BFP_OK,
+              "pdl chain calls");
+        CU(cudaDeviceSynchronize());
+        CU(cudaMemcpy(y1, dy1, t_rows * n1 * 2, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(y2, dy2, t_rows * n2 * 2, cudaMemcpyDeviceToHost));
+        CHECK(bfp_grouped_matmul_ref(fmt, g2.w, e_count, n2, n1, y1, t_rows, off, NULL, ref) ==
+                  BFP_OK,
+              "ref");
+        for (size_t e = 0; e < e_count; e++) {
+            double num = 0, den = 0;
+            int nan = 0;
+            for (size_t i = (size_t)off[e] * n2; i < (size_t)off[e + 1] * n2; i++) {
+                const double d = (double)bfp_bf16_to_f32(y2[i]) - (double)ref[i];
+                nan += isnan(bfp_bf16_to_f32(y2[i])) != 0;
+                num += d * d, den += (double)ref[i] * ref[i];
+            }
+            const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+            CHECK(nan == 0 && rel < 5e-3, "%s pdl chain E=%zu T=%zu rep %d expert %zu: rel err "
+                  "%.3g, %d NaN", fn, e_count, t_rows, rep, e, rel, nan);
+        }
+        CHECK(device_nonzero_bytes(shared_ws, ws1 > ws2 ? ws1 : ws2) == 0,
+              "%s pdl chain: workspace not left zero", fn);
+    }
+    bfp_cuda_grouped_weight_free(w1);
+    bfp_cuda_grouped_weight_free(w2);
+    cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dy1), cudaFree(dy2), cudaFree(doff);
+    free(off), free(x), free(y1), free(y2), free(ref);
+    gexperts_free(&g1);
+    gexperts_free(&g2);
+}
+
 static void run_cases(int quick)
 {
     static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
@@ -263,6 +344,12 @@ int main(void)
     for (int pass = 0; pass < (hopper ? 5 : 1); pass++) {
         tune = passes[pass];
         run_cases(quick);
+    }
+    if (hopper) { /* the GEMV kernel under programmatic dependent launch */
+        pdl_chain_case(BFP_MXFP4, 8, 9);     /* NT = 1 */
+        pdl_chain_case(BFP_MXFP4_PLUS, 8, 37);
+        pdl_chain_case(BFP_NVFP4, 4, 60);    /* NT = 2 */
+        pdl_chain_case(BFP_HIF4, 16, 1);
     }
     if (!hopper) {
         wgmma_refused(&wgmma);

@@ -14,7 +14,9 @@
  * per CTA), the last one (counted in units) writing y and zeroing it.
  * With programmatic dependent launch (tuning gemv_pdl) the first stages'
  * W copies start before the previous kernel in the stream has finished;
- * x, y and the workspace are touched only after griddepcontrol.wait. */
+ * x, y and the workspace are touched only after griddepcontrol.wait. A
+ * grouped call under PDL overlaps only its launch and set-up: where W is
+ * read depends on the offsets, which it reads after the wait. */
 #include "gemm_gemv_flush.cuh"
 #include "gemm_gemv_parts.cuh"
 #include "gemm_grouped.cuh"
@@ -156,9 +158,11 @@ __global__ void __launch_bounds__(GV_THREADS, gv_ctas<F, NT>())
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int u0 = (int)((long long)blockIdx.x * a.units / gridDim.x);
     int u1 = (int)((long long)(blockIdx.x + 1) * a.units / gridDim.x);
-    if (G && warp == 0)
+    if (G && warp == 0) { /* the offsets may be the previous kernel's output (PDL) */
+        griddep_wait();
         count_units(a.offsets, a.e_count, a.t_rows, 8 * NT, (long long)a.groups * a.chunks,
                     a.units, upre, lane);
+    }
     unsigned char *ring = smem + ((1024 - (smem_addr(smem) & 1023)) & 1023);
     float *red = reinterpret_cast<float *>(ring + STAGES * S::BYTES);
     float *recv = red + S::RED / 4; /* cluster plans (at one offset in every CTA) */
@@ -230,7 +234,7 @@ __global__ void __launch_bounds__(GV_THREADS, gv_ctas<F, NT>())
             for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
                 tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, row0, bar);
         };
-        if (G) { /* launched without PDL: nothing to overlap */
+        if (G) { /* every read after the wait above: W's place follows the offsets */
             int e, row0, rows, grp, ch;
             for (int i = 0; i < nu; i++) {
                 const int s = i % STAGES;
@@ -357,8 +361,8 @@ static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, c
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
         if (grouped)
-            return nt == 1 ? gemv_k<F, 1, true, false>(grid, p, mp, a, 0, 0, resident, nullptr, s)
-                           : gemv_k<F, 2, true, false>(grid, p, mp, a, 0, 0, resident, nullptr, s);
+            return nt == 1 ? gemv_k<F, 1, true, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s)
+                           : gemv_k<F, 2, true, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s);
         if (csize > 0)
             return nt == 1
                        ? gemv_k<F, 1, false, true>(grid, p, mp, a, pdl, csize, resident, clusters, s)

@@ -242,7 +242,7 @@ bfp_status run_grouped_wgmma(const bfp_cuda_grouped_weight *w, const void *d_x, 
 
 bfp_status run_grouped_gemv(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
                             const int32_t *d_offsets, const void *d_bias, void *d_y,
-                            void *d_workspace, size_t workspace_bytes, cudaStream_t s)
+                            void *d_workspace, size_t workspace_bytes, int pdl, cudaStream_t s)
 {
     if (!w->gv_ok)
         return BFP_ERR_UNSUPPORTED;
@@ -276,7 +276,7 @@ bfp_status run_grouped_gemv(const bfp_cuda_grouped_weight *w, const void *d_x, s
     a.e_count = (int)w->e_count;
     a.t_rows = (int)t_rows;
     a.groups = P.groups;
-    return launch_gemv(w->kind, p, maps, a, P.nt, P.grid, 0, s, true) == cudaSuccess
+    return launch_gemv(w->kind, p, maps, a, P.nt, P.grid, pdl, s, true) == cudaSuccess
                ? BFP_OK
                : BFP_ERR_DEVICE;
 }
@@ -384,7 +384,8 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_ERR_ARG;
     if (wants_gemv(w, t_rows, tuning))
         return run_grouped_gemv(w, d_x, t_rows, d_offsets, d_bias, d_y, d_workspace,
-                                workspace_bytes, static_cast<cudaStream_t>(stream));
+                                workspace_bytes, tuning && tuning->gemv_pdl == 1,
+                                static_cast<cudaStream_t>(stream));
     if (wants_wgmma(w, t_rows, tuning))
         return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y, tuning,
                                  static_cast<cudaStream_t>(stream));

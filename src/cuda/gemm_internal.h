@@ -106,8 +106,9 @@ int gemv_resident_ctas(int fmt_kind, int nt, bool grouped = false);
  * the runtime could not say) */
 int gemv_cluster_capacity(int fmt_kind, int nt, int size);
 /* pdl: launch with programmatic stream serialization (W's first stages are
- * copied before the previous kernel in the stream has finished); grouped:
- * a grouped call (GemvArgs), no pdl */
+ * copied before the previous kernel in the stream has finished; a grouped
+ * call reads nothing before it has finished); grouped: a grouped call
+ * (GemvArgs) */
 cudaError_t launch_gemv(int fmt_kind, const Params &p, const SkinnyMaps &maps, const GemvArgs &a,
                         int nt, unsigned grid, int pdl, cudaStream_t s, bool grouped = false);
 
