@@ -8,7 +8,8 @@
  * grouped call on the Hopper wgmma kernel (tuning grouped_kernel = 2,
  * wgmma_us; from T = 256 also with 256-row m tiles, wgmma_bn = 256,
  * wgmma256_us) and on the grouped GEMV kernel (3, gemv_us; launched with
- * programmatic dependent launch, gemv_pdl = 1, gemv_pdl_us); -1 where
+ * programmatic dependent launch, gemv_pdl = 1 and 2, gemv_pdl_us and
+ * gemv_pdl2_us: no kernel in its graph writes the offsets or W); -1 where
  * refused or not run. Each timing
  * is a CUDA graph of 20 calls, each call with its own routing (so other
  * experts, not L2's), replayed 7 times, median. Writes the routes too
@@ -271,17 +272,18 @@ int main(int argc, char **argv)
                                 CU(cudaFree(ws));
                             return us;
                         };
-                        double w_rel, v_rel, vp_rel, w256_rel = NAN;
+                        double w_rel, v_rel, vp_rel, vp2_rel, w256_rel = NAN;
                         const double w_us = alt(2, 0, 0, &w_rel);
                         const double v_us = alt(3, 0, 0, &v_rel);
                         const double vp_us = alt(3, 0, 1, &vp_rel);
+                        const double vp2_us = alt(3, 0, 2, &vp2_rel);
                         const double w256_us = T >= 256 ? alt(2, 256, 0, &w256_rel) : -1;
                         const double frac = used / (g_us * 1e-6) / bw;
                         printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  wgmma %9.1f us  "
-                               "wgmma256 %9.1f us  gemv %9.1f us  gemv+pdl %9.1f us  loop %9.1f us  used %.1f MB  "
+                               "wgmma256 %9.1f us  gemv %9.1f us  gemv+pdl %9.1f / %9.1f us  loop %9.1f us  used %.1f MB  "
                                "%.0f%% of copy bw  rel %.1e / %.1e / %.1e / %.1e\n",
                                models[mi].name, projs[pi].name, bfp_format_get(fmt)->name, T,
-                               di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, vp_us, l_us,
+                               di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, vp_us, vp2_us, l_us,
                                used / 1e6, 100 * frac, rel, w_rel, w256_rel, v_rel);
                         fflush(stdout);
                         fprintf(fo,
@@ -289,7 +291,7 @@ int main(int argc, char **argv)
                                 "\"experts\": %d, \"format\": \"%s\", \"tokens\": %d, "
                                 "\"rows\": %d, \"routing\": \"%s\", \"grouped_us\": %.2f, "
                                 "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma256_us\": %.2f, "
-                                "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, "
+                                "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_pdl2_us\": %.2f, "
                                 "\"bytes_used\": %.0f, "
                                 "\"active_experts_max\": %d, \"roofline_frac_copy_bw\": %.4f, "
                                 "\"roofline_frac_4800GBps\": %.4f, "
@@ -297,15 +299,17 @@ int main(int argc, char **argv)
                                 "\"rel_diff_wgmma_vs_loop\": %.3e, "
                                 "\"rel_diff_wgmma256_vs_loop\": %.3e, "
                                 "\"rel_diff_gemv_vs_loop\": %.3e, "
-                                "\"rel_diff_gemv_pdl_vs_loop\": %.3e}",
+                                "\"rel_diff_gemv_pdl_vs_loop\": %.3e, "
+                                "\"rel_diff_gemv_pdl2_vs_loop\": %.3e}",
                                 first ? "" : ",\n", models[mi].name, projs[pi].name, n, k, E,
                                 bfp_format_get(fmt)->name, T, rows, di ? "skewed" : "uniform",
-                                g_us, l_us, w_us, w256_us, v_us, vp_us, used, active_max, frac,
+                                g_us, l_us, w_us, w256_us, v_us, vp_us, vp2_us, used, active_max, frac,
                                 used / (g_us * 1e-6) / 4.8e12, rel,
                                 std::isnan(w_rel) ? -1.0 : w_rel,
                                 std::isnan(w256_rel) ? -1.0 : w256_rel,
                                 std::isnan(v_rel) ? -1.0 : v_rel,
-                                std::isnan(vp_rel) ? -1.0 : vp_rel);
+                                std::isnan(vp_rel) ? -1.0 : vp_rel,
+                                std::isnan(vp2_rel) ? -1.0 : vp2_rel);
                         first = false;
                         if (gws)
                             CU(cudaFree(gws));

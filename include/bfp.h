@@ -740,7 +740,8 @@ typedef struct {
                          stages of W are read while the previous kernel in
                          the stream still runs (that kernel must not write
                          W; x, y and the workspace wait for it); 0: off
-                         (default); the grouped GEMV: bfp_grouped.h */
+                         (default); 2: as 1 (and a grouped call reads its
+                         offsets early too: bfp_grouped.h) */
     int wgmma_consumers; /* WGMMA: consumer warpgroups per CTA, 64 rows of W
                          each: 2 (CTAs of 128 rows), 3 (192 rows, registers
                          moved from the producer warpgroup by setmaxnreg);

@@ -91,8 +91,11 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * target) and gemv_pdl (the GEMV kernel: 1 launches it with programmatic
  * dependent launch, so its launch and set-up overlap the previous kernel
  * in the stream; it reads nothing, offsets and W included, before that
- * kernel has finished, so unlike the dense GEMV's this asks nothing of
- * it), others ignored; NULL = defaults. The workspace size depends on the kernel.
+ * kernel has finished, so unlike the dense GEMV's this asks nothing of it.
+ * 2: as 1, and the offsets and the first stages of W are read before the
+ * previous kernel has finished: that kernel must write neither, e.g. the
+ * activation between an MoE layer's gate/up and down calls), others
+ * ignored; NULL = defaults. The workspace size depends on the kernel.
  * @return BFP_OK (also for t_rows = 0); BFP_ERR_ARG; BFP_ERR_SHAPE;
  *         BFP_ERR_DEVICE; BFP_ERR_UNSUPPORTED (no CUDA, or grouped_kernel
  *         = 2 or 3 off Hopper)

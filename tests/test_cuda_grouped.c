@@ -9,7 +9,7 @@
  * workspace, NULLs). On Hopper every case runs five times: the default,
  * each kernel forced (tuning grouped_kernel = 1, 2, 3) and the wgmma
  * kernel with 256-row m tiles (wgmma_bn = 256), and two GEMV calls chained
- * under programmatic dependent launch (gemv_pdl = 1); elsewhere the
+ * under programmatic dependent launch (gemv_pdl = 1 and 2); elsewhere the
  * wgmma and GEMV kernels must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
  * sanitizer runs). */
@@ -184,12 +184,13 @@ static void view_checks(void)
 
 /* every format over the routing kinds and shapes with the kernel in tune */
 /* Two grouped GEMV calls in a row on one stream, both launched with
- * programmatic dependent launch (gemv_pdl = 1), the second's x the first's
- * y (poisoned with NaN before): the second starts before the first ends and
- * must still see all of its y */
-static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows)
+ * programmatic dependent launch (gemv_pdl = level: 1, or 2, which also reads
+ * the offsets and W early: the first call writes neither), the second's x
+ * the first's y (poisoned with NaN before): the second starts before the
+ * first ends and must still see all of its y */
+static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows, int level)
 {
-    static const bfp_matmul_tuning pdl = {.grouped_kernel = 3, .gemv_pdl = 1};
+    const bfp_matmul_tuning pdl = {.gemv_pdl = level, .grouped_kernel = 3};
     const size_t k1 = 200, n1 = 96, n2 = 80; /* the second's k is n1 */
     const char *fn = bfp_format_get(fmt)->name;
     gexperts g1, g2;
@@ -249,8 +250,8 @@ static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows)
                 num += d * d, den += (double)ref[i] * ref[i];
             }
             const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-            CHECK(nan == 0 && rel < 5e-3, "%s pdl chain E=%zu T=%zu rep %d expert %zu: rel err "
-                  "%.3g, %d NaN", fn, e_count, t_rows, rep, e, rel, nan);
+            CHECK(nan == 0 && rel < 5e-3, "%s pdl %d chain E=%zu T=%zu rep %d expert %zu: rel "
+                  "err %.3g, %d NaN", fn, level, e_count, t_rows, rep, e, rel, nan);
         }
         CHECK(device_nonzero_bytes(shared_ws, ws1 > ws2 ? ws1 : ws2) == 0,
               "%s pdl chain: workspace not left zero", fn);
@@ -346,10 +347,12 @@ int main(void)
         run_cases(quick);
     }
     if (hopper) { /* the GEMV kernel under programmatic dependent launch */
-        pdl_chain_case(BFP_MXFP4, 8, 9);     /* NT = 1 */
-        pdl_chain_case(BFP_MXFP4_PLUS, 8, 37);
-        pdl_chain_case(BFP_NVFP4, 4, 60);    /* NT = 2 */
-        pdl_chain_case(BFP_HIF4, 16, 1);
+        for (int level = 1; level <= 2; level++) {
+            pdl_chain_case(BFP_MXFP4, 8, 9, level); /* NT = 1 */
+            pdl_chain_case(BFP_MXFP4_PLUS, 8, 37, level);
+            pdl_chain_case(BFP_NVFP4, 4, 60, level); /* NT = 2 */
+            pdl_chain_case(BFP_HIF4, 16, 1, level);
+        }
     }
     if (!hopper) {
         wgmma_refused(&wgmma);

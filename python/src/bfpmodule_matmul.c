@@ -315,7 +315,7 @@ static int pdl_tuning(int gemv_pdl, bfp_matmul_tuning *t)
     const bfp_matmul_tuning zero = {0};
     *t = zero;
     t->gemv_pdl = gemv_pdl;
-    if (bfp_matmul_tuning_check(t) != BFP_OK) {
+    if ((gemv_pdl != 0 && gemv_pdl != 1) || bfp_matmul_tuning_check(t) != BFP_OK) {
         bfpmod_raise(BFP_ERR_ARG, "cuda_matmul: gemv_pdl must be 0 or 1");
         return -1;
     }

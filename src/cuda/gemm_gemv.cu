@@ -15,8 +15,9 @@
  * With programmatic dependent launch (tuning gemv_pdl) the first stages'
  * W copies start before the previous kernel in the stream has finished;
  * x, y and the workspace are touched only after griddepcontrol.wait. A
- * grouped call under PDL overlaps only its launch and set-up: where W is
- * read depends on the offsets, which it reads after the wait. */
+ * grouped call under PDL overlaps only its launch and set-up (where W is
+ * read follows from the offsets, read after the wait), or with a.early
+ * also the offsets and W's first stages. */
 #include "gemm_gemv_flush.cuh"
 #include "gemm_gemv_parts.cuh"
 #include "gemm_grouped.cuh"
@@ -159,7 +160,8 @@ __global__ void __launch_bounds__(GV_THREADS, gv_ctas<F, NT>())
     int u0 = (int)((long long)blockIdx.x * a.units / gridDim.x);
     int u1 = (int)((long long)(blockIdx.x + 1) * a.units / gridDim.x);
     if (G && warp == 0) { /* the offsets may be the previous kernel's output (PDL) */
-        griddep_wait();
+        if (!a.early)
+            griddep_wait();
         count_units(a.offsets, a.e_count, a.t_rows, 8 * NT, (long long)a.groups * a.chunks,
                     a.units, upre, lane);
     }
@@ -234,14 +236,22 @@ __global__ void __launch_bounds__(GV_THREADS, gv_ctas<F, NT>())
             for (int kw = 0; kw < GV_CW && ch * GV_CW + kw < p.tiles_k; kw++)
                 tma_2d(st + kw * S::XPART, mp.x, (ch * GV_CW + kw) * 64, row0, bar);
         };
-        if (G) { /* every read after the wait above: W's place follows the offsets */
+        if (G) { /* W's place follows from the offsets: W before the wait only
+                  * where they were read before it (a.early) */
             int e, row0, rows, grp, ch;
+            const int early = a.early ? pre : 0;
+            for (int i = 0; i < early; i++) {
+                gv_unit<NT>(a, upre, u0 + i, &e, &row0, &rows, &grp, &ch);
+                copy_w(i, grp, ch, e);
+            }
+            griddep_wait();
             for (int i = 0; i < nu; i++) {
                 const int s = i % STAGES;
                 gv_unit<NT>(a, upre, u0 + i, &e, &row0, &rows, &grp, &ch);
                 if (i >= STAGES)
                     mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
-                copy_w(s, grp, ch, e);
+                if (i >= early)
+                    copy_w(s, grp, ch, e);
                 copy_x(s, ch, row0);
             }
             return;

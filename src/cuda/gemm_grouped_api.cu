@@ -276,6 +276,7 @@ bfp_status run_grouped_gemv(const bfp_cuda_grouped_weight *w, const void *d_x, s
     a.e_count = (int)w->e_count;
     a.t_rows = (int)t_rows;
     a.groups = P.groups;
+    a.early = pdl == 2;
     return launch_gemv(w->kind, p, maps, a, P.nt, P.grid, pdl, s, true) == cudaSuccess
                ? BFP_OK
                : BFP_ERR_DEVICE;
@@ -384,7 +385,7 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_ERR_ARG;
     if (wants_gemv(w, t_rows, tuning))
         return run_grouped_gemv(w, d_x, t_rows, d_offsets, d_bias, d_y, d_workspace,
-                                workspace_bytes, tuning && tuning->gemv_pdl == 1,
+                                workspace_bytes, tuning ? tuning->gemv_pdl : 0,
                                 static_cast<cudaStream_t>(stream));
     if (wants_wgmma(w, t_rows, tuning))
         return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y, tuning,

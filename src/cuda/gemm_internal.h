@@ -90,6 +90,9 @@ struct GemvArgs {
     const uint8_t *base;
     size_t stride;
     int e_count, t_rows, groups;
+    /* grouped calls under PDL: 1: the offsets and W's first stages are read
+     * before griddepcontrol.wait (tuning gemv_pdl = 2) */
+    int early;
     /* dense calls: 0 for the stream-K runs above; S >= 1 for clusters of S
      * CTAs (tuning gemv_split = 2): cluster c takes groups c, c + clusters,
      * ..., rank r of it chunks [r chunks / S, (r + 1) chunks / S) of each,
