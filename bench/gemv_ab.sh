@@ -19,9 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/link_gpu.sh
-O=${OUT:-$PWD/bench/out}
-mkdir -p "$O"
-X=$(mktemp -d)
+bench_dirs
 mkdir -p $X/old
 cp build/libbfp_cuda.a $X/old/ || exit 1
 if [ -n "${ALT_FLAGS:-}" ]; then

@@ -15,9 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/link_gpu.sh
-O=${OUT:-$PWD/bench/out}
-mkdir -p "$O"
-X=$(mktemp -d)
+bench_dirs
 link_bench gpu_moe $X/gpu_moe build/libbfp_cuda.a build/libbfp.a &&
     link_bench gpu_gemm $X/gpu_gemm build/libbfp_cuda.a build/libbfp.a || exit 1
 SECTIONS="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats

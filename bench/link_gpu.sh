@@ -3,6 +3,7 @@
 # without cmake. Run from the repository root.
 #   link_test NAME OUT LIB...    tests/NAME.c with gcc (the CUDA runtime static)
 #   link_bench NAME OUT LIB...   bench/NAME.cu with nvcc (sm_90a)
+#   bench_dirs                   O (output) and X (scratch) folders
 # LIB: libbfp_cuda.a, then libbfp.a.
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 
@@ -19,4 +20,12 @@ link_bench() {
     shift 2
     nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Iinclude -Itests -Ibench \
         "bench/$name.cu" "$@" -lcublas -o "$out"
+}
+
+# bench_dirs: O, the output folder ($OUT, else bench/out; created), and X, a
+# scratch folder
+bench_dirs() {
+    O=${OUT:-$PWD/bench/out}
+    mkdir -p "$O"
+    X=$(mktemp -d)
 }
