@@ -23,11 +23,11 @@ SECTIONS="--section SpeedOfLight --section LaunchStats --section Occupancy --sec
 N=${PROF_LAUNCHES:-2}
 status=0
 # shellcheck disable=SC2086
-timeout 200 ncu --kernel-name-base demangled -k "regex:gemm_gemv_kernel<.*true, false>" -c "$N" \
+timeout 200 ncu --kernel-name-base demangled -k "regex:gemm_gemv_kernel<.int.0, .int.1, .bool.1" -c "$N" \
     $SECTIONS $X/gpu_moe $X/moe.json $X/routes.json t1 >"$O/gemvprof-grouped.txt" 2>&1 || status=1
 # shellcheck disable=SC2086
 GEMM_PATHS=6 GEMM_MS=1 GEMM_FORMATS=mxfp4 GEMM_SHAPES=23040x2880 timeout 200 ncu \
-    --kernel-name-base demangled -k "regex:gemm_gemv_kernel<.*false, false>" -c "$N" \
+    --kernel-name-base demangled -k "regex:gemm_gemv_kernel<.int.0, .int.1, .bool.0, .bool.0" -c "$N" \
     $SECTIONS $X/gpu_gemm $X/gemm.json >"$O/gemvprof-dense.txt" 2>&1 || status=1
 for f in grouped dense; do
     echo "== $f"
