@@ -26,25 +26,14 @@ namespace bfpgemm {
 
 /* A grouped call's unit u (G): expert e, the first of its 8 NT rows of x
  * (row0) and how many of them it has (rows), the group and chunk. Units are
- * [expert][m chunk][group][chunk] (or [expert][group][m chunk][chunk] with
- * BFP_GV_GROUP_MAJOR; gemm_grouped.cuh count_units: ceil(rows / 8 NT) *
- * groups * chunks per expert), so (u - ch) / chunks numbers the (expert, m
+ * [expert][m chunk][group][chunk] (gemm_grouped.cuh count_units:
+ * ceil(rows / 8 NT) * groups * chunks per expert), so (u - ch) / chunks numbers the (expert, m
  * chunk, group) triples: their counters. */
 template <int NT>
 __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int u, int *e,
                                         int *row0, int *rows, int *grp, int *ch)
 {
     *e = expert_of(upre, a.e_count, u);
-#if BFP_GV_GROUP_MAJOR /* [group][m chunk][chunk] */
-    const int local = u - upre[*e];
-    int ra, rb;
-    expert_rows(a.offsets, a.t_rows, *e, &ra, &rb);
-    const int mcs = max((rb - ra + 8 * NT - 1) / (8 * NT), 1), t = local / a.chunks;
-    *ch = local - t * a.chunks;
-    *grp = t / mcs;
-    *row0 = ra + (t - *grp * mcs) * 8 * NT;
-    *rows = min(8 * NT, rb - *row0);
-#else
     const int local = u - upre[*e], per = a.groups * a.chunks;
     const int mc = local / per, rem = local - mc * per;
     int ra, rb;
@@ -53,7 +42,6 @@ __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int 
     *rows = min(8 * NT, rb - *row0);
     *grp = rem / a.chunks;
     *ch = rem - *grp * a.chunks;
-#endif
 }
 
 /* Params of a grouped call's unit u (the rest as the call's p): expert e's

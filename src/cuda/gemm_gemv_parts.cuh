@@ -48,14 +48,6 @@ constexpr int GV_SLICES = BFP_GV_RED_SLICES;
 #ifndef BFP_GV_FENCE1
 #define BFP_GV_FENCE1 0
 #endif
-/* BFP_GV_GROUP_MAJOR 1: a grouped call's units of an expert run
- * [group][m chunk][chunk] instead of [m chunk][group][chunk], so the m
- * chunks of an expert with more than 8 NT rows read one group's W back to
- * back, the second and later from L2 (an experiment for skewed routing;
- * ALT_FLAGS="-DBFP_GV_GROUP_MAJOR=1" bash bench/gemv_ab.sh compares it; not yet run) */
-#ifndef BFP_GV_GROUP_MAJOR
-#define BFP_GV_GROUP_MAJOR 0
-#endif
 static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
 constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
 
