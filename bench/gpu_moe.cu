@@ -7,9 +7,10 @@
  * bfp_cuda_matmul calls (AUTO path, counts known on the host), and the
  * grouped call on the Hopper wgmma kernel (tuning grouped_kernel = 2,
  * wgmma_us; from T = 256 also with 256-row m tiles, wgmma_bn = 256,
- * wgmma256_us) and on the grouped GEMV kernel (3, gemv_us; launched with
- * programmatic dependent launch, gemv_pdl = 1 and 2, gemv_pdl_us and
- * gemv_pdl2_us: no kernel in its graph writes the offsets or W); -1 where
+ * wgmma256_us) and on the grouped GEMV kernel (3) launched without
+ * programmatic dependent launch (gemv_pdl = -1, gemv_us) and with it
+ * (gemv_pdl = 1, the default, gemv_pdl_us; 2, gemv_pdl2_us: no kernel in
+ * its graph writes the offsets or W); -1 where
  * refused or not run. Each timing
  * is a CUDA graph of 20 calls, each call with its own routing (so other
  * experts, not L2's), replayed 7 times, median. Writes the routes too
@@ -274,7 +275,7 @@ int main(int argc, char **argv)
                         };
                         double w_rel, v_rel, vp_rel, vp2_rel, w256_rel = NAN;
                         const double w_us = alt(2, 0, 0, &w_rel);
-                        const double v_us = alt(3, 0, 0, &v_rel);
+                        const double v_us = alt(3, 0, -1, &v_rel);
                         const double vp_us = alt(3, 0, 1, &vp_rel);
                         const double vp2_us = alt(3, 0, 2, &vp2_rel);
                         const double w256_us = T >= 256 ? alt(2, 256, 0, &w256_rel) : -1;

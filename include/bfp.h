@@ -739,9 +739,10 @@ typedef struct {
     int gemv_pdl;     /* GEMV: 1: programmatic dependent launch, the first
                          stages of W are read while the previous kernel in
                          the stream still runs (that kernel must not write
-                         W; x, y and the workspace wait for it); 0: off
-                         (default); 2: as 1 (and a grouped call reads its
-                         offsets early too: bfp_grouped.h) */
+                         W; x, y and the workspace wait for it); 0: the
+                         default (off here; on in grouped calls,
+                         bfp_grouped.h); -1: off; 2: as 1 (a grouped call
+                         also reads its offsets early) */
     int wgmma_consumers; /* WGMMA: consumer warpgroups per CTA, 64 rows of W
                          each: 2 (CTAs of 128 rows), 3 (192 rows, registers
                          moved from the producer warpgroup by setmaxnreg);

@@ -88,10 +88,11 @@ size_t bfp_cuda_grouped_matmul_workspace_size(const bfp_cuda_grouped_weight *w, 
  * no synchronization: capturable in a CUDA graph. tuning: grouped_kernel
  * (which kernel), wgmma_bn (the wgmma kernel's rows of an expert's x per
  * tile: 64, 128 or 256), ctas_per_sm (the unit kernel's split-K
- * target) and gemv_pdl (the GEMV kernel: 1 launches it with programmatic
- * dependent launch, so its launch and set-up overlap the previous kernel
- * in the stream; it reads nothing, offsets and W included, before that
- * kernel has finished, so unlike the dense GEMV's this asks nothing of it.
+ * target) and gemv_pdl (the GEMV kernel: 1, and 0, the default, launch it
+ * with programmatic dependent launch, so its launch and set-up overlap the
+ * previous kernel in the stream; it reads nothing, offsets and W included,
+ * before that kernel has finished, so unlike the dense GEMV's this asks
+ * nothing of it. -1: an ordinary launch.
  * 2: as 1, and the offsets and the first stages of W are read before the
  * previous kernel has finished: that kernel must write neither, e.g. the
  * activation between an MoE layer's gate/up and down calls), others

@@ -6,9 +6,10 @@
  * second call on the used workspace, after a call with broken offsets
  * (decreasing, overlapping, the end past T); one workspace, zeroed once, serving
  * every case and kernel, all zero again after each call; argument checks (wrong buffer, short
- * workspace, NULLs). On Hopper every case runs five times: the default,
+ * workspace, NULLs). On Hopper every case runs six times: the default,
  * each kernel forced (tuning grouped_kernel = 1, 2, 3) and the wgmma
- * kernel with 256-row m tiles (wgmma_bn = 256), and two GEMV calls chained
+ * kernel with 256-row m tiles (wgmma_bn = 256), the GEMV kernel launched
+ * without PDL (gemv_pdl = -1; its default has it), and two GEMV calls chained
  * under programmatic dependent launch (gemv_pdl = 1 and 2); elsewhere the
  * wgmma and GEMV kernels must be refused. Without a GPU: the checks that need none, then
  * "skipped: no GPU". BFP_TEST_QUICK=1 keeps the small shapes (the
@@ -337,12 +338,13 @@ int main(void)
     const int hopper = major == 9 && minor == 0;
     static const bfp_matmul_tuning unit = {.grouped_kernel = 1}, wgmma = {.grouped_kernel = 2},
                                    gemv = {.grouped_kernel = 3},
+                                   gemv_plain = {.gemv_pdl = -1, .grouped_kernel = 3},
                                    wgmma256 = {.grouped_kernel = 2, .wgmma_bn = 256};
     /* off Hopper the default is the unit kernel: one pass; on Hopper the
      * wgmma kernel also with 256-row m tiles (4 stages, the epilogue in
      * two halves, registers moved by setmaxnreg) */
-    const bfp_matmul_tuning *passes[] = {NULL, &unit, &wgmma, &gemv, &wgmma256};
-    for (int pass = 0; pass < (hopper ? 5 : 1); pass++) {
+    const bfp_matmul_tuning *passes[] = {NULL, &unit, &wgmma, &gemv, &wgmma256, &gemv_plain};
+    for (int pass = 0; pass < (hopper ? 6 : 1); pass++) {
         tune = passes[pass];
         run_cases(quick);
     }

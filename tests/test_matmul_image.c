@@ -128,10 +128,11 @@ static void test_tuning(void)
     CHECK(bfp_matmul_tuning_check(NULL) == BFP_OK && bfp_matmul_tuning_check(&t) == BFP_OK,
           "NULL and {0} are the defaults");
     const bfp_matmul_tuning good = {.ctas_per_sm = 64, .warps_per_sm = 64, .post_max_m = 32,
-                                    .wgmma_serial = 1, .gemv_pdl = 1, .wgmma_consumers = 3,
+                                    .wgmma_serial = 1, .gemv_pdl = 2, .wgmma_consumers = 3,
                                     .xq_kernel = 2, .grouped_kernel = 3, .gemv_split = 2,
                                     .wgmma_bn = 128},
                             good2 = {.ctas_per_sm = 1, .warps_per_sm = 1, .post_max_m = -1,
+                                     .gemv_pdl = -1,
                                      .wgmma_consumers = 2, .xq_kernel = 1, .grouped_kernel = 1,
                                      .gemv_split = 1, .wgmma_bn = 256},
                             good3 = {.wgmma_bn = 64}, good4 = {.wgmma_bn = 256};
@@ -142,7 +143,7 @@ static void test_tuning(void)
         {.ctas_per_sm = -1},     {.ctas_per_sm = 65},  {.ctas_per_sm = INT_MAX},
         {.warps_per_sm = -1},    {.warps_per_sm = 65}, {.post_max_m = -2},
         {.post_max_m = 33},      {.wgmma_serial = 2},  {.wgmma_serial = -1},
-        {.gemv_pdl = 2},         {.gemv_pdl = -1},     {.wgmma_consumers = 1},
+        {.gemv_pdl = 3},         {.gemv_pdl = -2},     {.wgmma_consumers = 1},
         {.wgmma_consumers = 4},  {.wgmma_consumers = -1}, {.xq_kernel = 3},
         {.xq_kernel = -1},       {.grouped_kernel = 4}, {.grouped_kernel = -1},
         {.gemv_split = 3},       {.gemv_split = -1},   {.wgmma_bn = 32},

@@ -471,7 +471,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
         GemvArgs a = {V.units, V.chunks};
         a.groups = V.groups;
         a.cluster = V.cluster;
-        return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl, s) == cudaSuccess
+        return launch_gemv(w->kind, p, maps, a, V.nt, V.grid, t.gemv_pdl > 0, s) == cudaSuccess
                    ? BFP_OK
                    : BFP_ERR_DEVICE;
     }

@@ -196,6 +196,17 @@ bool wants_gemv(const bfp_cuda_grouped_weight *w, size_t t_rows, const bfp_matmu
     return w->gv_ok && g_mean_rows(w, t_rows) <= G_GEMV_MEAN_ROWS;
 }
 
+/* The GEMV kernel's PDL level: the tuning's gemv_pdl, -1 off; the default
+ * is 1, which reads nothing before the previous kernel has finished and so
+ * asks nothing of it (measured in docs/gemm.md, "The grouped GEMV under
+ * programmatic dependent launch") */
+int grouped_pdl(const bfp_matmul_tuning *tu)
+{
+    if (!tu || tu->gemv_pdl == 0)
+        return 1;
+    return tu->gemv_pdl < 0 ? 0 : tu->gemv_pdl;
+}
+
 /* the parameters both kernels read */
 GroupedParams grouped_params(const bfp_cuda_grouped_weight *w, const void *d_x, size_t t_rows,
                              const int32_t *d_offsets, const void *d_bias, void *d_y)
@@ -385,7 +396,7 @@ bfp_status bfp_cuda_grouped_matmul(const bfp_cuda_grouped_weight *w, const void 
         return BFP_ERR_ARG;
     if (wants_gemv(w, t_rows, tuning))
         return run_grouped_gemv(w, d_x, t_rows, d_offsets, d_bias, d_y, d_workspace,
-                                workspace_bytes, tuning ? tuning->gemv_pdl : 0,
+                                workspace_bytes, grouped_pdl(tuning),
                                 static_cast<cudaStream_t>(stream));
     if (wants_wgmma(w, t_rows, tuning))
         return run_grouped_wgmma(w, d_x, t_rows, d_offsets, d_bias, d_y, tuning,
