@@ -106,7 +106,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gpu_moe OUT.json ROUTES.json [quick|t1]\n");
         return 2;
     }
-    const bool quick = argc > 3 && !strcmp(argv[3], "quick"), t1 = argc > 3 && !strcmp(argv[3], "t1");
+    const bool quick = argc > 3 && !strcmp(argv[3], "quick");
+    const bool t1 = argc > 3 && !strcmp(argv[3], "t1");
     if (!bfp_cuda_available()) {
         printf("gpu_moe: skipped: no GPU\n");
         return 0;
@@ -281,10 +282,12 @@ int main(int argc, char **argv)
                         const double w256_us = T >= 256 ? alt(2, 256, 0, &w256_rel) : -1;
                         const double frac = used / (g_us * 1e-6) / bw;
                         printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  wgmma %9.1f us  "
-                               "wgmma256 %9.1f us  gemv %9.1f us  gemv+pdl %9.1f / %9.1f us  loop %9.1f us  used %.1f MB  "
+                               "wgmma256 %9.1f us  gemv %9.1f us  gemv+pdl %9.1f / %9.1f us  "
+                               "loop %9.1f us  used %.1f MB  "
                                "%.0f%% of copy bw  rel %.1e / %.1e / %.1e / %.1e\n",
                                models[mi].name, projs[pi].name, bfp_format_get(fmt)->name, T,
-                               di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, vp_us, vp2_us, l_us,
+                               di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, vp_us,
+                               vp2_us, l_us,
                                used / 1e6, 100 * frac, rel, w_rel, w256_rel, v_rel);
                         fflush(stdout);
                         fprintf(fo,
@@ -292,7 +295,8 @@ int main(int argc, char **argv)
                                 "\"experts\": %d, \"format\": \"%s\", \"tokens\": %d, "
                                 "\"rows\": %d, \"routing\": \"%s\", \"grouped_us\": %.2f, "
                                 "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma256_us\": %.2f, "
-                                "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_pdl2_us\": %.2f, "
+                                "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, "
+                                "\"gemv_pdl2_us\": %.2f, "
                                 "\"bytes_used\": %.0f, "
                                 "\"active_experts_max\": %d, \"roofline_frac_copy_bw\": %.4f, "
                                 "\"roofline_frac_4800GBps\": %.4f, "
@@ -304,7 +308,8 @@ int main(int argc, char **argv)
                                 "\"rel_diff_gemv_pdl2_vs_loop\": %.3e}",
                                 first ? "" : ",\n", models[mi].name, projs[pi].name, n, k, E,
                                 bfp_format_get(fmt)->name, T, rows, di ? "skewed" : "uniform",
-                                g_us, l_us, w_us, w256_us, v_us, vp_us, vp2_us, used, active_max, frac,
+                                g_us, l_us, w_us, w256_us, v_us, vp_us, vp2_us, used,
+                                active_max, frac,
                                 used / (g_us * 1e-6) / 4.8e12, rel,
                                 std::isnan(w_rel) ? -1.0 : w_rel,
                                 std::isnan(w256_rel) ? -1.0 : w256_rel,

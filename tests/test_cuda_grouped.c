@@ -38,6 +38,20 @@ static const bfp_matmul_tuning *tune;
 #define SHARED_WS_BYTES ((size_t)8 << 20)
 static void *shared_ws;
 
+/* ||y - ref|| / ||ref|| over expert e's rows (n wide) of y; adds the NaN
+ * outputs there to *nan */
+static double expert_rel_err(const uint16_t *y, const float *ref, const int32_t *off, size_t e,
+                             size_t n, int *nan)
+{
+    double num = 0, den = 0;
+    for (size_t i = (size_t)off[e] * n; i < (size_t)off[e + 1] * n; i++) {
+        const double d = (double)bfp_bf16_to_f32(y[i]) - (double)ref[i];
+        *nan += isnan(bfp_bf16_to_f32(y[i])) != 0;
+        num += d * d, den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t t_rows, int kind,
                      int with_bias)
 {
@@ -106,13 +120,7 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
         CU(cudaMemcpy(yb, dy, t_rows * n * 2, cudaMemcpyDeviceToHost));
         int nan = 0;
         for (size_t e = 0; e < e_count; e++) {
-            double num = 0, den = 0;
-            for (size_t i = (size_t)off[e] * n; i < (size_t)off[e + 1] * n; i++) {
-                double d = (double)bfp_bf16_to_f32(yb[i]) - (double)ref[i];
-                nan += isnan(bfp_bf16_to_f32(yb[i])) != 0;
-                num += d * d, den += (double)ref[i] * ref[i];
-            }
-            double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+            const double rel = expert_rel_err(yb, ref, off, e, n, &nan);
             CHECK(rel < 5e-3, "%s kernel %d E=%zu %zux%zu T=%zu %s bias=%d call %d expert %zu "
                   "(%d rows): rel err %.3g",
                   fn, tune ? tune->grouped_kernel : 0, e_count, n, k, t_rows, route_names[kind],
@@ -183,7 +191,6 @@ static void view_checks(void)
     gexperts_free(&g);
 }
 
-/* every format over the routing kinds and shapes with the kernel in tune */
 /* Two grouped GEMV calls in a row on one stream, both launched with
  * programmatic dependent launch (gemv_pdl = level: 1, or 2, which also reads
  * the offsets and W early: the first call writes neither), the second's x
@@ -243,14 +250,8 @@ static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows, int le
                   BFP_OK,
               "ref");
         for (size_t e = 0; e < e_count; e++) {
-            double num = 0, den = 0;
             int nan = 0;
-            for (size_t i = (size_t)off[e] * n2; i < (size_t)off[e + 1] * n2; i++) {
-                const double d = (double)bfp_bf16_to_f32(y2[i]) - (double)ref[i];
-                nan += isnan(bfp_bf16_to_f32(y2[i])) != 0;
-                num += d * d, den += (double)ref[i] * ref[i];
-            }
-            const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+            const double rel = expert_rel_err(y2, ref, off, e, n2, &nan);
             CHECK(nan == 0 && rel < 5e-3, "%s pdl %d chain E=%zu T=%zu rep %d expert %zu: rel "
                   "err %.3g, %d NaN", fn, level, e_count, t_rows, rep, e, rel, nan);
         }
@@ -265,6 +266,7 @@ static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows, int le
     gexperts_free(&g2);
 }
 
+/* every format over the routing kinds and shapes with the kernel in tune */
 static void run_cases(int quick)
 {
     static const bfp_format fmts[] = {BFP_MXFP4, BFP_MXFP4_PLUS, BFP_NVFP4, BFP_NVFP4_PLUS,
@@ -355,8 +357,7 @@ int main(void)
             pdl_chain_case(BFP_NVFP4, 4, 60, level); /* NT = 2 */
             pdl_chain_case(BFP_HIF4, 16, 1, level);
         }
-    }
-    if (!hopper) {
+    } else {
         wgmma_refused(&wgmma);
         wgmma_refused(&gemv);
     }

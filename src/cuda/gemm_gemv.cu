@@ -27,8 +27,8 @@ namespace bfpgemm {
 /* A grouped call's unit u (G): expert e, the first of its 8 NT rows of x
  * (row0) and how many of them it has (rows), the group and chunk. Units are
  * [expert][m chunk][group][chunk] (gemm_grouped.cuh count_units:
- * ceil(rows / 8 NT) * groups * chunks per expert), so (u - ch) / chunks numbers the (expert, m
- * chunk, group) triples: their counters. */
+ * ceil(rows / 8 NT) * groups * chunks per expert), so (u - ch) / chunks
+ * numbers the (expert, m chunk, group) triples: their counters. */
 template <int NT>
 __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int u, int *e,
                                         int *row0, int *rows, int *grp, int *ch)
@@ -359,8 +359,9 @@ static cudaError_t gemv_any(int fmt_kind, int nt, bool grouped, unsigned grid, c
     return with_kind(fmt_kind, [&](auto f) {
         constexpr int F = decltype(f)::value;
         if (grouped)
-            return nt == 1 ? gemv_k<F, 1, true, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s)
-                           : gemv_k<F, 2, true, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s);
+            return nt == 1
+                       ? gemv_k<F, 1, true, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s)
+                       : gemv_k<F, 2, true, false>(grid, p, mp, a, pdl, 0, resident, nullptr, s);
         if (csize > 0)
             return nt == 1
                        ? gemv_k<F, 1, false, true>(grid, p, mp, a, pdl, csize, resident, clusters, s)
