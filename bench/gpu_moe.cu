@@ -13,7 +13,9 @@
  * its graph writes the offsets or W); -1 where
  * refused or not run. Each timing
  * is a CUDA graph of 20 calls, each call with its own routing (so other
- * experts, not L2's), replayed 7 times, median. Writes the routes too
+ * experts, not L2's), replayed 7 times, median. read_us: the floor under
+ * any kernel for the call, a kernel that only reads the routed experts'
+ * packed bytes (read_experts), timed the same way. Writes the routes too
  * (bench/moe_torch.py times torch's bf16 grouped GEMM on the same ones).
  *   gpu_moe OUT.json ROUTES.json [quick|t1] */
 #include <cuda_runtime.h>
@@ -89,6 +91,65 @@ __global__ void fill_bf16(uint16_t *x, size_t n, uint64_t seed)
     }
 }
 
+/* The floor under a grouped call: read the packed bytes (words 16-byte
+ * words from each image's start, images `stride` words apart) of every
+ * expert that the offsets give rows, as a streaming kernel would, and
+ * nothing else. Launched as the grouped GEMV is (PDL, the offsets read after
+ * griddepcontrol.wait); sink is written only if the bytes' XOR is a value
+ * no real data makes, so the loads cannot be dropped. */
+__global__ void __launch_bounds__(256) read_experts(const uint4 *base, unsigned stride,
+                                                    unsigned words, const int32_t *off,
+                                                    int e_count, unsigned *sink)
+{
+    __shared__ int act[1024];
+    __shared__ int na;
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (threadIdx.x == 0)
+        na = 0;
+    __syncthreads();
+    for (int e = threadIdx.x; e < e_count; e += blockDim.x)
+        if (off[e + 1] > off[e])
+            act[atomicAdd(&na, 1)] = e;
+    __syncthreads();
+    asm volatile("griddepcontrol.launch_dependents;");
+    constexpr int UNROLL = 4;
+    const unsigned step = gridDim.x * blockDim.x;
+    unsigned a = 0, w = blockIdx.x * blockDim.x + threadIdx.x; /* expert slot, word */
+    uint32_t x = 0;
+    while (a < (unsigned)na) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int j = 0; j < UNROLL; j++) {
+            while (a < (unsigned)na && w >= words)
+                w -= words, a++;
+            v[j] = a < (unsigned)na ? __ldcs(base + (size_t)act[a] * stride + w)
+                                    : make_uint4(0, 0, 0, 0);
+            w += step;
+        }
+#pragma unroll
+        for (int j = 0; j < UNROLL; j++)
+            x ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    if (x == 0x9E3779B9u)
+        *sink = x;
+}
+
+static void launch_read(const uint8_t *base, size_t one, double bytes, const int32_t *off,
+                        int e_count, unsigned *sink, int grid, cudaStream_t s)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    CU(cudaLaunchKernelEx(&cfg, read_experts, (const uint4 *)base, (unsigned)(one / 16),
+                          (unsigned)(bytes / 16), off, e_count, sink));
+}
+
 /* ||a - b|| / ||b|| of two bf16 outputs */
 static double rel_diff(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b)
 {
@@ -151,6 +212,10 @@ int main(int argc, char **argv)
     fprintf(fr, "\n]}\n");
     fclose(fr);
 
+    int sms = 0;
+    CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    unsigned *dsink;
+    CU(cudaMalloc(&dsink, 4));
     void *dx, *dy, *dy2, *doff;
     CU(cudaMalloc(&dx, (size_t)max_rows * 2880 * 2));
     CU(cudaMalloc(&dy, (size_t)max_rows * 5760 * 2));
@@ -239,6 +304,10 @@ int main(int argc, char **argv)
                                                         dlws, loop_ws, BFP_MATMUL_AUTO, s));
                             }
                         }, CALLS, REPS);
+                        const double r_us = graph_us(s, [&](int c) {
+                            launch_read(dbuf, one, expert_bytes, (int32_t *)doff + c * (E + 1), E,
+                                        dsink, 8 * sms, s);
+                        }, CALLS, REPS);
                         /* the last call of each: grouped against the loop */
                         CU(cudaStreamSynchronize(s));
                         std::vector<uint16_t> y1((size_t)rows * n), y2((size_t)rows * n);
@@ -283,11 +352,11 @@ int main(int argc, char **argv)
                         const double frac = used / (g_us * 1e-6) / bw;
                         printf("%-13s %-7s %-6s T=%4d %-7s grouped %9.1f us  wgmma %9.1f us  "
                                "wgmma256 %9.1f us  gemv %9.1f us  gemv+pdl %9.1f / %9.1f us  "
-                               "loop %9.1f us  used %.1f MB  "
+                               "loop %9.1f us  read %9.1f us  used %.1f MB  "
                                "%.0f%% of copy bw  rel %.1e / %.1e / %.1e / %.1e\n",
                                models[mi].name, projs[pi].name, bfp_format_get(fmt)->name, T,
                                di ? "skewed" : "uniform", g_us, w_us, w256_us, v_us, vp_us,
-                               vp2_us, l_us,
+                               vp2_us, l_us, r_us,
                                used / 1e6, 100 * frac, rel, w_rel, w256_rel, v_rel);
                         fflush(stdout);
                         fprintf(fo,
@@ -296,7 +365,8 @@ int main(int argc, char **argv)
                                 "\"rows\": %d, \"routing\": \"%s\", \"grouped_us\": %.2f, "
                                 "\"loop_us\": %.2f, \"wgmma_us\": %.2f, \"wgmma256_us\": %.2f, "
                                 "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, "
-                                "\"gemv_pdl2_us\": %.2f, "
+                                "\"gemv_pdl2_us\": %.2f, \"read_us\": %.2f, "
+                                "\"read_frac_copy_bw\": %.4f, "
                                 "\"bytes_used\": %.0f, "
                                 "\"active_experts_max\": %d, \"roofline_frac_copy_bw\": %.4f, "
                                 "\"roofline_frac_4800GBps\": %.4f, "
@@ -308,7 +378,8 @@ int main(int argc, char **argv)
                                 "\"rel_diff_gemv_pdl2_vs_loop\": %.3e}",
                                 first ? "" : ",\n", models[mi].name, projs[pi].name, n, k, E,
                                 bfp_format_get(fmt)->name, T, rows, di ? "skewed" : "uniform",
-                                g_us, l_us, w_us, w256_us, v_us, vp_us, vp2_us, used,
+                                g_us, l_us, w_us, w256_us, v_us, vp_us, vp2_us, r_us,
+                                used / (r_us * 1e-6) / bw, used,
                                 active_max, frac,
                                 used / (g_us * 1e-6) / 4.8e12, rel,
                                 std::isnan(w_rel) ? -1.0 : w_rel,
@@ -328,5 +399,6 @@ int main(int argc, char **argv)
             }
     fprintf(fo, "\n]}\n");
     fclose(fo);
+    CU(cudaFree(dsink));
     return 0;
 }
