@@ -21,6 +21,30 @@
 #include "bfp.h"
 #include "cuda_check.h" /* tests/ */
 
+/* element i's 64 random bits in a fill seeded with seed (splitmix64) */
+__device__ __forceinline__ uint64_t fill_bits(uint64_t seed, size_t i)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* random bf16 times scale: normal-ish (three 16-bit uniforms summed), one
+ * in 512 twenty times larger */
+__global__ void fill_bf16_outliers(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint64_t z = fill_bits(seed, i);
+        float g = ((float)(z & 0xFFFF) + (float)((z >> 16) & 0xFFFF) +
+                   (float)((z >> 32) & 0xFFFF)) / 65536.0f - 1.5f;
+        if (((z >> 48) & 511) == 0)
+            g *= 20.0f;
+        x[i] = __float2bfloat16_rn(g * scale);
+    }
+}
+
 template <class F> static double graph_us(cudaStream_t s, F f, int calls = 20, int reps = 7)
 {
     f(0);

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "bench_check.h"
+#include "bench_gpu.cuh"
 #include "cuda_check.h" /* tests/ */
 
 #include <algorithm>
@@ -32,10 +33,7 @@ __global__ void fill_bf16(uint16_t *x, size_t n, uint64_t seed)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
+        const uint64_t z = fill_bits(seed, i);
         uint64_t b = (seed + 0x9E3779B97F4A7C15ull * (i / 32 + 7)) * 0xBF58476D1CE4E5B9ull;
         float g = ((float)(z & 0xFFFF) + (float)((z >> 16) & 0xFFFF) + (float)((z >> 32) & 0xFFFF)) /
                       65536.0f - 1.5f;

@@ -47,23 +47,6 @@
 #include <time.h>
 #include <vector>
 
-/* random bf16: normal-ish, an outlier now and then */
-__global__ void fill_bf16(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        float g = ((float)(z & 0xFFFF) + (float)((z >> 16) & 0xFFFF) +
-                   (float)((z >> 32) & 0xFFFF)) / 65536.0f - 1.5f;
-        if (((z >> 48) & 511) == 0)
-            g *= 20.0f;
-        x[i] = __float2bfloat16_rn(g * scale);
-    }
-}
-
 __global__ void bf16_to_f32(const __nv_bfloat16 *x, float *y, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -216,7 +199,7 @@ int main(int argc, char **argv)
         std::vector<__nv_bfloat16 *> wb(rot16);
         for (int r = 0; r < rot16; r++) {
             CU(cudaMalloc(&wb[r], wbytes16));
-            fill_bf16<<<1024, 256>>>(wb[r], n * k, 1000 + r, 0.05f);
+            fill_bf16_outliers<<<1024, 256>>>(wb[r], n * k, 1000 + r, 0.05f);
             CU(cudaGetLastError());
         }
         size_t mmax = 4096;
@@ -226,7 +209,7 @@ int main(int argc, char **argv)
         CU(cudaMalloc(&y, mmax * n * 2));
         CU(cudaMalloc(&xf, mmax * k * 4));
         CU(cudaMalloc(&yref, mmax * n * 4));
-        fill_bf16<<<1024, 256>>>(x, mmax * k, 7, 1.0f);
+        fill_bf16_outliers<<<1024, 256>>>(x, mmax * k, 7, 1.0f);
         bf16_to_f32<<<1024, 256>>>(x, xf, mmax * k);
         CU(cudaGetLastError());
         double cublas_us[MAX_MS];

@@ -39,22 +39,6 @@
 #include <time.h>
 #include <vector>
 
-__global__ void fill_bf16(__nv_bfloat16 *x, size_t n, uint64_t seed, float scale)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        float g = ((float)(z & 0xFFFF) + (float)((z >> 16) & 0xFFFF) +
-                   (float)((z >> 32) & 0xFFFF)) / 65536.0f - 1.5f;
-        if (((z >> 48) & 511) == 0)
-            g *= 20.0f;
-        x[i] = __float2bfloat16_rn(g * scale);
-    }
-}
-
 /* v for the JSON: NaN (a NaN in y) as null */
 static std::string json_num(double v)
 {
@@ -141,8 +125,8 @@ int main(int argc, char **argv)
         CU(cudaMalloc(&wf, n * k * 4));
         CU(cudaMalloc(&xf, mmax * k * 4));
         CU(cudaMalloc(&yref, mmax * n * 4));
-        fill_bf16<<<1024, 256>>>(wbf, n * k, 1000, 0.05f);
-        fill_bf16<<<1024, 256>>>(x, mmax * k, 7, 1.0f);
+        fill_bf16_outliers<<<1024, 256>>>(wbf, n * k, 1000, 0.05f);
+        fill_bf16_outliers<<<1024, 256>>>(x, mmax * k, 7, 1.0f);
         CU(cudaGetLastError());
         /* cuBLAS bf16 over rotating bf16 weights, as gpu_gemm */
         size_t wb16 = n * k * 2;

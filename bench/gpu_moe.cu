@@ -81,10 +81,7 @@ __global__ void fill_bf16(uint16_t *x, size_t n, uint64_t seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        float g = (float)((z >> 40) & 0xFFFF) / 32768.0f - 1.0f;
+        float g = (float)((fill_bits(seed, i) >> 40) & 0xFFFF) / 32768.0f - 1.0f;
         uint32_t b;
         memcpy(&b, &g, 4);
         x[i] = (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16);

@@ -4,7 +4,9 @@ tokens) leaves a grouped call beyond streaming its experts' bytes, from a
 gpu_moe result (bench/results/*moe*.json): per cell, the bytes of the experts
 used, their time at the run's copy rate, the time 70% of it allows, and so
 the microseconds a call may spend beyond the streaming, against what the
-grouped call took beyond it.
+grouped call took beyond it; and, where the file has it (gpu_moe's read_us),
+what a kernel that only reads the same experts' bytes took: the floor under
+any kernel for that call, as a fraction of the roofline.
 
     python3 bench/moe_budget.py bench/results/h100-moe-00f4254.json [COPY_GBPS]
 
@@ -27,7 +29,9 @@ def main(path: str, copy: str = "") -> int:
         print(f"  {r['model']:>12} {r['proj']:>7} T={r['tokens']:<2} {r['routing']:>7}: "
               f"{r['bytes_used'] / 1e6:6.1f} MB, {stream:5.1f} us at copy rate; 70% allows "
               f"{allow:4.1f} us beyond, the grouped call took {r['grouped_us'] - stream:5.1f} "
-              f"beyond ({r['grouped_us']:.1f} us)")
+              f"beyond ({r['grouped_us']:.1f} us)"
+              + (f"; a read alone {r['read_us']:.1f} us, {r['read_frac_copy_bw']:.2f} of it"
+                 if r.get("read_us", -1) > 0 and not copy else ""))
     return 0
 
 
