@@ -67,7 +67,7 @@ for r in 1 2; do
     timeout 100 $X/gpu_gemm "$O/gemv-new-$r.json" >/dev/null 2>&1 || status=1
     timeout 100 $X/old/gpu_gemm "$O/gemv-old-$r.json" >/dev/null 2>&1 || status=1
 done
-timeout 150 $X/gpu_moe "$O/moe-new.json" $X/routes.json quick >/dev/null 2>&1 || status=1
-timeout 150 $X/old/gpu_moe "$O/moe-old.json" $X/routes.json quick >/dev/null 2>&1 || status=1
+timeout 200 $X/gpu_moe "$O/moe-new.json" $X/routes.json quick >/dev/null 2>&1 || status=1
+timeout 200 $X/old/gpu_moe "$O/moe-old.json" $X/routes.json quick >/dev/null 2>&1 || status=1
 rm -rf "$X"
 exit $status
