@@ -7,7 +7,7 @@
 # each, all linked from the same libraries.
 #
 #   OLD_OBJ=dir/gemm_gemv.cu.o OUT=dir bash bench/gemv_ab.sh   # an earlier build's object
-#   ALT_FLAGS="-DBFP_GV_FENCE1=1" OUT=dir bash bench/gemv_ab.sh
+#   ALT_FLAGS="-DBFP_GV_RED_SLICES=4" OUT=dir bash bench/gemv_ab.sh
 #
 # build/ holds libbfp.a and libbfp_cuda.a of this tree (sm_90a). OLD_OBJ is
 # swapped into a copy of libbfp_cuda.a; or, with ALT_FLAGS, this tree's

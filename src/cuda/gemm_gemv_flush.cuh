@@ -74,14 +74,13 @@ __device__ __forceinline__ void gv_flush(const Params &p, const GemvArgs &a,
         else
             atomicAdd(&p.ws[(size_t)mm * p.n + n], v);
     }
-    if (!whole && !BFP_GV_FENCE1)
-        __threadfence();
-    bar_consumers(); /* red is free again; this CTA's sums are in the workspace */
+    bar_consumers(); /* red is free again; this CTA's adds to the workspace are issued */
     if (whole)
         return;
     if (tid == 0) {
-        if (BFP_GV_FENCE1)
-            __threadfence();
+        /* one fence, after the barrier: it is cumulative over the adds the
+         * barrier ordered before it, so they land before the count does */
+        __threadfence();
         *last_flag = atomicAdd(&p.counters[grp], (unsigned)(c1 - c0)) + (unsigned)(c1 - c0) ==
                      (unsigned)a.chunks;
     }

@@ -41,13 +41,6 @@ constexpr int gv_pad1024(int b) { return (b + 1023) & ~1023; }
 #define BFP_GV_RED_SLICES 8
 #endif
 constexpr int GV_SLICES = BFP_GV_RED_SLICES;
-/* BFP_GV_FENCE1 1: a split group's flush fences once, by the thread that
- * then counts the CTA's units, after the consumers' barrier (the fence is
- * cumulative over what the barrier ordered before it), instead of in every
- * consumer thread before the barrier (an experiment for bench/gemv.sh) */
-#ifndef BFP_GV_FENCE1
-#define BFP_GV_FENCE1 0
-#endif
 static_assert(GV_SLICES >= 1 && GV_CW % GV_SLICES == 0, "whole rounds");
 constexpr bool GV_XSMEM = BFP_GV_XSMEM != 0;
 
