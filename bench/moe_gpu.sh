@@ -66,7 +66,7 @@ if [ -z "${MOE_BENCH_ONLY:-}" ] && command -v compute-sanitizer >/dev/null; then
 fi
 
 say "bench (gpu_moe, then moe_torch.py)"
-timeout 300 $B/gpu_moe "$OUT/gpu_moe.json" "$OUT/moe_routes.json" ${MOE_QUICK:+quick} 2>&1 |
+timeout 360 $B/gpu_moe "$OUT/gpu_moe.json" "$OUT/moe_routes.json" ${MOE_QUICK:+quick} 2>&1 |
     tee -a "$LOG"
 timeout 200 python3 bench/moe_torch.py "$OUT/gpu_moe.json" "$OUT/moe_routes.json" \
     "$OUT/h200-moe.json" 2>&1 | tee -a "$LOG"
