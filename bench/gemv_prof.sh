@@ -12,6 +12,8 @@
 #
 # build/ holds libbfp.a and libbfp_cuda.a of this tree (sm_90a; carry them).
 # PROF_LAUNCHES (default 2): how many launches of each kernel to profile.
+# PROF_METRICS: more ncu metrics (its --metrics list), e.g. the stall reasons,
+# "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/link_gpu.sh
@@ -19,7 +21,8 @@ bench_dirs
 link_bench gpu_moe $X/gpu_moe build/libbfp_cuda.a build/libbfp.a &&
     link_bench gpu_gemm $X/gpu_gemm build/libbfp_cuda.a build/libbfp.a || exit 1
 SECTIONS="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats
-    --section MemoryWorkloadAnalysis --section SchedulerStats"
+    --section MemoryWorkloadAnalysis --section SchedulerStats
+    ${PROF_METRICS:+--metrics $PROF_METRICS}"
 N=${PROF_LAUNCHES:-2}
 status=0
 # shellcheck disable=SC2086
