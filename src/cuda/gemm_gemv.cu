@@ -44,6 +44,55 @@ __device__ __forceinline__ void gv_unit(const GemvArgs &a, const int *upre, int 
     *ch = rem - *grp * a.chunks;
 }
 
+/* BFP_GV_STEP 1 (a build variant, for bench/gemv_ab.sh): a grouped call's
+ * producer and consumers step from one unit to the next (gv_next) instead
+ * of finding each from its index (gv_unit: a search of the unit counts and
+ * integer divisions) */
+#ifndef BFP_GV_STEP
+#define BFP_GV_STEP 0
+#endif
+
+/* The unit after one (e, row0, rows, grp, ch; ch may be a.chunks at a
+ * group's end) in the order [expert][m chunk][group][chunk], empty experts
+ * skipped: what gv_unit gives for the next index. Only where that unit
+ * exists (index < upre[e_count]). */
+template <int NT>
+__device__ __forceinline__ void gv_next(const GemvArgs &a, const int *upre, int *e, int *row0,
+                                        int *rows, int *grp, int *ch)
+{
+    if (++*ch < a.chunks)
+        return;
+    *ch = 0;
+    if (++*grp < a.groups)
+        return;
+    *grp = 0;
+    int ra, rb;
+    expert_rows(a.offsets, a.t_rows, *e, &ra, &rb);
+    if (*row0 + 8 * NT < rb) { /* e's next m chunk */
+        *row0 += 8 * NT;
+        *rows = min(8 * NT, rb - *row0);
+        return;
+    }
+    do
+        ++*e;
+    while (*e < a.e_count - 1 && upre[*e + 1] == upre[*e]);
+    expert_rows(a.offsets, a.t_rows, *e, &ra, &rb);
+    *row0 = ra;
+    *rows = min(8 * NT, rb - ra);
+}
+
+/* Unit u0 + i of a run walked from i = 0: found from its index, or with
+ * BFP_GV_STEP the one after unit u0 + i - 1 (in e ... ch) */
+template <int NT>
+__device__ __forceinline__ void gv_walk(const GemvArgs &a, const int *upre, int u0, int i, int *e,
+                                        int *row0, int *rows, int *grp, int *ch)
+{
+    if (BFP_GV_STEP && i > 0)
+        gv_next<NT>(a, upre, e, row0, rows, grp, ch);
+    else
+        gv_unit<NT>(a, upre, u0 + i, e, row0, rows, grp, ch);
+}
+
 /* Params of a grouped call's unit u (the rest as the call's p): expert e's
  * fold, 2^fold and tensor scale (es, from its header) and bias row; its rows
  * of x, y and the workspace from row0 on (at most 8 NT); the counters from
@@ -114,7 +163,10 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
             int e1 = e, r1 = row0, n1 = rows, g1 = grp, h1 = ch;
             ExpertScales es{};
             if (more) {
-                gv_unit<NT>(a, upre, u0 + i + 1, &e1, &r1, &n1, &g1, &h1);
+                if (BFP_GV_STEP)
+                    gv_next<NT>(a, upre, &e1, &r1, &n1, &g1, &h1);
+                else
+                    gv_unit<NT>(a, upre, u0 + i + 1, &e1, &r1, &n1, &g1, &h1);
                 es = expert_scales<F>(a.base + (size_t)e1 * a.stride);
             }
             gv_flush<NT>(q, a, acc, red, last_flag, grp, c0, ch, warp, lane);
@@ -229,13 +281,13 @@ __global__ void __launch_bounds__(GV_THREADS, gv_ctas<F, NT>())
             int e, row0, rows, grp, ch;
             const int early = a.early ? pre : 0;
             for (int i = 0; i < early; i++) {
-                gv_unit<NT>(a, upre, u0 + i, &e, &row0, &rows, &grp, &ch);
+                gv_walk<NT>(a, upre, u0, i, &e, &row0, &rows, &grp, &ch);
                 copy_w(i, grp, ch, e);
             }
             griddep_wait();
             for (int i = 0; i < nu; i++) {
                 const int s = i % STAGES;
-                gv_unit<NT>(a, upre, u0 + i, &e, &row0, &rows, &grp, &ch);
+                gv_walk<NT>(a, upre, u0, i, &e, &row0, &rows, &grp, &ch);
                 if (i >= STAGES)
                     mbar_wait(smem_addr(&empty[s]), (uint32_t)(i / STAGES - 1) & 1u);
                 if (i >= early)
