@@ -16,6 +16,7 @@ static uint3 threadIdx, blockIdx, gridDim, blockDim;
 static inline void __syncthreads() {}
 static inline void __syncwarp(unsigned = 0xFFFFFFFFu) {}
 static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int) { return v; }
+template <typename T> static inline T __shfl_up_sync(unsigned, T v, unsigned) { return v; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
 template <typename T> static inline T __ldcg(const T *p) { return *p; }
 template <typename T> static inline void __stcg(T *p, T v) { *p = v; }
