@@ -143,8 +143,12 @@ static void gpu_case(bfp_format fmt, size_t e_count, size_t n, size_t k, size_t 
     }
     bfp_cuda_grouped_weight_free(w);
     if (dws != shared_ws)
-        cudaFree(dws);
-    cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff), cudaFree(dbias);
+        CU(cudaFree(dws));
+    CU(cudaFree(dbuf));
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(doff));
+    CU(cudaFree(dbias));
     free(off), free(bad), free(x), free(bias), free(yb), free(ref);
     gexperts_free(&g);
 }
@@ -187,7 +191,8 @@ static void view_checks(void)
     bad.ctas_per_sm = 65;
     CHECK(bfp_cuda_grouped_matmul_workspace_size(w, 4, &bad) == 0, "bad tuning: no size");
     bfp_cuda_grouped_weight_free(w);
-    cudaFree(d), cudaFree(doff);
+    CU(cudaFree(d));
+    CU(cudaFree(doff));
     gexperts_free(&g);
 }
 
@@ -260,7 +265,12 @@ static void pdl_chain_case(bfp_format fmt, size_t e_count, size_t t_rows, int le
     }
     bfp_cuda_grouped_weight_free(w1);
     bfp_cuda_grouped_weight_free(w2);
-    cudaFree(dw1), cudaFree(dw2), cudaFree(dx), cudaFree(dy1), cudaFree(dy2), cudaFree(doff);
+    CU(cudaFree(dw1));
+    CU(cudaFree(dw2));
+    CU(cudaFree(dx));
+    CU(cudaFree(dy1));
+    CU(cudaFree(dy2));
+    CU(cudaFree(doff));
     free(off), free(x), free(y1), free(y2), free(ref);
     gexperts_free(&g1);
     gexperts_free(&g2);
@@ -313,7 +323,10 @@ static void wgmma_refused(const bfp_matmul_tuning *wg)
               BFP_ERR_UNSUPPORTED,
           "grouped_kernel %d off sm_90: BFP_ERR_UNSUPPORTED", wg->grouped_kernel);
     bfp_cuda_grouped_weight_free(w);
-    cudaFree(dbuf), cudaFree(dx), cudaFree(dy), cudaFree(doff);
+    CU(cudaFree(dbuf));
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    CU(cudaFree(doff));
     gexperts_free(&g);
 }
 
@@ -361,7 +374,7 @@ int main(void)
         wgmma_refused(&wgmma);
         wgmma_refused(&gemv);
     }
-    cudaFree(shared_ws);
+    CU(cudaFree(shared_ws));
     return check_summary("test_cuda_grouped");
 }
 

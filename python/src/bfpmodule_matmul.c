@@ -312,13 +312,13 @@ static PyObject *py_cuda_matmul_workspace_size_max(PyObject *self, PyObject *cap
 /* The tuning the torch ops pass: the defaults, or gemv_pdl (0 / 1) */
 static int pdl_tuning(int gemv_pdl, bfp_matmul_tuning *t)
 {
-    const bfp_matmul_tuning zero = {0};
-    *t = zero;
-    t->gemv_pdl = gemv_pdl;
-    if ((gemv_pdl != 0 && gemv_pdl != 1) || bfp_matmul_tuning_check(t) != BFP_OK) {
+    if (gemv_pdl != 0 && gemv_pdl != 1) { /* the only field set: no other check applies */
         bfpmod_raise(BFP_ERR_ARG, "cuda_matmul: gemv_pdl must be 0 or 1");
         return -1;
     }
+    const bfp_matmul_tuning zero = {0};
+    *t = zero;
+    t->gemv_pdl = gemv_pdl;
     return 0;
 }
 

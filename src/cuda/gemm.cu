@@ -816,7 +816,7 @@ bfp_matmul_path bfp_cuda_matmul_auto_path_ex(const bfp_cuda_weight *w, size_t m,
     if (!w || m > FUSED_MAX_M)
         return BFP_MATMUL_DEQUANT_CUBLAS;
     const double elems = (double)w->n * (double)w->k;
-    if (tuning && tuning->gemv_pdl >= 1 && w->wgmma_ok && gemv_fits(w, m)) /* m <= 16 */
+    if (tuning && tuning->gemv_pdl > 0 && w->wgmma_ok && gemv_fits(w, m)) /* m <= 16 */
         return BFP_MATMUL_GEMV;
     if (m >= GEMV_AUTO_MIN_M && elems >= GEMV_MIN_ELEMS && gemv_fits(w, m))
         return BFP_MATMUL_GEMV;
