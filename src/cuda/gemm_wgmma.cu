@@ -36,8 +36,21 @@
 namespace bfpgemm {
 namespace wg {
 
+/* the ring's stages: stages(BN), or at BN <= 128 an experiment's count
+ * (build knob BFP_WG_STAGES, bench/wg_trace.sh) */
+__host__ __device__ constexpr int dense_stages(int bn)
+{
+#ifdef BFP_WG_STAGES
+    return bn > 128 ? stages(bn) : BFP_WG_STAGES;
+#else
+    return stages(bn);
+#endif
+}
 template <int F, int BN, int C>
-constexpr int smem_bytes() { return Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES + ALIGN; }
+using DStage = Stage<F, BN, C, dense_stages(BN)>;
+
+template <int F, int BN, int C>
+constexpr int smem_bytes() { return DStage<F, BN, C>::N * DStage<F, BN, C>::BYTES + ALIGN; }
 
 /* Tile scheduler: the CTA's first W row tile, first x row and K range */
 struct WgSched {
@@ -141,7 +154,7 @@ __global__ void __launch_bounds__(threads(C), 1)
     gemm_wgmma_kernel(const Params p, const __grid_constant__ WgmmaMaps mp)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = Stage<F, BN, C>;
+    using S = DStage<F, BN, C>;
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) uint64_t full_bar[S::N], empty_bar[S::N];
     __shared__ unsigned last_cta;
@@ -161,7 +174,7 @@ __global__ void __launch_bounds__(threads(C), 1)
         const WgSched sc(p, BN, S::R);
         const WgSrc src = {&mp.x, &mp.codes, &mp.scales, &mp.corr, p.x,
                            p.m, p.k, p.x_vec, sc.nt0, -1};
-        produce<F, BN, C>(src, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring_start(smem),
+        produce<F, BN, C, S::N>(src, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring_start(smem),
                           smem_addr(full_bar), smem_addr(empty_bar), tid);
         return;
     }
@@ -173,7 +186,7 @@ __global__ void __launch_bounds__(threads(C), 1)
     const int u = (wgi - 1) * 4 + (tid >> 5); /* this warp's W row tile in the CTA */
     /* sc.nkt >= 1: every split has k tiles (plan_wgmma) */
     float acc[BN / 2];
-    consume<F, BN, C>(p.wg_pipe, p.mx_fold, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring,
+    consume<F, BN, C, S::N>(p.wg_pipe, p.mx_fold, WgSpan{sc.m0, sc.kt0, sc.nkt, 0}, ring,
                       smem_addr(full_bar), smem_addr(empty_bar), u, lane, acc);
     wg_epilogue<BN, C>(p, sc, acc, u, lane, threadIdx.x - 128, reinterpret_cast<float *>(ring),
                        &last_cta);
@@ -186,7 +199,7 @@ template <int F, int BN, int C>
 cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStream_t s)
 {
     constexpr int smem = smem_bytes<F, BN, C>();
-    static_assert(Stage<F, BN, C>::N * Stage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
+    static_assert(DStage<F, BN, C>::N * DStage<F, BN, C>::BYTES >= BN * tile_ld(C) * 4,
                   "the epilogue's tile fits the ring");
     static_assert(smem <= 227 * 1024, "the ring fits an SM's shared memory");
     static bool raised; /* the same value every time: a race is harmless */
@@ -202,6 +215,27 @@ cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStrea
 }
 
 } // namespace wg
+
+#ifdef BFP_WG_TRACE
+/* the clock trace of the last dense wgmma launch (gemm_wgmma_parts.cuh):
+ * dims = {CTAs, warpgroups, k tiles, points}; cap in words */
+constexpr size_t WG_TR_WORDS =
+    (size_t)wg::WG_TR_CTAS * wg::WG_TR_WGS * wg::WG_TR_TILES * wg::WG_TR_PTS;
+extern "C" int bfp_wg_trace_read(uint32_t *host, size_t cap, int dims[4])
+{
+    dims[0] = wg::WG_TR_CTAS, dims[1] = wg::WG_TR_WGS, dims[2] = wg::WG_TR_TILES;
+    dims[3] = wg::WG_TR_PTS;
+    if (cap < WG_TR_WORDS)
+        return (int)cudaErrorInvalidValue;
+    return (int)cudaMemcpyFromSymbol(host, wg::wg_trace_buf, WG_TR_WORDS * 4);
+}
+extern "C" int bfp_wg_trace_reset(void)
+{
+    void *d;
+    cudaError_t e = cudaGetSymbolAddress(&d, wg::wg_trace_buf);
+    return (int)(e != cudaSuccess ? e : cudaMemset(d, 0, WG_TR_WORDS * 4));
+}
+#endif
 
 cudaError_t launch_wgmma(int fmt_kind, const Params &p, const WgmmaMaps &mp, int bn,
                          int consumers, dim3 grid, cudaStream_t s)

@@ -183,6 +183,47 @@ __device__ __forceinline__ void issue_tile(float (&acc)[BN / 2], const uint32_t 
     wgmma_commit();
 }
 
+#ifdef BFP_WG_TRACE
+/* An experiment's clock trace (bench/wg_trace.sh; never in the library's
+ * default build): for the first WG_TR_CTAS CTAs, lane 0 of each consumer
+ * warpgroup's first warp records the SM clock at WG_TR_PTS points of each
+ * of its first WG_TR_TILES k tiles (mainloop_pipelined says which). Each
+ * translation unit that includes this has its own buffer; the dense
+ * kernel's is read through gemm_wgmma.cu's bfp_wg_trace_read. */
+constexpr int WG_TR_CTAS = 264, WG_TR_WGS = 3, WG_TR_TILES = 128, WG_TR_PTS = 6;
+static __device__ uint32_t wg_trace_buf[WG_TR_CTAS * WG_TR_WGS * WG_TR_TILES * WG_TR_PTS];
+__device__ __forceinline__ void wg_mark(int u, int lane, int tile, int pt, uint32_t c)
+{
+    const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (lane == 0 && (u & 3) == 0 && tile < WG_TR_TILES && cta < WG_TR_CTAS)
+        wg_trace_buf[((cta * WG_TR_WGS + (u >> 2)) * WG_TR_TILES + tile) * WG_TR_PTS + pt] = c;
+}
+__device__ __forceinline__ uint32_t wg_clock()
+{
+    uint32_t c;
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(c)::"memory");
+    return c;
+}
+/* the global nanosecond timer's low word: comparable between SMs */
+__device__ __forceinline__ uint32_t wg_gtime()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    return (uint32_t)t;
+}
+/* the clock once the fragments a are computed (they are its inputs) */
+__device__ __forceinline__ uint32_t wg_clock_after(const uint32_t (&a)[4][4])
+{
+    keep_live(a);
+    return wg_clock();
+}
+#define WG_MARK(tile, pt) wg_mark(u, lane, (tile), (pt), wg_clock())
+#define WG_MARK_AFTER(tile, pt, a) wg_mark(u, lane, (tile), (pt), wg_clock_after(a))
+#else
+#define WG_MARK(tile, pt) ((void)0)
+#define WG_MARK_AFTER(tile, pt, a) ((void)0)
+#endif
+
 /* The consumer mainloop that waits for each k tile's group: issue tile i,
  * decode tile i + 1 while it runs, wait for it, free its stage. */
 template <int F, int BN, int C, int NS>
@@ -237,11 +278,17 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
     using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a0[4][4], a1[4][4] = {};
+    /* trace points of tile i (WG_MARK): 0 before its issue, 1 after it, 2
+     * after the wait for tile i - 1, 3 after the wait for stage i + 1, 4
+     * once tile i + 1 is decoded; point 5 of tile 0: the SM, of tiles 1 and 2:
+     * the global timer (ns) at the loop's start and end */
     auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
         const int g = sp.base + i, s = g % S::N;
         mbar_wait(full + 8 * s, (uint32_t)(g / S::N) & 1u);
+        WG_MARK(i - 1, 3);
         decode_stage<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u,
                                         lane, mx_fold, a);
+        WG_MARK_AFTER(i - 1, 4, a);
     };
     auto release = [&](int i) {
         __syncwarp();
@@ -249,18 +296,30 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
             mbar_arrive(empty + 8 * ((sp.base + i) % S::N));
     };
     auto xb = [&](int i) { return ring_a + ((sp.base + i) % S::N) * S::BYTES + S::X; };
+#ifdef BFP_WG_TRACE
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    wg_mark(u, lane, 0, 5, sm);
+    wg_mark(u, lane, 1, 5, wg_gtime());
+#endif
     wait_decode(0, a0);
     for (int i = 0; i < sp.nkt; i += 2) {
+        WG_MARK(i, 0);
         issue_tile<BN>(acc, a0, xb(i));
+        WG_MARK(i, 1);
         wgmma_wait1(); /* tile i - 1 (a1) done */
+        WG_MARK(i, 2);
         keep_live(a1);
         if (i > 0)
             release(i - 1);
         if (i + 1 >= sp.nkt)
             break;
         wait_decode(i + 1, a1);
+        WG_MARK(i + 1, 0);
         issue_tile<BN>(acc, a1, xb(i + 1));
+        WG_MARK(i + 1, 1);
         wgmma_wait1(); /* tile i (a0) done */
+        WG_MARK(i + 1, 2);
         keep_live(a0);
         release(i);
         if (i + 2 < sp.nkt)
@@ -270,6 +329,9 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
     keep_live(a0);
     keep_live(a1);
     wg::fence_regs(acc);
+#ifdef BFP_WG_TRACE
+    wg_mark(u, lane, 2, 5, wg_gtime());
+#endif
     release(sp.nkt - 1);
 }
 
