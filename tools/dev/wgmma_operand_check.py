@@ -6,6 +6,12 @@ that ends its group. PTX makes that undefined; gemm_wgmma.cu once did it (docs/g
 It also fails when an instruction reads or writes an in-flight group's fp32
 accumulator (D: N/2 registers from the first operand of a 64xN GMMA).
 
+It also fails on a function whose wgmma ptxas serialized (its "C7513
+Potential Performance Loss" note, which a build does not stop on): three
+groups of one GMMA in a row, each waited for with DEPBAR.LE gsb0, 0x0 before
+the next. No mainloop of ours waits so (the serial one waits once for a
+group of four; the step mainloop keeps three in flight).
+
 Each loop that holds an HGMMA is scanned three times in a row, so the
 groups still pending at its back edge meet the next iteration's writes.
 Branches inside a loop are ignored (a linear scan). Exit 0: no clobber;
@@ -71,24 +77,54 @@ def clobbers(code):
     return sorted(set(found))
 
 
-def main():
-    text = open(sys.argv[1]).read() if len(sys.argv) > 1 else sys.stdin.read()
+def serialized(code):
+    """the addresses of GMMAs that start a run of three one-GMMA groups, each
+    waited for completely before the next is issued"""
+    runs, found = 0, []
+    in_group, waited = 0, True  # GMMAs in the open group; a wait 0 since the last group
+    for addr, x in code:
+        if GMMA.search(x):
+            in_group += 1
+            if "gsb0" in x:
+                single = in_group == 1
+                runs = runs + 1 if single and waited else (1 if single else 0)
+                if runs == 3:
+                    found.append("/*%04x*/ %s" % (addr, x))
+                in_group, waited = 0, False
+            continue
+        d = DEPBAR.search(x)
+        if d:
+            waited = int(d.group(1), 16) == 0
+    return found
+
+
+def run(text):
+    """check a cuobjdump -sass listing; print the findings; the exit code"""
     bad = checked = 0
     for name, code in functions(text):
         if not any(GMMA.search(x) for _, x in code):
             continue
         checked += 1
-        c = clobbers(code)
+        c, z = clobbers(code), serialized(code)
         if c:
-            bad += 1
             print("%s: %d uses of in-flight GMMA registers, e.g." % (name, len(c)))
             for line in c[:5]:
                 print("   ", line)
+        if z:
+            print("%s: wgmma serialized by ptxas (one GMMA a group, each waited for), at" % name)
+            for line in z[:3]:
+                print("   ", line)
+        bad += bool(c or z)
     if not checked:
         print("wgmma_operand_check: no HGMMA in the input")
         return 2
-    print("wgmma_operand_check: %d functions with HGMMA, %d with clobbers" % (checked, bad))
+    print("wgmma_operand_check: %d functions with HGMMA, %d with clobbers or serialized"
+          % (checked, bad))
     return 1 if bad else 0
+
+
+def main():
+    return run(open(sys.argv[1]).read() if len(sys.argv) > 1 else sys.stdin.read())
 
 
 if __name__ == "__main__":
