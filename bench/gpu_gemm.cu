@@ -19,10 +19,12 @@
  * plans; GEMM_PATHS 9 and 10).
  * The BFP_MATMUL_* variables set the matmul's tuning (tests/matmul_tuning_env.h;
  * bench/gpu.sh's sweeps); "wgmma_consumers" is the tuning's for wgmma_us.
- * GEMM_WG_CONSUMERS=3 (or GEMM_WG_BN=256, or both) also times the wgmma
- * path with that many consumer warpgroups (rows of x per CTA), the rest of
- * the tuning the same: wgmma_alt_us and wgmma_alt_rel_err, its counts in
- * "wgmma_alt_consumers" and "wgmma_alt_bn" (-1: not run).
+ * GEMM_WG_CONSUMERS=3 (or GEMM_WG_BN=256, or GEMM_WG_PIPE=2, or several)
+ * also times the wgmma path with that many consumer warpgroups (rows of x
+ * per CTA; mainloop, as BFP_MATMUL_WG_PIPE), the rest of the tuning the
+ * same: wgmma_alt_us and wgmma_alt_rel_err, its counts in
+ * "wgmma_alt_consumers", "wgmma_alt_bn" and "wgmma_alt_serial" (-1: not
+ * run).
  * GEMM_SHAPES=4096x4096,28672x4096 times those shapes (NxK) instead.
  * empty_kernel_us / empty_grid_us: an empty kernel's call in the same kind
  * of graph (one CTA; two 288-thread CTAs per SM, the GEMV's grid): the
@@ -92,14 +94,20 @@ int main(int argc, char **argv)
         return 2;
     bfp_matmul_tuning talt = tuning; /* GEMM_WG_CONSUMERS / _BN: the wgmma path's other variant */
     bool alt = false;
-    const char *ec = getenv("GEMM_WG_CONSUMERS"), *eb = getenv("GEMM_WG_BN");
+    const char *ec = getenv("GEMM_WG_CONSUMERS"), *eb = getenv("GEMM_WG_BN"),
+               *ep = getenv("GEMM_WG_PIPE");
     if (ec && *ec)
         talt.wgmma_consumers = atoi(ec), alt = true;
     if (eb && *eb)
         talt.wgmma_bn = atoi(eb), alt = true;
+    if (ep && *ep) { /* BFP_MATMUL_WG_PIPE's values: 0 serial, 1 pipelined, 2 steps */
+        const int v = atoi(ep);
+        talt.wgmma_serial = v == 0 ? 1 : v == 1 ? 0 : v == 2 ? 2 : -1, alt = true;
+    }
     if (alt && bfp_matmul_tuning_check(&talt) != BFP_OK) {
-        fprintf(stderr, "gpu_gemm: bad GEMM_WG_CONSUMERS '%s' / GEMM_WG_BN '%s'\n",
-                ec ? ec : "", eb ? eb : "");
+        fprintf(stderr,
+                "gpu_gemm: bad GEMM_WG_CONSUMERS '%s' / GEMM_WG_BN '%s' / GEMM_WG_PIPE '%s'\n",
+                ec ? ec : "", eb ? eb : "", ep ? ep : "");
         return 2;
     }
     if (!bfp_cuda_available()) {
@@ -314,6 +322,7 @@ int main(int argc, char **argv)
                 const int wgc = tuning.wgmma_consumers ? tuning.wgmma_consumers : 2;
                 const int wga = alt ? (talt.wgmma_consumers ? talt.wgmma_consumers : 2) : -1;
                 const int wgb = alt ? talt.wgmma_bn : -1; /* 0: the default's rule */
+                const int wgs = alt ? talt.wgmma_serial : -1;
                 printf("%-8s %5zu %6zu %6zu %10.1f %10.1f %8.2f %10.2e %9.1f %9.0f %s (fused %.1f, "
                        "skinny %.1f, wgmma/%d %.1f err %.1e, wgmma/%d/%d %.1f err %.1e, "
                        "gemv %.1f pdl %.1f err %.1e, clusters %.1f pdl %.1f err %.1e)\n",
@@ -328,7 +337,7 @@ int main(int argc, char **argv)
                         "\"fused_us\": %.2f, \"dequant_cublas_us\": %.2f, \"skinny_us\": %.2f, "
                         "\"wgmma_us\": %.2f, \"wgmma_rel_err\": %.3e, "
                         "\"wgmma_consumers\": %d, \"wgmma_alt_consumers\": %d, "
-                        "\"wgmma_alt_bn\": %d, "
+                        "\"wgmma_alt_bn\": %d, \"wgmma_alt_serial\": %d, "
                         "\"wgmma_alt_us\": %.2f, \"wgmma_alt_rel_err\": %.3e, "
                         "\"gemv_us\": %.2f, \"gemv_pdl_us\": %.2f, \"gemv_rel_err\": %.3e, "
                         "\"gemv_pdl_rel_err\": %.3e, \"gemv_cl_us\": %.2f, "
@@ -336,7 +345,7 @@ int main(int argc, char **argv)
                         "\"gemv_cl_pdl_rel_err\": %.3e}",
                         first ? "" : ",\n", name, m, n, k, us[0], cublas_us[mi], sp,
                         jv(err[0]), tflops, wgbps, qbytes, wgbps / copy_gbps, path, jv(us[1]),
-                        jv(us[2]), jv(us[3]), jv(us[5]), jv(err[5]), wgc, wga, wgb, jv(us[8]),
+                        jv(us[2]), jv(us[3]), jv(us[5]), jv(err[5]), wgc, wga, wgb, wgs, jv(us[8]),
                         jv(err[8]), jv(us[6]), jv(us[7]), jv(err[6]), jv(err[7]), jv(us[9]),
                         jv(us[10]), jv(err[9]), jv(err[10]));
                 first = false;

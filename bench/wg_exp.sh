@@ -11,6 +11,7 @@
 #
 #   OUT=/some/dir bash bench/wg_exp.sh                  # 3 consumers
 #   ALT_BN=256 OUT=/some/dir bash bench/wg_exp.sh       # 256 rows of x
+#   ALT_PIPE=2 OUT=/some/dir bash bench/wg_exp.sh       # one k16 step at a time
 #
 # FORMATS (mxfp4,nvfp4+), MS (64,128,256,1024,4096), SHAPES (8192x8192
 # 28672x8192) pick the cases. PREBUILT=dir takes libbfp.a and libbfp_cuda.a
@@ -35,7 +36,9 @@ left() { echo $((${BUDGET:-400} - ($(date +%s) - T0))); }
 say() { echo "== $* ($(($(date +%s) - T0)) s)"; }
 status=0
 
-if [ -n "${ALT_BN:-}" ]; then
+if [ -n "${ALT_PIPE:-}" ]; then # a mainloop (BFP_MATMUL_WG_PIPE's values: 2 = k16 steps)
+    ALT="GEMM_WG_PIPE=$ALT_PIPE GEMM_WG_BN=${ALT_BN:-} GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-}"
+elif [ -n "${ALT_BN:-}" ]; then
     ALT="GEMM_WG_BN=$ALT_BN GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-}"
 else
     ALT="GEMM_WG_CONSUMERS=${ALT_CONSUMERS:-3}"
@@ -77,7 +80,7 @@ rc=$?
 tail -n 3 "$OUT/sass_check.log"
 [ $rc -eq 0 ] || { echo "operand check rc=$rc"; status=1; }
 
-say "test_cuda_matmul, wgmma cases (2 and 3 consumers, 256 rows of x)"
+say "test_cuda_matmul, wgmma cases (2 and 3 consumers, 256 rows of x, k16 steps)"
 BFP_TEST_WGMMA_ONLY=1 timeout 150 "$B/test_cuda_matmul" >"$OUT/test.log" 2>&1
 rc=$?
 grep -E "FAIL|passed|failed" "$OUT/test.log" | head -20

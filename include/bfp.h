@@ -735,7 +735,10 @@ typedef struct {
                          measured default (MX+ at m = 1, NVFP4+ never) */
     int wgmma_serial; /* WGMMA: 1: the serial mainloop (waits for each k
                          tile's wgmma before decoding the next), 0: the
-                         pipelined one (default) */
+                         pipelined one (default), 2: one k16 step at a
+                         time (each step's wgmma committed alone, the next
+                         step decoded while up to three run; an
+                         experiment, docs/gemm.md) */
     int gemv_pdl;     /* GEMV: 1: programmatic dependent launch, the first
                          stages of W are read while the previous kernel in
                          the stream still runs (that kernel must not write

@@ -3,7 +3,7 @@
  *   BFP_MATMUL_CTAS_PER_SM  -> ctas_per_sm
  *   BFP_MATMUL_WARPS_PER_SM -> warps_per_sm
  *   BFP_MATMUL_POST_MAX_M   -> post_max_m (0 here means never: -1 in the struct)
- *   BFP_MATMUL_WG_PIPE      -> wgmma_serial = 1 when 0, 0 when 1
+ *   BFP_MATMUL_WG_PIPE      -> wgmma_serial = 1 when 0, 0 when 1, 2 when 2
  *   BFP_MATMUL_GEMV_PDL     -> gemv_pdl
  *   BFP_MATMUL_WG_CONSUMERS -> wgmma_consumers
  *   BFP_MATMUL_XQ_KERNEL    -> xq_kernel
@@ -63,7 +63,7 @@ static inline int matmul_tuning_from_env(bfp_matmul_tuning *t)
     if ((r = tuning_env_int("BFP_MATMUL_WG_PIPE", &v)) < 0)
         return -1;
     if (r)
-        t->wgmma_serial = v == 0 ? 1 : v == 1 ? 0 : -1; /* -1: refused below */
+        t->wgmma_serial = v == 0 ? 1 : v == 1 ? 0 : v == 2 ? 2 : -1; /* -1: refused below */
     any |= r;
     if ((r = tuning_env_int("BFP_MATMUL_GEMV_PDL", &t->gemv_pdl)) < 0)
         return -1;

@@ -703,12 +703,15 @@ static void wgmma_cases(bfp_format f, int quick)
  * with 256 rows of x (two n128 products per decoded A fragment, 5 stages,
  * registers moved by setmaxnreg) m = 4096, 1000 and 300 leave the last m
  * chunk part-empty, 512 gives two whole ones, 255 and 64 one. Then the
- * serial mainloop and AUTO with the tuning. */
-static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn)
+ * serial mainloop and AUTO with the tuning. mainloop: the tuning's
+ * wgmma_serial (2: one k16 step at a time; then the serial one is not run). */
+static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn, int mainloop)
 {
     bfp_matmul_tuning tv = tun ? *tun : (bfp_matmul_tuning){0};
     tv.wgmma_consumers = consumers;
     tv.wgmma_bn = bn;
+    if (mainloop)
+        tv.wgmma_serial = mainloop;
     const bfp_matmul_tuning *saved = tun;
     tun = &tv;
     wgmma_cases(f, quick);
@@ -718,6 +721,10 @@ static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn)
         run_case(f, 4096, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* m chunks, 3 CTAs, one part-empty */
         run_case(f, 1000, 400, 512, 0, 1, 0, BFP_MATMUL_WGMMA); /* 4 chunks, odd n */
         run_case(f, 200, 96, 700, 1, 1, 0, BFP_MATMUL_AUTO);     /* AUTO's wgmma range */
+        if (mainloop == 2) {
+            tun = saved;
+            return;
+        }
         tv.wgmma_serial = !tv.wgmma_serial;
         run_case(f, 64, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
         run_case(f, 300, 200, 4160, 1, 1, 0, BFP_MATMUL_WGMMA);
@@ -727,11 +734,17 @@ static void wgmma_variant_cases(bfp_format f, int quick, int consumers, int bn)
     tun = saved;
 }
 
-/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x */
+/* the wgmma kernel's variants: 3 consumer warpgroups, 256 rows of x; the
+ * mainloop one k16 step at a time with the default CTAs and those */
 static void wgmma_variants(bfp_format f, int quick)
 {
-    wgmma_variant_cases(f, quick, 3, 0);
-    wgmma_variant_cases(f, quick, 2, 256);
+    wgmma_variant_cases(f, quick, 3, 0, 0);
+    wgmma_variant_cases(f, quick, 2, 256, 0);
+    wgmma_variant_cases(f, quick, 2, 0, 2);
+    if (!quick) {
+        wgmma_variant_cases(f, quick, 3, 0, 2);
+        wgmma_variant_cases(f, quick, 2, 256, 2);
+    }
 }
 
 /* Every kernel path under a non-default tuning (each knob off its

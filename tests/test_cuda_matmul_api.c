@@ -261,7 +261,7 @@ static void tuning_refused_case(void)
     CU(cudaMemset(dws, 0, (size_t)64 << 20));
     const bfp_matmul_tuning bad[] = {{.ctas_per_sm = 65}, {.warps_per_sm = -1},
                                      {.post_max_m = -2},
-                                     {.wgmma_serial = 2}, {.gemv_pdl = 3}, {.gemv_pdl = -2},
+                                     {.wgmma_serial = 3}, {.gemv_pdl = 3}, {.gemv_pdl = -2},
                                      {.wgmma_consumers = 1}, {.wgmma_consumers = 4},
                                      {.xq_kernel = 3}, {.wgmma_bn = 96},
                                      {.wgmma_bn = 256, .wgmma_consumers = 3}};

@@ -135,14 +135,15 @@ static void test_tuning(void)
                                      .gemv_pdl = -1,
                                      .wgmma_consumers = 2, .xq_kernel = 1, .grouped_kernel = 1,
                                      .gemv_split = 1, .wgmma_bn = 256},
-                            good3 = {.wgmma_bn = 64}, good4 = {.wgmma_bn = 256};
+                            good3 = {.wgmma_bn = 64, .wgmma_serial = 2},
+                            good4 = {.wgmma_bn = 256};
     CHECK(bfp_matmul_tuning_check(&good) == BFP_OK && bfp_matmul_tuning_check(&good2) == BFP_OK &&
               bfp_matmul_tuning_check(&good3) == BFP_OK && bfp_matmul_tuning_check(&good4) == BFP_OK,
           "range ends accepted");
     const bfp_matmul_tuning bad[] = {
         {.ctas_per_sm = -1},     {.ctas_per_sm = 65},  {.ctas_per_sm = INT_MAX},
         {.warps_per_sm = -1},    {.warps_per_sm = 65}, {.post_max_m = -2},
-        {.post_max_m = 33},      {.wgmma_serial = 2},  {.wgmma_serial = -1},
+        {.post_max_m = 33},      {.wgmma_serial = 3},  {.wgmma_serial = -1},
         {.gemv_pdl = 3},         {.gemv_pdl = -2},     {.wgmma_consumers = 1},
         {.wgmma_consumers = 4},  {.wgmma_consumers = -1}, {.xq_kernel = 3},
         {.xq_kernel = -1},       {.grouped_kernel = 4}, {.grouped_kernel = -1},

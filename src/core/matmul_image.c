@@ -162,7 +162,7 @@ bfp_status bfp_matmul_tuning_check(const bfp_matmul_tuning *t)
     int ok = t->ctas_per_sm >= 0 && t->ctas_per_sm <= 64 && t->warps_per_sm >= 0 &&
              t->warps_per_sm <= 64 &&
              t->post_max_m >= -1 && t->post_max_m <= 32 &&
-             (t->wgmma_serial == 0 || t->wgmma_serial == 1) &&
+             t->wgmma_serial >= 0 && t->wgmma_serial <= 2 &&
              t->gemv_pdl >= -1 && t->gemv_pdl <= 2 &&
              (t->wgmma_consumers == 0 || t->wgmma_consumers == 2 || t->wgmma_consumers == 3) &&
              t->xq_kernel >= 0 && t->xq_kernel <= 2 && t->grouped_kernel >= 0 &&

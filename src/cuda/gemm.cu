@@ -448,7 +448,7 @@ bfp_status run_fused(const bfp_cuda_weight *w, const void *x, size_t m, const vo
     p.xs_ld = P.chunk_tiles * 64 + 8;
     p.x_vec = ((uintptr_t)x % 16 == 0) && w->k % 8 == 0;
     if (wgk) {
-        p.wg_pipe = t.wgmma_serial ? 0 : 1;
+        p.wg_pipe = t.wgmma_serial == 1 ? 0 : t.wgmma_serial == 2 ? 2 : 1;
         p.tiles_per_split = G.tiles_per_split;
         p.splits = G.splits;
         p.ws = reinterpret_cast<float *>(static_cast<char *>(ws) + G.slice_offset);

@@ -34,6 +34,17 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
+/* mbar_arrive when go is nonzero, by a predicate rather than a branch: a
+ * branch between a wgmma and the wait that retires it made ptxas
+ * serialize every wgmma of the kernel (gemm_wgmma_parts.cuh) */
+__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, uint32_t go)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %1, 0;\n"
+                 "@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}" ::"r"(bar),
+                 "r"(go)
+                 : "memory");
+}
+
 /* Spin on try_wait.parity until the phase of parity has completed; SEM
  * the wait's semantics (mbar_wait_cluster also acquires what other CTAs of
  * the cluster released with their arrivals, cl_arrive) */

@@ -274,30 +274,36 @@ __device__ __forceinline__ uint32_t tile_code(const uint32_t (&words)[4], const 
     return code_reg<F == FMT_HIF4>(words[j], pp, extra);
 }
 
-/* One prepacked tile (this lane's codes wc, scale record sc, correction
- * record cr) as the A operands of its four k16 steps: a[j] feeds step j. */
+/* What decoding a tile needs beyond its codes, computed once a tile: the
+ * scale operands by [row half][block] (HiF4: [row half][8-column group])
+ * and the MX+ / NVFP4+ correction slots. tile_step then decodes one k16
+ * step, so that a mainloop can decode step by step between its wgmma. */
 template <int F>
-__device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, const uint2 &cr,
-                                            int t, int mx_fold, uint32_t (&a)[4][4])
+struct TileOps {
+    uint32_t words[4];
+    uint32_t s2[2][8], z[2][4], z2[2][4];
+};
+
+template <int F>
+__device__ __forceinline__ void tile_ops(const uint4 &wc, const uint2 &sc, const uint2 &cr, int t,
+                                         int mx_fold, TileOps<F> &o)
 {
     constexpr bool HIF = F == FMT_HIF4;
     constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
     constexpr bool MXF = F == FMT_MX || F == FMT_MXPLUS;
-    /* scale operands by [row half][block]; HiF4: [row half][8-column group] */
-    uint32_t s2[2][8], z[2][4], z2[2][4];
     if (MXF) {
         const uint32_t bias = (uint32_t)(126 - mx_fold) * 128u * 0x10001u;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const uint32_t pr = e8m0_pair(sc.x, h, bias);
-            s2[h][0] = bfpcuda::prmt_sx(pr, 0u, 0x1010u);
-            s2[h][1] = bfpcuda::prmt_sx(pr, 0u, 0x3232u);
+            o.s2[h][0] = bfpcuda::prmt_sx(pr, 0u, 0x1010u);
+            o.s2[h][1] = bfpcuda::prmt_sx(pr, 0u, 0x3232u);
         }
     }
     if (NVF)
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            s2[i >> 2][i & 3] = ue4m3_operand(i < 4 ? sc.x : sc.y, i & 3);
+            o.s2[i >> 2][i & 3] = ue4m3_operand(i < 4 ? sc.x : sc.y, i & 3);
     if (HIF) {
         /* packed word: bits 31:24 UE6M2 (0xFF NaN, flags clear), bits 3c+0,
          * 3c+1, 3c+2 (c = 0..7, the 8-column group) the E1_8 flag of group c
@@ -318,20 +324,39 @@ __device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, co
             for (int c = 0; c < 8; c++) {
                 const uint32_t fc = c < 3 ? f : c < 6 ? f >> 9 : f >> 18;
                 const int p = 3 * (c % 3);
-                s2[h][c] = (fc & (3u << p)) * ((0x10001u << 7) >> p) + base;
+                o.s2[h][c] = (fc & (3u << p)) * ((0x10001u << 7) >> p) + base;
             }
         }
     }
-    tile_corr_slots<F>(cr, t, z, z2);
-    const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+    tile_corr_slots<F>(cr, t, o.z, o.z2);
+    o.words[0] = wc.x, o.words[1] = wc.y, o.words[2] = wc.z, o.words[3] = wc.w;
+}
+
+/* k16 step j of the tile: its four A operand registers */
+template <int F>
+__device__ __forceinline__ void tile_step(const TileOps<F> &o, int j, uint32_t (&a)[4])
+{
+    constexpr bool HIF = F == FMT_HIF4;
+    constexpr bool NVF = F == FMT_NV || F == FMT_NVPLUS;
+#pragma unroll
+    for (int pp = 0; pp < 4; pp++) {
+        const int h = pp & 1, kh = pp >> 1;
+        const uint32_t c = tile_code<F>(o.words, o.z, o.z2, j, pp);
+        a[pp] = bmul2(c, o.s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
+    }
+}
+
+/* One prepacked tile (this lane's codes wc, scale record sc, correction
+ * record cr) as the A operands of its four k16 steps: a[j] feeds step j. */
+template <int F>
+__device__ __forceinline__ void decode_tile(const uint4 &wc, const uint2 &sc, const uint2 &cr,
+                                            int t, int mx_fold, uint32_t (&a)[4][4])
+{
+    TileOps<F> o;
+    tile_ops<F>(wc, sc, cr, t, mx_fold, o);
 #pragma unroll
     for (int j = 0; j < 4; j++)
-#pragma unroll
-        for (int pp = 0; pp < 4; pp++) {
-            const int h = pp & 1, kh = pp >> 1;
-            const uint32_t c = tile_code<F>(words, z, z2, j, pp);
-            a[j][pp] = bmul2(c, s2[h][HIF ? 2 * j + kh : NVF ? j : j >> 1]);
-        }
+        tile_step<F>(o, j, a[j]);
 }
 
 /* Multiply 4 tiles (the group at column kl of x staged as [row][ld]

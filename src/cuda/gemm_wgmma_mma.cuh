@@ -69,6 +69,8 @@ __device__ __forceinline__ void wgmma_commit()
 }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 
 /* wgmma descriptor of a K-major, 128-byte swizzled B tile at shared address
  * a (rows of 128 bytes, 8-row atoms 1024 bytes apart); step j of the tile
@@ -86,6 +88,12 @@ __device__ __forceinline__ void keep_live(const uint32_t (&a)[4][4])
 #pragma unroll
     for (int j = 0; j < 4; j++)
         asm volatile("" ::"r"(a[j][0]), "r"(a[j][1]), "r"(a[j][2]), "r"(a[j][3]) : "memory");
+}
+
+/* the same for one k16 step's four registers */
+__device__ __forceinline__ void keep_live(const uint32_t (&a)[4])
+{
+    asm volatile("" ::"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]) : "memory");
 }
 
 /* keeps the compiler from moving accumulator uses across the async wgmma */

@@ -149,11 +149,12 @@ __device__ void produce(const WgSrc &src, const WgSpan &sp, unsigned char *ring,
     }
 }
 
-/* Weight traits: the A fragments of this warp's row tile u in stage st */
+/* Weight traits: this warp's row tile u in stage st, ready to be decoded
+ * one k16 step at a time (tile_step) */
 template <int F, int SCB, int CRB>
-__device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_off, int scales_off,
-                                             int corr_off, int u, int lane, int mx_fold,
-                                             uint32_t (&a)[4][4])
+__device__ __forceinline__ void stage_ops(const unsigned char *st, int codes_off, int scales_off,
+                                          int corr_off, int u, int lane, int mx_fold,
+                                          TileOps<F> &o)
 {
     const int t = lane & 3, g = lane >> 2;
     const uint4 wc = reinterpret_cast<const uint4 *>(st + codes_off + u * 512)[lane];
@@ -166,7 +167,20 @@ __device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_
         cr.x = reinterpret_cast<const uint32_t *>(st + corr_off + u * CRB)[g];
     if (F == FMT_NVPLUS)
         cr = reinterpret_cast<const uint2 *>(st + corr_off + u * CRB)[g];
-    decode_tile<F>(wc, sc, cr, t, mx_fold, a);
+    tile_ops<F>(wc, sc, cr, t, mx_fold, o);
+}
+
+/* the same tile's A fragments, all four steps */
+template <int F, int SCB, int CRB>
+__device__ __forceinline__ void decode_stage(const unsigned char *st, int codes_off, int scales_off,
+                                             int corr_off, int u, int lane, int mx_fold,
+                                             uint32_t (&a)[4][4])
+{
+    TileOps<F> o;
+    stage_ops<F, SCB, CRB>(st, codes_off, scales_off, corr_off, u, lane, mx_fold, o);
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        tile_step<F>(o, j, a[j]);
 }
 
 /* k tile i's four wgmma (one group) on A fragments a, x of stage base xb */
@@ -335,6 +349,61 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
     release(sp.nkt - 1);
 }
 
+/* The consumer mainloop that commits each k16 step's wgmma alone, in the
+ * order of CUTLASS's mixed-input mainloop (wgmma_serial = 2; an
+ * experiment): issue step j of tile i, wait until at most three steps are
+ * in flight (then the step that last read step j + 1's registers, a tile
+ * ago, is done) and decode step j + 1 into them; after step 3 read the next
+ * tile's stage and decode its step 0. One fragment set; a warp's decode of
+ * the next step runs while its own last three steps are in flight, where
+ * the tile-at-a-time mainloops overlap it with one group at most. */
+template <int F, int BN, int C, int NS>
+__device__ __forceinline__ void mainloop_steps(int mx_fold, const WgSpan &sp, unsigned char *ring,
+                                               uint32_t full, uint32_t empty, int u, int lane,
+                                               float (&acc)[BN / 2])
+{
+    using S = Stage<F, BN, C, NS>;
+    const uint32_t ring_a = smem_addr(ring);
+    uint32_t a[4][4];
+    TileOps<F> o;
+    auto wait_ops = [&](int i) {
+        const int g = sp.base + i, s = g % S::N;
+        mbar_wait(full + 8 * s, (uint32_t)(g / S::N) & 1u);
+        stage_ops<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u, lane,
+                                     mx_fold, o);
+    };
+    auto release = [&](int i, bool go) {
+        __syncwarp();
+        mbar_arrive_if(empty + 8 * ((sp.base + i) % S::N), (uint32_t)(lane == 0 && go));
+    };
+    wait_ops(0);
+    tile_step<F>(o, 0, a[0]);
+    for (int i = 0; i < sp.nkt; i++) {
+        const uint64_t d0 = desc_sw128(ring_a + ((sp.base + i) % S::N) * S::BYTES + S::X);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            wg::fence_regs(acc);
+            wgmma_fence();
+            wgmma_bn<BN>(acc, a[j], d0 + (uint64_t)(2 * j)); /* + 32 j bytes */
+            wgmma_commit();
+            if (j == 3 && i + 1 < sp.nkt)
+                wait_ops(i + 1); /* step 3 of tile i decoded already: o is free */
+            wgmma_wait<3>();
+            keep_live(a[(j + 1) & 3]);
+            if (j == 2) /* tile i - 1's step 3, its last, is done */
+                release(i > 0 ? i - 1 : 0, i > 0);
+            /* after the last tile's step 3 this decodes its step 0 again,
+             * unused: a definition on one path only would make a register
+             * copy that ptxas takes for a write into an in-flight operand */
+            tile_step<F>(o, (j + 1) & 3, a[(j + 1) & 3]);
+        }
+    }
+    wgmma_wait0();
+    keep_live(a);
+    wg::fence_regs(acc);
+    release(sp.nkt - 1, true);
+}
+
 /* The accumulators times post into tile [x row][W row] (row pitch
  * tile_ld(C)): acc[4q + e] is W row 16 u + g + 8 (e / 2) and x row
  * 8 q + 2 t + e % 2 of the CTA's tile; ROWS rows of x from row R0 (the
@@ -354,7 +423,8 @@ __device__ __forceinline__ void stash_tile(const float (&acc)[BN / 2], float pos
                 acc[4 * q + e] * post;
 }
 
-/* run a consumer mainloop (pipe: the pipelined one) into acc, zeroed first */
+/* run a consumer mainloop into acc, zeroed first: pipe 1 the pipelined
+ * one, 0 the serial one, 2 the one step at a time */
 template <int F, int BN, int C, int NS = stages(BN)>
 __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
                                         unsigned char *ring, uint32_t full, uint32_t empty, int u,
@@ -363,7 +433,9 @@ __device__ __forceinline__ void consume(int pipe, int mx_fold, const WgSpan &sp,
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         acc[i] = 0.0f;
-    if (pipe)
+    if (pipe == 2)
+        mainloop_steps<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
+    else if (pipe)
         mainloop_pipelined<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
     else
         mainloop_serial<F, BN, C, NS>(mx_fold, sp, ring, full, empty, u, lane, acc);
