@@ -238,6 +238,15 @@ __device__ __forceinline__ uint32_t wg_clock_after(const uint32_t (&a)[4][4])
 #define WG_MARK_AFTER(tile, pt, a) ((void)0)
 #endif
 
+/* wait until ring step g's stage is full (N stages); its index */
+template <int N>
+__device__ __forceinline__ int wait_full(uint32_t full, int g)
+{
+    const int s = g % N;
+    mbar_wait(full + 8 * s, (uint32_t)(g / N) & 1u);
+    return s;
+}
+
 /* The consumer mainloop that waits for each k tile's group: issue tile i,
  * decode tile i + 1 while it runs, wait for it, free its stage. */
 template <int F, int BN, int C, int NS>
@@ -297,8 +306,7 @@ __device__ __forceinline__ void mainloop_pipelined(int mx_fold, const WgSpan &sp
      * once tile i + 1 is decoded; point 5 of tile 0: the SM, of tiles 1 and 2:
      * the global timer (ns) at the loop's start and end */
     auto wait_decode = [&](int i, uint32_t (&a)[4][4]) {
-        const int g = sp.base + i, s = g % S::N;
-        mbar_wait(full + 8 * s, (uint32_t)(g / S::N) & 1u);
+        const int s = wait_full<S::N>(full, sp.base + i);
         WG_MARK(i - 1, 3);
         decode_stage<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u,
                                         lane, mx_fold, a);
@@ -367,8 +375,7 @@ __device__ __forceinline__ void mainloop_steps(int mx_fold, const WgSpan &sp, un
     uint32_t a[4][4];
     TileOps<F> o;
     auto wait_ops = [&](int i) {
-        const int g = sp.base + i, s = g % S::N;
-        mbar_wait(full + 8 * s, (uint32_t)(g / S::N) & 1u);
+        const int s = wait_full<S::N>(full, sp.base + i);
         stage_ops<F, S::SCB, S::CRB>(ring + s * S::BYTES, S::CODES, S::SCALES, S::CORR, u, lane,
                                      mx_fold, o);
     };
