@@ -399,10 +399,10 @@ __device__ __forceinline__ void mainloop_steps(int mx_fold, const WgSpan &sp, un
             keep_live(a[(j + 1) & 3]);
             if (j == 2) /* tile i - 1's step 3, its last, is done */
                 release(i > 0 ? i - 1 : 0, i > 0);
-            /* after the last tile's step 3 this decodes its step 0 again,
-             * unused: a definition on one path only would make a register
-             * copy that ptxas takes for a write into an in-flight operand */
-            tile_step<F>(o, (j + 1) & 3, a[(j + 1) & 3]);
+            if (j < 3)
+                tile_step<F>(o, j + 1, a[j + 1]);
+            else if (i + 1 < sp.nkt)
+                tile_step<F>(o, 0, a[0]);
         }
     }
     wgmma_wait0();
