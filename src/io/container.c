@@ -20,99 +20,6 @@ static const char *const scale_mode_names[] = {"floor", "ceil", "even", "rceil",
 #define NROUND (sizeof rounding_names / sizeof rounding_names[0])
 #define NSCALE (sizeof scale_mode_names / sizeof scale_mode_names[0])
 
-void bfp_qtensor_free(bfp_qtensor *q)
-{
-    if (!q)
-        return;
-    free(q->codes);
-    free(q->scales);
-    free(q->meta);
-    memset(q, 0, sizeof *q);
-}
-
-/* "[4096, 14336]" */
-static void shape_text(char *buf, size_t cap, const size_t *shape, size_t ndim)
-{
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (size_t i = 0; i < ndim && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%zu", i ? ", " : "",
-                                shape[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-}
-
-/* Rows, cols and plane sizes of a format and shape, with a clear error. */
-static bfp_status geometry(bfp_format fmt, size_t ndim, const size_t *shape,
-                           size_t *rows, size_t *cols, bfp_plane_sizes *sz,
-                           bfp_status fail_as, const char *who, char *err,
-                           size_t errlen)
-{
-    char stxt[8 * 24 + 4];
-    const bfp_format_info *info = bfp_format_get(fmt);
-    bfp_tensor t;
-    if (!info)
-        return bfpio_fail(BFP_ERR_FORMAT, err, errlen, "%s: unknown format id %d",
-                          who, (int)fmt);
-    if (ndim > BFP_IO_MAX_DIMS || (ndim > 0 && !shape))
-        return bfpio_fail(fail_as == BFP_ERR_DATA ? BFP_ERR_DATA : BFP_ERR_SHAPE,
-                          err, errlen, "%s: bad shape (%zu dimensions, max %d)",
-                          who, ndim, BFP_IO_MAX_DIMS);
-    memset(&t, 0, sizeof t);
-    t.ndim = ndim;
-    if (ndim > 0)
-        memcpy(t.shape, shape, ndim * sizeof *shape);
-    bfp_tensor_rows_cols(&t, rows, cols);
-    bfp_status st = bfp_plane_sizes_for(fmt, *rows, *cols, sz);
-    if (st != BFP_OK) {
-        shape_text(stxt, sizeof stxt, shape, ndim);
-        return bfpio_fail(fail_as == BFP_ERR_DATA ? BFP_ERR_DATA : st, err,
-                          errlen, "%s: shape %s is not valid for %s: %s", who,
-                          stxt, info->name, bfp_status_str(st));
-    }
-    return BFP_OK;
-}
-
-bfp_status bfp_qtensor_alloc(bfp_qtensor *q, bfp_format fmt, size_t ndim,
-                             const size_t *shape, char *err, size_t errlen)
-{
-    if (!q)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "bfp_qtensor_alloc: NULL q");
-    memset(q, 0, sizeof *q);
-    bfp_status st = geometry(fmt, ndim, shape, &q->rows, &q->cols, &q->sizes,
-                             BFP_OK, "bfp_qtensor_alloc", err, errlen);
-    if (st != BFP_OK)
-        return st;
-    q->format = fmt;
-    q->ndim = ndim;
-    if (ndim > 0)
-        memcpy(q->shape, shape, ndim * sizeof *shape);
-    bfp_options_init(&q->options);
-    q->tensor_scale = 1.0f;
-    /* calloc(n ? n : 1): planes are never NULL when the format uses them */
-    q->codes = calloc(q->sizes.codes ? q->sizes.codes : 1, 1);
-    q->scales = calloc(q->sizes.scales ? q->sizes.scales : 1, 1);
-    if (q->sizes.meta > 0)
-        q->meta = calloc(q->sizes.meta, 1);
-    if (!q->codes || !q->scales || (q->sizes.meta > 0 && !q->meta)) {
-        bfp_qtensor_free(q);
-        return bfpio_fail(BFP_ERR_NOMEM, err, errlen,
-                          "out of memory allocating quantized planes");
-    }
-    return BFP_OK;
-}
-
-bfp_const_planes bfp_qtensor_planes(const bfp_qtensor *q)
-{
-    bfp_const_planes p = {NULL, NULL, NULL, NULL};
-    if (q) {
-        p.codes = q->codes;
-        p.scales = q->scales;
-        p.meta = q->meta;
-        p.tensor_scale = q->sizes.tensor_scale > 0 ? &q->tensor_scale : NULL;
-    }
-    return p;
-}
-
 /* The bfp.options JSON text (malloc'd), or NULL for bad enum values. */
 static char *options_text(const bfp_options *o)
 {
@@ -301,7 +208,7 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
         name = "tensor";
     if (!*name)
         return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: empty tensor name", path);
-    st = geometry(q->format, q->ndim, q->shape, &rows, &cols, &sz, BFP_OK, path,
+    st = bfpio_geometry(q->format, q->ndim, q->shape, &rows, &cols, &sz, BFP_OK, path,
                   err, errlen);
     if (st != BFP_OK)
         return st;
@@ -347,7 +254,7 @@ bfp_status bfp_qtensor_save(const char *path, const char *name,
         out[n].nbytes = bytes[p];
         n++;
     }
-    shape_text(stxt, sizeof stxt, q->shape, q->ndim);
+    bfpio_shape_text(stxt, sizeof stxt, q->shape, q->ndim);
     const char *keys[9] = {"bfp.format", "bfp.shape",   "bfp.name",
                            "bfp.version", "bfp.options", "bfp.layout"};
     const char *vals[9] = {info->name, stxt, name, bfp_version(), opts, LAYOUT};
@@ -537,7 +444,7 @@ static bfp_status qtensor_read(bfpio_st_file *f0, const char *name, bfp_qtensor 
                         "positive integers", path, BFP_IO_MAX_DIMS);
         goto done;
     }
-    st = geometry(q->format, q->ndim, q->shape, &q->rows, &q->cols, &q->sizes,
+    st = bfpio_geometry(q->format, q->ndim, q->shape, &q->rows, &q->cols, &q->sizes,
                   BFP_ERR_DATA, path, err, errlen);
     if (st != BFP_OK)
         goto done;
@@ -549,7 +456,7 @@ static bfp_status qtensor_read(bfpio_st_file *f0, const char *name, bfp_qtensor 
         st = bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: %s", path, why);
         goto done;
     }
-    shape_text(stxt, sizeof stxt, q->shape, q->ndim);
+    bfpio_shape_text(stxt, sizeof stxt, q->shape, q->ndim);
     size_t need[4] = {q->sizes.codes, q->sizes.scales, q->sizes.meta, 4};
     int used[4] = {1, 1, info->meta_bytes > 0, info->has_tensor_scale != 0};
     for (int p = 0; p < 4; p++) {

@@ -98,7 +98,19 @@ bfp_status bfpio_read_at(bfpio_reader *r, uint64_t off, void *buf, size_t n,
                          char *err, size_t errlen);
 void bfpio_close(bfpio_reader *r);
 
-/* Check a tensor handed to a writer (dtype, ndim, nbytes vs shape, data). */
+/* "[4096, 14336]" into buf (qtensor.c) */
+void bfpio_shape_text(char *buf, size_t cap, const size_t *shape, size_t ndim);
+
+/* Rows, cols and plane sizes of a format and shape, with a clear error
+ * naming who (qtensor.c); any failure is BFP_ERR_DATA when fail_as is (a
+ * shape read from a file), else BFP_ERR_SHAPE (too many dimensions) or the
+ * plane sizes' own status */
+bfp_status bfpio_geometry(bfp_format fmt, size_t ndim, const size_t *shape, size_t *rows,
+                          size_t *cols, bfp_plane_sizes *sz, bfp_status fail_as,
+                          const char *who, char *err, size_t errlen);
+
+/* Check a tensor handed to a writer (dtype, ndim, nbytes vs shape, data;
+ * tensor.c). */
 bfp_status bfpio_check_tensor(const bfp_tensor *t, const char *path, char *err,
                               size_t errlen);
 

@@ -349,32 +349,6 @@ bfp_status bfp_npy_parse(const void *buf, size_t len, bfp_tensor *out,
     return npy_read(&r, out, err, errlen);
 }
 
-bfp_status bfpio_check_tensor(const bfp_tensor *t, const char *path, char *err,
-                              size_t errlen)
-{
-    size_t es, numel, nbytes;
-    int ok;
-    if (!t)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor to save", path);
-    es = bfp_dtype_size(t->dtype);
-    if (es == 0)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: unknown tensor dtype %d",
-                          path, (int)t->dtype);
-    if (t->ndim > BFP_IO_MAX_DIMS)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: more than %d dimensions",
-                          path, BFP_IO_MAX_DIMS);
-    numel = bfpio_numel(t->shape, t->ndim, &ok);
-    if (!ok || !bfpio_mul(numel, es, &nbytes))
-        return bfpio_fail(BFP_ERR_SHAPE, err, errlen, "%s: shape overflows", path);
-    if (nbytes != t->nbytes)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen,
-                          "%s: tensor holds %zu bytes but its shape needs %zu",
-                          path, t->nbytes, nbytes);
-    if (nbytes > 0 && !t->data)
-        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: tensor has no data", path);
-    return BFP_OK;
-}
-
 bfp_status bfp_npy_save(const char *path, const bfp_tensor *t, int force,
                         char *err, size_t errlen)
 {

@@ -1,5 +1,8 @@
 /*
- * tensor.c - the in-memory dense tensor and loading by file extension.
+ * tensor.c - the in-memory dense tensor: freeing it, its element count and
+ * 2-D view, and the check every writer makes of one. The readers and
+ * writers of each file type build on this; tensor_load.c picks one by
+ * extension.
  */
 #include "io_internal.h"
 
@@ -39,21 +42,28 @@ void bfp_tensor_rows_cols(const bfp_tensor *t, size_t *rows, size_t *cols)
         *cols = c;
 }
 
-bfp_status bfp_tensor_load(const char *path, const char *name, bfp_tensor *out,
-                           char *err, size_t errlen)
+bfp_status bfpio_check_tensor(const bfp_tensor *t, const char *path, char *err,
+                              size_t errlen)
 {
-    if (!path || !out)
+    size_t es, numel, nbytes;
+    int ok;
+    if (!t)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: no tensor to save", path);
+    es = bfp_dtype_size(t->dtype);
+    if (es == 0)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: unknown tensor dtype %d",
+                          path, (int)t->dtype);
+    if (t->ndim > BFP_IO_MAX_DIMS)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: more than %d dimensions",
+                          path, BFP_IO_MAX_DIMS);
+    numel = bfpio_numel(t->shape, t->ndim, &ok);
+    if (!ok || !bfpio_mul(numel, es, &nbytes))
+        return bfpio_fail(BFP_ERR_SHAPE, err, errlen, "%s: shape overflows", path);
+    if (nbytes != t->nbytes)
         return bfpio_fail(BFP_ERR_ARG, err, errlen,
-                          "bfp_tensor_load: NULL argument");
-    if (bfpio_has_ext(path, ".safetensors"))
-        return bfp_safetensors_load(path, name, out, err, errlen);
-    if (bfpio_has_ext(path, ".gguf"))
-        return bfp_gguf_load(path, name, out, err, errlen);
-    /* A .npy holds one unnamed tensor: name is ignored, since callers also
-     * use it to name their outputs (the CLI's --name). */
-    if (bfpio_has_ext(path, ".npy"))
-        return bfp_npy_load(path, out, err, errlen);
-    return bfpio_fail(BFP_ERR_ARG, err, errlen,
-                      "%s: unknown file type (expected .npy, .safetensors or .gguf)",
-                      path);
+                          "%s: tensor holds %zu bytes but its shape needs %zu",
+                          path, t->nbytes, nbytes);
+    if (nbytes > 0 && !t->data)
+        return bfpio_fail(BFP_ERR_ARG, err, errlen, "%s: tensor has no data", path);
+    return BFP_OK;
 }
