@@ -1,7 +1,8 @@
 /*
- * ckpt_layout.c - the headers and metadata of `bfp convert`'s layouts: the
- * safetensors header of an output shard (bfp and compressed-tensors), the
- * GGUF header, compressed-tensors' quantization_config and the shard index.
+ * ckpt_layout.c - `bfp convert`'s layouts: their names, which formats each
+ * stores, and their headers and metadata: the safetensors header of an
+ * output shard (bfp and compressed-tensors), the GGUF header,
+ * compressed-tensors' quantization_config and the shard index.
  * docs/cli.md ("bfp convert") describes each mapping.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -445,4 +446,36 @@ char *ck_index_json(const ck_plan *p)
 done:
     cJSON_Delete(root);
     return out;
+}
+
+const char *bfp_ckpt_layout_name(bfp_ckpt_layout l)
+{
+    return l == BFP_CKPT_LAYOUT_CT     ? "compressed-tensors"
+           : l == BFP_CKPT_LAYOUT_GGUF ? "gguf"
+                                       : "bfp";
+}
+
+int bfp_ckpt_layout_from_name(const char *s, bfp_ckpt_layout *out)
+{
+    for (int l = 0; l <= 2; l++)
+        if (strcmp(s, bfp_ckpt_layout_name((bfp_ckpt_layout)l)) == 0) {
+            *out = (bfp_ckpt_layout)l;
+            return 1;
+        }
+    return 0;
+}
+
+int bfp_ckpt_layout_supports(bfp_ckpt_layout l, bfp_format fmt, const char **why)
+{
+    int bits;
+    if (l == BFP_CKPT_LAYOUT_CT && !ck_ct_format(fmt, &bits)) {
+        *why = "compressed-tensors stores mxfp4, nvfp4, mxfp6_e2m3, mxfp8_e4m3, "
+               "mxint8 and mxint4 only";
+        return 0;
+    }
+    if (l == BFP_CKPT_LAYOUT_GGUF && fmt != BFP_MXFP4 && fmt != BFP_NVFP4) {
+        *why = "GGUF stores mxfp4 (ggml type 39) and nvfp4 (type 40) only";
+        return 0;
+    }
+    return 1;
 }

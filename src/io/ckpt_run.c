@@ -24,38 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *bfp_ckpt_layout_name(bfp_ckpt_layout l)
-{
-    return l == BFP_CKPT_LAYOUT_CT     ? "compressed-tensors"
-           : l == BFP_CKPT_LAYOUT_GGUF ? "gguf"
-                                       : "bfp";
-}
-
-int bfp_ckpt_layout_from_name(const char *s, bfp_ckpt_layout *out)
-{
-    for (int l = 0; l <= 2; l++)
-        if (strcmp(s, bfp_ckpt_layout_name((bfp_ckpt_layout)l)) == 0) {
-            *out = (bfp_ckpt_layout)l;
-            return 1;
-        }
-    return 0;
-}
-
-int bfp_ckpt_layout_supports(bfp_ckpt_layout l, bfp_format fmt, const char **why)
-{
-    int bits;
-    if (l == BFP_CKPT_LAYOUT_CT && !ck_ct_format(fmt, &bits)) {
-        *why = "compressed-tensors stores mxfp4, nvfp4, mxfp6_e2m3, mxfp8_e4m3, "
-               "mxint8 and mxint4 only";
-        return 0;
-    }
-    if (l == BFP_CKPT_LAYOUT_GGUF && fmt != BFP_MXFP4 && fmt != BFP_NVFP4) {
-        *why = "GGUF stores mxfp4 (ggml type 39) and nvfp4 (type 40) only";
-        return 0;
-    }
-    return 1;
-}
-
 void bfp_ckpt_summary_free(bfp_ckpt_summary *s)
 {
     if (!s)
