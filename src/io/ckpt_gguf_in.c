@@ -123,7 +123,7 @@ bad:
     return bfpio_fail(BFP_ERR_DATA, err, errlen, "%s: GGUF key-values are damaged", path);
 }
 
-bfp_status ck_add_gguf(ck_plan *p, const char *path, const void *flt, char *err,
+bfp_status ck_add_gguf(ck_plan *p, const char *path, const ck_filters *flt, char *err,
                        size_t errlen)
 {
     bfp_gguf_index idx;

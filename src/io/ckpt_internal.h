@@ -1,13 +1,18 @@
 /*
  * ckpt_internal.h - the plan of a checkpoint conversion, shared by
- * ckpt_plan.c (what to do), ckpt_run.c (doing it), ckpt_ct.c and
- * gguf_write.c (the layouts' headers and metadata).
+ * ckpt_plan.c (what to do), ckpt_decide.c (each tensor quantized or
+ * copied), ckpt_gguf_in.c (a GGUF input), ckpt_run.c and ckpt_tensor.c
+ * (doing it), ckpt_manifest.c (resuming), ckpt_layout.c and ckpt_ct.c (the layouts'
+ * names, headers and metadata).
  */
 #ifndef BFP_CKPT_INTERNAL_H
 #define BFP_CKPT_INTERNAL_H
 
 #include "bfp_ckpt.h"
 #include "io_internal.h"
+
+#include <regex.h>
+#include <string.h>
 
 /* What an output tensor holds. */
 typedef enum {
@@ -87,12 +92,25 @@ bfp_status ck_plan_make(ck_plan *p, const char *in, const char *out,
                         const bfp_ckpt_opts *o, char *err, size_t errlen);
 void ck_plan_free(ck_plan *p);
 
-/* Quantize or copy t (ckpt_plan.c); flt is the plan's --include/--exclude. */
-bfp_status ck_decide(ck_plan *p, ck_in *t, const void *flt, const char *file,
-                     char *err, size_t errlen);
+/* the plan's --include / --exclude, compiled */
+typedef struct {
+    regex_t inc, exc;
+    int has_inc, has_exc;
+} ck_filters;
+
+/* does s end with suf (case-sensitive: tensor and file names) */
+static inline int ck_ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* Quantize or copy t, found in file (ckpt_decide.c). */
+bfp_status ck_decide(ck_plan *p, ck_in *t, const ck_filters *flt, const char *file, char *err,
+                     size_t errlen);
 
 /* Add a GGUF input's tensors and key-values to p (ckpt_gguf_in.c). */
-bfp_status ck_add_gguf(ck_plan *p, const char *path, const void *flt, char *err,
+bfp_status ck_add_gguf(ck_plan *p, const char *path, const ck_filters *flt, char *err,
                        size_t errlen);
 
 

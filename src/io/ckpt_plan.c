@@ -1,8 +1,8 @@
 /*
  * ckpt_plan.c - the plan of `bfp convert`: find the input shards, read their
- * headers, decide for every tensor whether it is quantized or copied, and
- * lay out every output file (names, dtypes, shapes, offsets, header bytes)
- * before any data is touched.
+ * headers, have every tensor decided (ckpt_decide.c: quantized or copied),
+ * and lay out every output file (names, dtypes, shapes, offsets, header
+ * bytes) before any data is touched.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -37,12 +37,6 @@ static char *join(const char *a, const char *b)
         memcpy(s + la + 1, b, lb + 1);
     }
     return s;
-}
-
-static int ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
 void ck_plan_free(ck_plan *p)
@@ -107,7 +101,7 @@ static bfp_status read_index(ck_plan *p, char ***shards, size_t *n, char *err,
         goto nomem;
     cJSON_ArrayForEach(it, wm) {
         if (!cJSON_IsString(it) || strchr(it->valuestring, '/') ||
-            !ends_with(it->valuestring, ".safetensors")) {
+            !ck_ends_with(it->valuestring, ".safetensors")) {
             st = bfpio_fail(BFP_ERR_DATA, err, errlen,
                             "%s: weight_map entry '%s' is not a .safetensors "
                             "file name in the same directory", path,
@@ -141,96 +135,6 @@ static const char *index_shard_of(const cJSON *wm, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(wm, name);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int default_quantized(const ck_in *t)
-{
-    static const char *const skip[] = {"embed", "norm", "lm_head", "wte",
-                                       "wpe", "token_embd", "pos_embd"};
-    if (t->ndim < 2 || !ends_with(t->name, "weight"))
-        return 0;
-    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
-        if (strstr(t->name, skip[i]))
-            return 0;
-    return strcmp(t->name, "output.weight") != 0; /* GGUF's head */
-}
-
-static int float_dtype(const char *d, bfp_dtype *out)
-{
-    if (strcmp(d, "F32") == 0)
-        *out = BFP_DTYPE_F32;
-    else if (strcmp(d, "BF16") == 0)
-        *out = BFP_DTYPE_BF16;
-    else if (strcmp(d, "F16") == 0)
-        *out = BFP_DTYPE_F16;
-    else
-        return 0;
-    return 1;
-}
-
-/* Why the layout cannot hold t quantized, or NULL. */
-static const char *layout_refuses(const ck_plan *p, const ck_in *t)
-{
-    const bfp_format_info *f = bfp_format_get(p->o.format);
-    if (t->rows == 0 || t->cols == 0)
-        return "it has no values (a zero dimension)";
-    switch (p->o.layout) {
-    case BFP_CKPT_LAYOUT_CT:
-        if (t->ndim != 2)
-            return "compressed-tensors stores 2-D weights only";
-        if (!ends_with(t->name, ".weight"))
-            return "compressed-tensors quantizes MODULE.weight tensors only";
-        if (t->cols % (size_t)f->block != 0)
-            return "its last dimension is not a multiple of the block "
-                   "(compressed-tensors has no partial blocks)";
-        return NULL;
-    case BFP_CKPT_LAYOUT_GGUF:
-        if (t->cols % (size_t)f->block != 0 || (p->o.format == BFP_NVFP4 && t->cols % 64))
-            return "its last dimension is not a multiple of ggml's block "
-                   "(32 for mxfp4, 64 for nvfp4)";
-        return NULL;
-    default:
-        return NULL;
-    }
-}
-
-typedef struct {
-    regex_t inc, exc;
-    int has_inc, has_exc;
-} ck_filters;
-
-static bfp_status decide(ck_plan *p, ck_in *t, const ck_filters *flt,
-                         const char *file, char *err, size_t errlen)
-{
-    int inc = flt->has_inc && regexec(&flt->inc, t->name, 0, NULL, 0) == 0;
-    int exc = flt->has_exc && regexec(&flt->exc, t->name, 0, NULL, 0) == 0;
-    int isfloat = float_dtype(t->dtype, &t->fdtype);
-    int ok = 1;
-    size_t rows = 1;
-    for (size_t d = 0; d + 1 < t->ndim; d++)
-        ok = ok && bfpio_mul(rows, t->shape[d], &rows);
-    t->cols = t->ndim ? t->shape[t->ndim - 1] : 1;
-    t->rows = ok ? rows : 0;
-    t->quant = 0;
-    if (exc || !isfloat)
-        return BFP_OK;
-    if (inc) {
-        const char *why = layout_refuses(p, t);
-        if (why)
-            return bfpio_fail(BFP_ERR_SHAPE, err, errlen,
-                              "%s: tensor '%s' (matched by --include) cannot be "
-                              "quantized: %s", file, t->name, why);
-        t->quant = 1;
-    } else if (default_quantized(t) && !layout_refuses(p, t)) {
-        t->quant = 1;
-    }
-    return BFP_OK;
-}
-
-bfp_status ck_decide(ck_plan *p, ck_in *t, const void *flt, const char *file,
-                     char *err, size_t errlen)
-{
-    return decide(p, t, flt, file, err, errlen);
 }
 
 static int cmp_in_off(const void *a, const void *b)
@@ -293,7 +197,7 @@ static bfp_status add_shard(ck_plan *p, const char *path, const char *name,
         snprintf(t->dtype, sizeof t->dtype, "%s", e->dtype);
         t->ndim = e->ndim;
         memcpy(t->shape, e->shape, sizeof t->shape);
-        if ((st = decide(p, t, flt, path, err, errlen)) != BFP_OK)
+        if ((st = ck_decide(p, t, flt, path, err, errlen)) != BFP_OK)
             break;
     }
     void *in_meta = f.metadata ? cJSON_Duplicate(f.metadata, 1) : NULL;
@@ -326,7 +230,7 @@ static bfp_status list_extras(ck_plan *p, char *err, size_t errlen)
     while ((de = readdir(d))) {
         const char *n = de->d_name;
         struct stat sb;
-        if (n[0] == '.' || ends_with(n, ".safetensors") || strcmp(n, INDEX_NAME) == 0)
+        if (n[0] == '.' || ck_ends_with(n, ".safetensors") || strcmp(n, INDEX_NAME) == 0)
             continue;
         if (p->o.layout == BFP_CKPT_LAYOUT_CT && strcmp(n, "config.json") == 0)
             continue; /* rewritten with its quantization_config */
