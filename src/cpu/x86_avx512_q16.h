@@ -1,7 +1,8 @@
 /* x86_avx512_q16.h - bfloat16 quantization in 16-bit lanes: a 32-element
  * block is one vector of 32 words, encoded in integer arithmetic on the
  * bfloat16 bits, twice the elements per instruction of widening to float32.
- * Included by x86_avx512.c only (its flags, its helpers).
+ * Included by x86_avx512.c only (its flags); its helpers come from
+ * x86_avx512_enc.h.
  *
  * Why it is exact: with h = |x| bits (E = h >> 7, M = h & 0x7F), the value is
  * sig * 2^(max(E,1) - 134) with sig = M plus 128 when E > 0. Dividing by the
@@ -19,6 +20,8 @@
  * (only blocks whose max is below about 2^-98) take the float32 path. */
 #ifndef BFP_CPU_X86_AVX512_Q16_H
 #define BFP_CPU_X86_AVX512_Q16_H
+
+#include "x86_avx512_enc.h"
 
 #define Q16_MIN_S (-100)
 
