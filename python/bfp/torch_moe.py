@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import _api, _core
-from .torch_ops import _cuda_ready, _dequant_2d, _stream, plane_shapes, x_format_name
+from ._torch_base import _cuda_ready, _dequant_2d, _stream, plane_shapes, x_format_name
 
 
 def decodes_to_bf16(x_format: str) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 from . import _api, _core
-from .torch_ops import _check_matmul, _cuda_ready, _out_dtype, _stream, x_format_name
+from ._torch_base import _check_matmul, _cuda_ready, _out_dtype, _stream, x_format_name
 
 __all__ = ["pack", "packed_bytes", "workspace_bytes", "shared_workspace", "clear_views"]
 
