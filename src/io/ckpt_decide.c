@@ -22,19 +22,6 @@ static int default_quantized(const ck_in *t)
     return strcmp(t->name, "output.weight") != 0; /* GGUF's head */
 }
 
-static int float_dtype(const char *d, bfp_dtype *out)
-{
-    if (strcmp(d, "F32") == 0)
-        *out = BFP_DTYPE_F32;
-    else if (strcmp(d, "BF16") == 0)
-        *out = BFP_DTYPE_BF16;
-    else if (strcmp(d, "F16") == 0)
-        *out = BFP_DTYPE_F16;
-    else
-        return 0;
-    return 1;
-}
-
 /* Why the layout cannot hold t quantized, or NULL. */
 static const char *layout_refuses(const ck_plan *p, const ck_in *t)
 {
@@ -66,7 +53,7 @@ bfp_status ck_decide(ck_plan *p, ck_in *t, const ck_filters *flt, const char *fi
 {
     int inc = flt->has_inc && regexec(&flt->inc, t->name, 0, NULL, 0) == 0;
     int exc = flt->has_exc && regexec(&flt->exc, t->name, 0, NULL, 0) == 0;
-    int isfloat = float_dtype(t->dtype, &t->fdtype);
+    int isfloat = bfpio_st_float_dtype(t->dtype, &t->fdtype);
     int ok = 1;
     size_t rows = 1;
     for (size_t d = 0; d + 1 < t->ndim; d++)

@@ -93,6 +93,8 @@ void bfpio_open_mem(bfpio_reader *r, const void *buf, size_t len,
 /* Read exactly n bytes at off; a short file is BFP_ERR_DATA. */
 /* Bytes per element of a safetensors dtype name ("BF16": 2), 0 if unknown. */
 size_t bfpio_st_dtype_size(const char *dtype);
+/* The dtype of a float safetensors dtype name (F32, F16, BF16): 1, else 0. */
+int bfpio_st_float_dtype(const char *dtype, bfp_dtype *out);
 
 bfp_status bfpio_read_at(bfpio_reader *r, uint64_t off, void *buf, size_t n,
                          char *err, size_t errlen);

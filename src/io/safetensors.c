@@ -331,7 +331,7 @@ bfp_status bfpio_st_read(bfpio_st_file *f, size_t i, void *buf, char *err,
                          errlen);
 }
 
-static int float_dtype(const char *d, bfp_dtype *out)
+int bfpio_st_float_dtype(const char *d, bfp_dtype *out)
 {
     if (strcmp(d, "F32") == 0)
         *out = BFP_DTYPE_F32;
@@ -363,7 +363,7 @@ static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
     bfp_dtype dt;
     *idx = -1;
     for (size_t i = 0; i < f->count; i++)
-        if (float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
+        if (bfpio_st_float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
             nfloat++;
             *idx = (long)i;
         }
@@ -381,7 +381,7 @@ static bfp_status pick_only_float(const bfpio_st_file *f, const char *path,
                          path, nfloat);
         len = w > 0 ? (size_t)w : 0;
         for (size_t i = 0; i < f->count && len < errlen; i++)
-            if (float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
+            if (bfpio_st_float_dtype(f->entries[i].dtype, &dt) && !is_plane(f, i)) {
                 w = snprintf(err + len, errlen - len, " %s",
                              BFPIO_Q(f->entries[i].name));
                 len += w > 0 ? (size_t)w : 0;
@@ -409,7 +409,7 @@ static bfp_status st_load(bfpio_st_file *f0, const char *name, bfp_tensor *out,
         goto done;
     }
     const bfpio_st_entry *e = &f.entries[idx];
-    if (!float_dtype(e->dtype, &out->dtype)) {
+    if (!bfpio_st_float_dtype(e->dtype, &out->dtype)) {
         st = bfpio_fail(BFP_ERR_DATA, err, errlen,
                         "%s: tensor %s has dtype %s (expected F32, F16 or BF16)",
                         path, BFPIO_Q(e->name), e->dtype[0] ? e->dtype : "?");

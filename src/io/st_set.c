@@ -55,17 +55,6 @@ bfp_status bfp_safetensors_save_set(const char *path, const char *const *names,
     return st;
 }
 
-static int float_dtype(const char *d, bfp_dtype *out)
-{
-    static const bfp_dtype all[] = {BFP_DTYPE_F32, BFP_DTYPE_F16, BFP_DTYPE_BF16};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(d, st_dtype(all[i])) == 0) {
-            *out = all[i];
-            return 1;
-        }
-    return 0;
-}
-
 /* Every tensor of the open file f0, which this closes. */
 static bfp_status load_set(bfpio_st_file *f0, bfp_tensor_set *out, char *err,
                            size_t errlen)
@@ -83,7 +72,7 @@ static bfp_status load_set(bfpio_st_file *f0, bfp_tensor_set *out, char *err,
         const bfpio_st_entry *e = &f.entries[i];
         bfp_tensor *t = &out->tensors[i];
         out->count = i + 1; /* so a failure frees what was made */
-        if (!float_dtype(e->dtype, &t->dtype)) {
+        if (!bfpio_st_float_dtype(e->dtype, &t->dtype)) {
             st = bfpio_fail(BFP_ERR_DATA, err, errlen,
                             "%s: tensor '%s' has dtype %s (expected F32, F16 or BF16)",
                             path, e->name, e->dtype[0] ? e->dtype : "?");
