@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ._api import ArrayLike, _info, error, formats as _all_formats
+from ._api import error
+from ._base import ArrayLike, _info, formats as _all_formats
 
 __all__ = ["compare", "plot_compare"]
 

@@ -9,12 +9,10 @@ synchronizes or allocates.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from . import _core
-
-if TYPE_CHECKING:
-    from ._api import QTensor
+from ._base import _DTYPE_NAMES, QTensor, _options_dict
 
 _Opts = Tuple[int, int, int, int, int, int]
 _Planes = Tuple[Any, Any, Optional[Any], Optional[Any]]
@@ -75,8 +73,6 @@ def _run_quantize(x: Any, info: Dict[str, Any], axis: int, opts: _Opts
 
 def quantize(x: Any, info: Dict[str, Any], axis: int, opts: _Opts) -> QTensor:
     """Quantize on the GPU; the planes come back to host numpy arrays."""
-    from ._api import _DTYPE_NAMES, QTensor, _options_dict  # noqa: PLC0415
-
     _, dtype, shape, ax, _, _, planes = _run_quantize(x, info, axis, opts)
     codes, scales, meta, ts = planes
     return QTensor(

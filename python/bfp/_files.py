@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._api import (QTensor, _DTYPE_NAMES, _ROUNDING, _SCALE_MODE, _info, _is_bf16, _is_torch,
+from ._base import (QTensor, _DTYPE_NAMES, _ROUNDING, _SCALE_MODE, _info, _is_bf16, _is_torch,
                    _options_dict, _to_numpy)
 
 __all__ = ["save", "load", "INDEX_NAME", "FLOAT_FILE"]

@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from . import _api, _core
+from . import _base, _core
 
 _TORCH_DTYPES = {torch.float32: _core.DTYPE_F32, torch.bfloat16: _core.DTYPE_BF16,
                  torch.float16: _core.DTYPE_F16}
@@ -17,7 +17,7 @@ _TORCH_DTYPES = {torch.float32: _core.DTYPE_F32, torch.bfloat16: _core.DTYPE_BF1
 
 def plane_shapes(fmt: str, rows: Any, cols: Any) -> Dict[str, Tuple[Any, Any]]:
     """Shapes of the planes of a ``rows x cols`` tensor (ints or SymInts)."""
-    f = _api._info(fmt)
+    f = _base._info(fmt)
     bpr = (cols + f["block"] - 1) // f["block"]
     return {"codes": (rows, (cols * f["elem_bits"] + 7) // 8),
             "scales": (rows, bpr * f["scale_bytes"]),
@@ -30,8 +30,8 @@ def _check_float(x: torch.Tensor, what: str) -> None:
 
 
 def _cuda_ready(t: torch.Tensor) -> None:
-    if not _api.cuda_available():
-        raise _api._no_cuda(t)
+    if not _base.cuda_available():
+        raise _base._no_cuda(t)
 
 
 def _stream(t: torch.Tensor) -> int:
@@ -55,7 +55,7 @@ def _dequant_2d(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch
                 tensor_scale: torch.Tensor, rows: int, cols: int,
                 dtype: torch.dtype) -> torch.Tensor:
     """The planes decoded to a [rows, cols] tensor on their device."""
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     code = _out_dtype(dtype)
     out = torch.empty((rows, cols), dtype=dtype, device=codes.device)
     has_meta, has_ts = bool(info["meta_bytes"]), bool(info["has_tensor_scale"])
@@ -82,8 +82,8 @@ def x_format_name(x_format: Optional[str]) -> str:
     if x_format is None or x_format == "bf16":
         return "bf16"
     try:
-        return str(_api._info(x_format)["name"])
-    except (_api.BfpError, TypeError):
+        return str(_base._info(x_format)["name"])
+    except (_core.BfpError, TypeError):
         raise ValueError(f"x_format {x_format!r} is neither bf16 nor a bfp format name "
                          "(bfp.formats() lists them)") from None
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._api import ArrayLike, QTensor, _info, _options, _prepare
+from ._base import ArrayLike, QTensor, _info, _options, _prepare
 
 __all__ = ["VerifyResult", "verify"]
 

@@ -20,7 +20,7 @@ from typing import Tuple
 
 import numpy as np
 
-from ._api import QTensor
+from ._base import QTensor
 
 __all__ = ["from_gpt_oss", "to_gpt_oss"]
 

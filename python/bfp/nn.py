@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 
 import torch
 
-from . import _api, _core, torch_packed
+from . import _base, _core, torch_packed
 from .torch_moe import decodes_to_bf16
 from .torch_ops import plane_shapes, x_format_name, xq_kernel
 
@@ -48,7 +48,7 @@ _NO_INIT_WEIGHT = [False]  # from_float fills the buffers itself
 def _packs(fmt: str, xf: str) -> bool:
     """Whether a Linear of fmt with activations xf holds a packed weight: the
     bf16-x GPU matmul serves it (x decoded to bf16 first when xf is not bf16)."""
-    return bool(_core.matmul_format_supported(_api._info(fmt)["id"])) and \
+    return bool(_core.matmul_format_supported(_base._info(fmt)["id"])) and \
         (xf == "bf16" or decodes_to_bf16(xf))
 
 
@@ -91,7 +91,7 @@ class Linear(torch.nn.Module):
                  device: Any = None, dtype: Optional[torch.dtype] = None,
                  pdl: bool = False) -> None:
         super().__init__()
-        info = _api._info(fmt)
+        info = _base._info(fmt)
         self.pdl = bool(pdl)
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.fmt = str(info["name"])
@@ -125,7 +125,7 @@ class Linear(torch.nn.Module):
         self.x_format = xf
         # decided here, not in forward, so torch.compile sees a constant: on
         # CUDA the quantized-x kernel takes W's NVFP4 tensor scale on the host
-        self._ts_from_host = bool(_api._info(self.fmt)["has_tensor_scale"]) and \
+        self._ts_from_host = bool(_base._info(self.fmt)["has_tensor_scale"]) and \
             xq_kernel(self.fmt, xf)
 
     def _prepare(self) -> None:
@@ -230,7 +230,7 @@ class Linear(torch.nn.Module):
 
     def set_extra_state(self, state: Any) -> None:
         mine = self.get_extra_state()
-        if not isinstance(state, dict) or _api._info(state.get("format", ""))["name"] != \
+        if not isinstance(state, dict) or _base._info(state.get("format", ""))["name"] != \
                 self.fmt or any(state.get(k) != mine[k] for k in ("in_features", "out_features")):
             raise ValueError(f"bfp.nn.Linear: the state dict holds {state!r}, this module is "
                              f"{mine!r}; build the module with the same format and shape")
@@ -311,7 +311,7 @@ class Embedding(torch.nn.Module):
                  device: Any = None, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
-        self.fmt = str(_api._info(fmt)["name"])
+        self.fmt = str(_base._info(fmt)["name"])
         self.dtype = dtype  # of the looked-up rows, as the float table's
         shp = plane_shapes(self.fmt, self.num_embeddings, self.embedding_dim)
         for p in ("codes", "scales", "meta"):
@@ -378,7 +378,7 @@ class Embedding(torch.nn.Module):
 
     def set_extra_state(self, state: Any) -> None:
         mine = self.get_extra_state()
-        if not isinstance(state, dict) or _api._info(state.get("format", ""))["name"] != \
+        if not isinstance(state, dict) or _base._info(state.get("format", ""))["name"] != \
                 self.fmt or any(state.get(k) != mine[k]
                                 for k in ("num_embeddings", "embedding_dim")):
             raise ValueError(f"bfp.nn.Embedding: the state dict holds {state!r}, this module "
@@ -443,7 +443,7 @@ def quantize_model(model: torch.nn.Module, fmt: str, x_format: Optional[str] = N
     """
     inc = [include] if isinstance(include, str) else include
     exc = [exclude] if isinstance(exclude, str) else exclude
-    _api._info(fmt)
+    _base._info(fmt)
     x_format_name(x_format)
     swaps: List[Any] = []
     kinds = (torch.nn.Linear, torch.nn.Embedding) if embeddings else (torch.nn.Linear,)

@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from . import _api, _core
+from . import _base, _core
 from ._torch_base import _cuda_ready, _dequant_2d, _stream, plane_shapes, x_format_name
 
 
@@ -45,7 +45,7 @@ def decodes_to_bf16(x_format: str) -> bool:
     below 2^-133): formats without a float32 tensor scale, whose values are a
     code of at most 8 significant bits times a power of two
     (tests/python/test_torch_moe.py checks it for every format)."""
-    return not _api._info(x_format)["has_tensor_scale"]
+    return not _base._info(x_format)["has_tensor_scale"]
 
 
 def _capturing() -> bool:
@@ -105,7 +105,7 @@ def _gweight(fmt: str, codes: torch.Tensor, scales: torch.Tensor, meta: torch.Te
     if _capturing():
         raise RuntimeError("bfp.grouped_matmul: this weight is not packed for the GPU yet and "
                            "a CUDA graph is being captured; run the layer once before capturing")
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     host = [p.detach().cpu().contiguous().reshape(-1).numpy() for p in (codes, scales, meta, ts)]
     nbytes = _core.grouped_weight_packed_size(info["id"], e_count, n, k)
     img = torch.empty(nbytes, dtype=torch.uint8)
@@ -151,7 +151,7 @@ def grouped_matmul(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
     y = torch.empty((t_rows, n), dtype=torch.bfloat16, device=x.device)
     if t_rows == 0:
         return y
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     xf = x_format_name(x_format)
     xd: Optional[torch.Tensor] = None  # x as the product sees it, quantized x decoded
     gpu = x.device.type == "cuda" and _core.matmul_format_supported(info["id"])

@@ -31,17 +31,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from . import _api, _core
-from ._torch_base import (_TORCH_DTYPES, _check_float, _check_matmul, _cuda_ready,  # noqa: F401
-                          _dequant_2d, _np, _out_dtype, _stream, plane_shapes,
-                          x_format_name)
+from . import _base, _core
+from ._torch_base import (_check_float, _check_matmul, _cuda_ready, _dequant_2d, _out_dtype,
+                          _stream, plane_shapes, x_format_name)
 
 __all__ = ["quantize", "dequantize", "fake_quant", "matmul", "plane_shapes", "x_format_name",
            "xq_kernel"]
 
 def _opts(info: Dict[str, Any], rounding: str, seed: int, scale_mode: str,
           nvfp4_no_tensor_scale: bool, nvfp4_2d: bool) -> Tuple[int, int, int, int, int, int]:
-    return _api._options(info, rounding, seed, scale_mode or None, nvfp4_no_tensor_scale,
+    return _base._options(info, rounding, seed, scale_mode or None, nvfp4_no_tensor_scale,
                          nvfp4_2d, 0)
 
 
@@ -68,7 +67,7 @@ def quantize(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default
     """Quantize x along ``axis``: (codes, scales, meta, tensor_scale), the
     planes of :func:`bfp.quantize` as torch tensors on x's device
     (``scale_mode=""`` is the format's own rule)."""
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     opts = _opts(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
     _check_float(x, "x")
     _, rows, cols = _blocked(list(x.shape), axis)
@@ -82,8 +81,7 @@ def quantize(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default
                 if meta is None else meta.view(shp["meta"]))
         ts = torch.ones(1, dtype=torch.float32, device=x.device) if ts is None else ts
         return codes.view(shp["codes"]), scales.view(shp["scales"]), meta, ts
-    q = _api.quantize(x.detach(), info["id"], axis, rounding, seed, scale_mode or None,
-                      nvfp4_no_tensor_scale, nvfp4_2d)
+    q = _base._quantize_host(x.detach(), info, axis, opts, True)
     meta_t = (torch.empty(shp["meta"], dtype=torch.uint8) if q.meta is None
               else torch.from_numpy(q.meta).view(shp["meta"]))
     ts_t = torch.tensor([1.0 if q.tensor_scale is None else q.tensor_scale],
@@ -96,7 +94,7 @@ def quantize(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default
 def _(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default", seed: int = 0,
       scale_mode: str = "", nvfp4_no_tensor_scale: bool = False, nvfp4_2d: bool = False
       ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    _opts(_api._info(fmt), rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
+    _opts(_base._info(fmt), rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
     _check_float(x, "x")
     _, rows, cols = _blocked(list(x.shape), axis)
     shp = plane_shapes(fmt, rows, cols)
@@ -159,7 +157,7 @@ def fake_quant(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "defau
                nvfp4_2d: bool = False) -> torch.Tensor:
     """The values ``fmt`` represents, like x (``bfp.fake_quant``); its
     gradient is the straight-through estimator (identity)."""
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     opts = _opts(info, rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
     _check_float(x, "x")
     if x.device.type == "cuda":
@@ -167,14 +165,14 @@ def fake_quant(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "defau
         _cuda_ready(x)
         out: torch.Tensor = _cuda.fake_quant(x.detach(), info, axis, opts)
         return out
-    return _api._fake_quant_host(x.detach(), info, axis, opts, True)  # type: ignore[no-any-return]
+    return _base._fake_quant_host(x.detach(), info, axis, opts, True)  # type: ignore[no-any-return]
 
 
 @fake_quant.register_fake
 def _(x: torch.Tensor, fmt: str, axis: int = -1, rounding: str = "default", seed: int = 0,
       scale_mode: str = "", nvfp4_no_tensor_scale: bool = False,
       nvfp4_2d: bool = False) -> torch.Tensor:
-    _opts(_api._info(fmt), rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
+    _opts(_base._info(fmt), rounding, seed, scale_mode, nvfp4_no_tensor_scale, nvfp4_2d)
     _check_float(x, "x")
     _blocked(list(x.shape), axis)
     return torch.empty_like(x, memory_format=torch.contiguous_format)
@@ -195,8 +193,8 @@ def xq_kernel(fmt: str, x_format: str) -> bool:
     to ``x_format`` (``bfp_cuda_matmul_xq_supported``; False in a build
     without CUDA). Other pairs run as quantize x, decode both, matmul."""
     xf = x_format_name(x_format)
-    return xf != "bf16" and bool(_core.cuda_matmul_xq_supported(int(_api._info(fmt)["id"]),
-                                                                int(_api._info(xf)["id"])))
+    return xf != "bf16" and bool(_core.cuda_matmul_xq_supported(int(_base._info(fmt)["id"]),
+                                                                int(_base._info(xf)["id"])))
 
 
 @torch.library.custom_op("bfp::matmul", mutates_args=())
@@ -256,7 +254,7 @@ def _matmul_xq_cuda(x2: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor,
                     xf: str) -> torch.Tensor:
     """bfp_cuda_matmul_xq: x2 bf16 [m, k] on the GPU, W's planes there too."""
     _cuda_ready(x2)
-    winfo, xinfo = _api._info(fmt), _api._info(xf)
+    winfo, xinfo = _base._info(fmt), _base._info(xf)
     if codes.device != x2.device or (bias is not None and bias.device != x2.device):
         raise ValueError(f"x is on {x2.device}, W's planes on {codes.device}"
                          + ("" if bias is None else f", the bias on {bias.device}")

@@ -29,7 +29,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-from . import _api, _core
+from . import _base, _core
 from ._torch_base import _check_matmul, _cuda_ready, _out_dtype, _stream, x_format_name
 
 __all__ = ["pack", "packed_bytes", "workspace_bytes", "shared_workspace", "clear_views"]
@@ -39,7 +39,7 @@ _ALIGN = 256  # the view's alignment of a device buffer (BFP_WIMG_ALIGN)
 
 
 def _fmt_id(fmt: str) -> int:
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     if not _core.matmul_format_supported(info["id"]):
         raise ValueError(f"{info['name']}: libbfp's packed matmul weights take mxfp4, mxfp4+, "
                          "nvfp4, nvfp4+ and hif4 only")
@@ -57,7 +57,7 @@ def pack(codes: torch.Tensor, scales: torch.Tensor, meta: torch.Tensor,
     them for an ``n x k`` weight blocked along k): ``uint8 [packed_bytes]``
     on the planes' device, packed on the host (an offline step: CUDA planes
     are copied to the host)."""
-    info = _api._info(fmt)
+    info = _base._info(fmt)
     out = torch.empty(packed_bytes(fmt, n, k), dtype=torch.uint8)
     host = [p.detach().cpu().contiguous().numpy() for p in (codes, scales, meta, tensor_scale)]
     _core.cuda_weight_pack_host(int(info["id"]), host[0], host[1],
