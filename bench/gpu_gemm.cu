@@ -100,10 +100,8 @@ int main(int argc, char **argv)
         talt.wgmma_consumers = atoi(ec), alt = true;
     if (eb && *eb)
         talt.wgmma_bn = atoi(eb), alt = true;
-    if (ep && *ep) { /* BFP_MATMUL_WG_PIPE's values: 0 serial, 1 pipelined, 2 steps */
-        const int v = atoi(ep);
-        talt.wgmma_serial = v == 0 ? 1 : v == 1 ? 0 : v == 2 ? 2 : -1, alt = true;
-    }
+    if (ep && *ep) /* BFP_MATMUL_WG_PIPE's values */
+        talt.wgmma_serial = tuning_wg_pipe_serial(atoi(ep)), alt = true;
     if (alt && bfp_matmul_tuning_check(&talt) != BFP_OK) {
         fprintf(stderr,
                 "gpu_gemm: bad GEMM_WG_CONSUMERS '%s' / GEMM_WG_BN '%s' / GEMM_WG_PIPE '%s'\n",

@@ -80,8 +80,9 @@ int main(int argc, char **argv)
     void *ws;
     CU(cudaMalloc(&ws, wsb + 1));
     CU(cudaMemset(ws, 0, wsb + 1));
-    int dims[4];
-    std::vector<uint32_t> buf(264 * 3 * 128 * 6);
+    int dims[4]; /* set whatever the capacity: ask with none first */
+    (void)bfp_wg_trace_read(NULL, 0, dims); /* cudaErrorInvalidValue: no room, by design */
+    std::vector<uint32_t> buf((size_t)dims[0] * dims[1] * dims[2] * dims[3]);
     FILE *out = fopen(argv[1], "w");
     if (!out) {
         fprintf(stderr, "wg_trace: cannot write %s\n", argv[1]);

@@ -41,6 +41,14 @@ static int tuning_env_int(const char *name, int *v)
     return 1;
 }
 
+/* wgmma_serial for a BFP_MATMUL_WG_PIPE value: 0 the serial mainloop (1),
+ * 1 the pipelined one (0), 2 the k16-step one (2); -1 (refused by
+ * bfp_matmul_tuning_check) for anything else */
+static inline int tuning_wg_pipe_serial(int v)
+{
+    return v == 0 ? 1 : v == 1 ? 0 : v == 2 ? 2 : -1;
+}
+
 /* Fill *t from the environment: 1 when some variable was set, 0 when none
  * (t holds the defaults), -1 on a malformed value or an invalid tuning
  * (a message printed). */
@@ -63,7 +71,7 @@ static inline int matmul_tuning_from_env(bfp_matmul_tuning *t)
     if ((r = tuning_env_int("BFP_MATMUL_WG_PIPE", &v)) < 0)
         return -1;
     if (r)
-        t->wgmma_serial = v == 0 ? 1 : v == 1 ? 0 : v == 2 ? 2 : -1; /* -1: refused below */
+        t->wgmma_serial = tuning_wg_pipe_serial(v); /* -1: refused below */
     any |= r;
     if ((r = tuning_env_int("BFP_MATMUL_GEMV_PDL", &t->gemv_pdl)) < 0)
         return -1;

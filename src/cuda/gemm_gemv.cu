@@ -95,10 +95,7 @@ __device__ __forceinline__ void gv_grouped_consumers(const Params &p, const Gemv
             int e1 = e, r1 = row0, n1 = rows, g1 = grp, h1 = ch;
             ExpertScales es{};
             if (more) {
-                if (BFP_GV_STEP)
-                    gv_next<NT>(a, upre, &e1, &r1, &n1, &g1, &h1);
-                else
-                    gv_unit<NT>(a, upre, u0 + i + 1, &e1, &r1, &n1, &g1, &h1);
+                gv_walk<NT>(a, upre, u0, i + 1, &e1, &r1, &n1, &g1, &h1);
                 es = expert_scales<F>(a.base + (size_t)e1 * a.stride);
             }
             gv_flush<NT>(q, a, acc, red, last_flag, grp, c0, ch, warp, lane);

@@ -218,7 +218,8 @@ cudaError_t launch_bn(const Params &p, const WgmmaMaps &mp, dim3 grid, cudaStrea
 
 #ifdef BFP_WG_TRACE
 /* the clock trace of the last dense wgmma launch (gemm_wgmma_parts.cuh):
- * dims = {CTAs, warpgroups, k tiles, points}; cap in words */
+ * dims = {CTAs, warpgroups, k tiles, points}, set whatever cap (words) is;
+ * cudaErrorInvalidValue when host cannot hold the trace */
 constexpr size_t WG_TR_WORDS =
     (size_t)wg::WG_TR_CTAS * wg::WG_TR_WGS * wg::WG_TR_TILES * wg::WG_TR_PTS;
 extern "C" int bfp_wg_trace_read(uint32_t *host, size_t cap, int dims[4])

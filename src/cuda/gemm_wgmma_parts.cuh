@@ -257,16 +257,14 @@ __device__ __forceinline__ void mainloop_serial(int mx_fold, const WgSpan &sp, u
     using S = Stage<F, BN, C, NS>;
     const uint32_t ring_a = smem_addr(ring);
     uint32_t a[4][4], an[4][4];
-    const int s0 = sp.base % S::N;
-    mbar_wait(full + 8 * s0, (uint32_t)(sp.base / S::N) & 1u);
+    const int s0 = wait_full<S::N>(full, sp.base);
     decode_stage<F, S::SCB, S::CRB>(ring + s0 * S::BYTES, S::CODES, S::SCALES, S::CORR, u, lane,
                                     mx_fold, a);
     for (int i = 0; i < sp.nkt; i++) {
         const int s = (sp.base + i) % S::N;
         issue_tile<BN>(acc, a, ring_a + s * S::BYTES + S::X);
         if (i + 1 < sp.nkt) {
-            const int g1 = sp.base + i + 1, s1 = g1 % S::N;
-            mbar_wait(full + 8 * s1, (uint32_t)(g1 / S::N) & 1u);
+            const int s1 = wait_full<S::N>(full, sp.base + i + 1);
             decode_stage<F, S::SCB, S::CRB>(ring + s1 * S::BYTES, S::CODES, S::SCALES, S::CORR,
                                             u, lane, mx_fold, an);
         }
